@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/manifoldflow/manifold/plan"
+)
+
+// needs summarizes what a step asks of its node: instance type, accelerators,
+// fan-out, retries and timeout.
+func needs(s *plan.Step) []string {
+	var out []string
+	if s.InstanceType != "" {
+		out = append(out, s.InstanceType)
+	}
+	if s.Neuron > 0 {
+		out = append(out, fmt.Sprintf("%d Neuron", s.Neuron))
+	}
+	if s.GPU > 0 {
+		out = append(out, fmt.Sprintf("%d GPU", s.GPU))
+	}
+	if s.EFA > 0 {
+		out = append(out, fmt.Sprintf("%d EFA", s.EFA))
+	}
+	if s.Foreach != nil {
+		out = append(out, fmt.Sprintf("foreach ×%d", len(s.Foreach)))
+	}
+	if s.Retry > 0 {
+		out = append(out, fmt.Sprintf("retry %d", s.Retry))
+	}
+	if s.Timeout > 0 {
+		out = append(out, "timeout "+s.Timeout.String())
+	}
+	return out
+}
+
+func describe(s *plan.Step) string {
+	parts := needs(s)
+	if len(s.After) > 0 {
+		parts = append([]string{"after " + strings.Join(s.After, ", ")}, parts...)
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,184 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/manifoldflow/manifold/compile"
+	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/sdk"
+)
+
+// flowFlags are the flags of every command that compiles the flow.
+func flowFlags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringSliceFlag{Name: "param", Aliases: []string{"p"}, Usage: "set a flow param, `NAME=VALUE` (repeatable)"},
+		&ucli.StringSliceFlag{Name: "set", Usage: "override a step option, `STEP.OPTION=VALUE`, such as train.efa=4 (repeatable); options: " + strings.Join(setOptionNames(), ", ")},
+		&ucli.StringFlag{Name: "config", Usage: "read defaults from `FILE` (default: " + compile.ConfigFile + " in the working directory, if present)"},
+	}
+}
+
+// load compiles the flow with the command's flags. Errors in the flow are printed
+// to stderr one per line, with their paths.
+func load(c *ucli.Context, flow *sdk.Flow) (*plan.Flow, error) {
+	opts, err := options(c)
+	if err != nil {
+		return nil, err
+	}
+	p, errs := compile.Compile(flow, opts)
+	if len(errs) > 0 {
+		printErrors(c.App.ErrWriter, flowName(flow), errs)
+		return nil, silentInvalid
+	}
+	return p, nil
+}
+
+func printErrors[E error](w io.Writer, flow string, errs []E) {
+	noun := "errors"
+	if len(errs) == 1 {
+		noun = "error"
+	}
+	fmt.Fprintf(w, "flow %s is invalid: %d %s\n", flow, len(errs), noun)
+	for _, e := range errs {
+		fmt.Fprintln(w, e.Error())
+	}
+}
+
+func flowName(f *sdk.Flow) string {
+	if f == nil {
+		return "(nil)"
+	}
+	return f.Name()
+}
+
+// options turns --param, --set and --config into compile options.
+func options(c *ucli.Context) (compile.Options, error) {
+	var o compile.Options
+	for _, kv := range c.StringSlice("param") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return o, usageErr("--param %q: write NAME=VALUE", kv)
+		}
+		if o.Params == nil {
+			o.Params = map[string]string{}
+		}
+		o.Params[k] = v
+	}
+	for _, s := range c.StringSlice("set") {
+		step, opt, err := parseSet(s)
+		if err != nil {
+			return o, err
+		}
+		if o.Overrides == nil {
+			o.Overrides = map[string][]sdk.StepOption{}
+		}
+		o.Overrides[step] = append(o.Overrides[step], opt)
+	}
+	path, explicit := c.String("config"), c.IsSet("config")
+	if !explicit {
+		path = compile.ConfigFile
+	}
+	cfg, err := compile.LoadConfig(path)
+	switch {
+	case err == nil:
+		o.Config = cfg
+	case !explicit && errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist):
+		return o, usageErr("--config %s: no such file", path)
+	default:
+		return o, invalidErr(err)
+	}
+	return o, nil
+}
+
+// setOptions maps each --set option to the option it makes from a value. Values are
+// only parsed here; the compiler checks them exactly as it checks options in code.
+var setOptions = map[string]func(string) (sdk.StepOption, error){
+	"cpu":             str(func(v string) sdk.StepOption { return sdk.CPU(v) }),
+	"memory":          str(func(v string) sdk.StepOption { return sdk.Memory(v) }),
+	"disk":            str(func(v string) sdk.StepOption { return sdk.Disk(v) }),
+	"sharedMemory":    str(func(v string) sdk.StepOption { return sdk.SharedMemory(v) }),
+	"gpu":             integer(func(n int) sdk.StepOption { return sdk.GPU(n) }),
+	"gpuVendor":       str(func(v string) sdk.StepOption { return sdk.GPUVendor(v) }),
+	"trainium":        integer(func(n int) sdk.StepOption { return sdk.Trainium(n) }),
+	"inferentia":      integer(func(n int) sdk.StepOption { return sdk.Inferentia(n) }),
+	"efa":             efaValue,
+	"instanceType":    str(func(v string) sdk.StepOption { return sdk.InstanceType(v) }),
+	"image":           str(func(v string) sdk.StepOption { return sdk.Image(v) }),
+	"imagePullPolicy": str(func(v string) sdk.StepOption { return sdk.ImagePullPolicy(v) }),
+	"serviceAccount":  str(func(v string) sdk.StepOption { return sdk.ServiceAccount(v) }),
+	"namespace":       str(func(v string) sdk.StepOption { return sdk.Namespace(v) }),
+	"port":            integer(func(n int) sdk.StepOption { return sdk.Port(n) }),
+	"retry":           integer(func(n int) sdk.StepOption { return sdk.Retry(n) }),
+	"retryBackoff":    duration(func(d time.Duration) sdk.StepOption { return sdk.RetryBackoff(d) }),
+	"timeout":         duration(func(d time.Duration) sdk.StepOption { return sdk.Timeout(d) }),
+}
+
+func setOptionNames() []string { return sortedKeys(setOptions) }
+
+// parseSet parses STEP.OPTION=VALUE.
+func parseSet(s string) (string, sdk.StepOption, error) {
+	lhs, value, ok := strings.Cut(s, "=")
+	step, name, dot := strings.Cut(lhs, ".")
+	if !ok || !dot || step == "" || name == "" {
+		return "", nil, usageErr("--set %q: write STEP.OPTION=VALUE, such as train.efa=4", s)
+	}
+	build, known := setOptions[name]
+	if !known {
+		return "", nil, usageErr("--set %q: unknown option %q; the options are %s", s, name, strings.Join(setOptionNames(), ", "))
+	}
+	opt, err := build(value)
+	if err != nil {
+		return "", nil, usageErr("--set %q: %v", s, err)
+	}
+	return step, opt, nil
+}
+
+func str(f func(string) sdk.StepOption) func(string) (sdk.StepOption, error) {
+	return func(v string) (sdk.StepOption, error) { return f(v), nil }
+}
+
+func integer(f func(int) sdk.StepOption) func(string) (sdk.StepOption, error) {
+	return func(v string) (sdk.StepOption, error) {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a whole number", v)
+		}
+		return f(n), nil
+	}
+}
+
+func duration(f func(time.Duration) sdk.StepOption) func(string) (sdk.StepOption, error) {
+	return func(v string) (sdk.StepOption, error) {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a duration such as 90s, 30m or 6h", v)
+		}
+		return f(d), nil
+	}
+}
+
+// efaValue takes a count, or "all" for EFAAll.
+func efaValue(v string) (sdk.StepOption, error) {
+	if v == "all" {
+		return sdk.EFAAll(), nil
+	}
+	return integer(func(n int) sdk.StepOption { return sdk.EFA(n) })(v)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,149 @@
+// Package cli is the command line of a flow program. A flow's main is one line:
+//
+//	func main() { cli.Main(flow) }
+//
+// and the program then compiles, validates, draws and runs that flow:
+//
+//	hello compile --target job -o out/
+//	hello validate --set train.efa=4
+//	hello graph --format dot
+//	hello step greet            # what a step's container runs
+//
+// Exit status: 0 on success, 1 when the flow (or its config) is invalid or a step
+// fails, 2 when the command line is wrong.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/emit/job"
+	"github.com/manifoldflow/manifold/sdk"
+)
+
+// Exit statuses.
+const (
+	ExitOK      = 0
+	ExitInvalid = 1
+	ExitUsage   = 2
+)
+
+// targets are the emitters --target chooses from.
+var targets = []emit.Target{job.Target{}}
+
+// Main runs the flow program's command line and exits with its status.
+func Main(flow *sdk.Flow) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := Run(ctx, flow, os.Args, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Run runs the command line args (args[0] is the program name) for flow, writing to
+// stdout and stderr, and returns the exit status.
+func Run(ctx context.Context, flow *sdk.Flow, args []string, stdout, stderr io.Writer) int {
+	app := newApp(flow, stdout, stderr)
+	err := app.RunContext(ctx, args)
+	var ex *exitError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ex):
+		if ex.err != nil {
+			fmt.Fprintln(stderr, "error:", ex.err)
+		}
+		return ex.code
+	default:
+		fmt.Fprintln(stderr, "error:", err)
+		return ExitUsage
+	}
+}
+
+// exitError carries a status; err, when set, is printed as "error: …".
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func usageErr(format string, args ...any) error {
+	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
+}
+
+func invalidErr(err error) error { return &exitError{code: ExitInvalid, err: err} }
+
+// silentInvalid is returned after the errors were printed one per line.
+var silentInvalid = &exitError{code: ExitInvalid}
+
+func newApp(flow *sdk.Flow, stdout, stderr io.Writer) *ucli.App {
+	name := "flow"
+	if flow != nil && flow.Name() != "" {
+		name = flow.Name()
+	}
+	app := &ucli.App{
+		Name:                      name,
+		Usage:                     "compile, check and run the " + name + " flow",
+		Writer:                    stdout,
+		ErrWriter:                 stderr,
+		HideVersion:               true,
+		DisableSliceFlagSeparator: true,
+		ExitErrHandler:            func(*ucli.Context, error) {},
+		OnUsageError: func(_ *ucli.Context, err error, _ bool) error {
+			return usageErr("%v", err)
+		},
+		Commands: []*ucli.Command{
+			compileCommand(flow),
+			validateCommand(flow),
+			graphCommand(flow),
+			stepCommand(flow),
+		},
+	}
+	for _, c := range app.Commands {
+		c.OnUsageError = app.OnUsageError
+	}
+	app.Action = func(c *ucli.Context) error {
+		if c.Args().Present() {
+			var names []string
+			for _, cmd := range app.Commands {
+				names = append(names, cmd.Name)
+			}
+			return usageErr("unknown command %q; the commands are %s (see --help)", c.Args().First(), strings.Join(names, ", "))
+		}
+		return ucli.ShowAppHelp(c)
+	}
+	return app
+}
+
+// noArgs refuses stray arguments, which flag parsing would otherwise leave unread
+// (a flag written after them, for example).
+func noArgs(c *ucli.Context) error {
+	if c.Args().Present() {
+		return usageErr("%s takes no arguments, got %q (flags go before arguments)", c.Command.Name, c.Args().Slice())
+	}
+	return nil
+}
+
+func targetNames() []string {
+	names := make([]string, 0, len(targets))
+	for _, t := range targets {
+		names = append(names, t.Name())
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,234 @@
+// Package compile turns a declared flow (package sdk) and its config into a plan:
+// it applies defaults and aliases, resolves instance types from the catalog, checks
+// every rule, and returns every error at once, each with its field path
+// (steps[train].efa: Invalid value: 32: trn1.32xlarge has at most 8 EFA interfaces).
+package compile
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode"
+
+	"github.com/robfig/cron/v3"
+	"k8s.io/apimachinery/pkg/api/validate/content"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/sdk"
+)
+
+// MaxNameLength bounds flow and step names. Names are DNS-1123 labels, and every
+// target derives object, pod and host names from them with suffixes of its own (a
+// foreach index, a node rank, a controller's random suffix); 40 characters leaves
+// those suffixes room within the 63 that Kubernetes allows.
+const MaxNameLength = 40
+
+// Options are the inputs of a compile besides the flow.
+type Options struct {
+	// Config holds manifold.toml's defaults.
+	Config Config
+	// Params overrides param defaults by name (--param k=v).
+	Params map[string]string
+	// Overrides appends options to named steps after their own (--set), so they win.
+	Overrides map[string][]sdk.StepOption
+}
+
+// Compile checks f and returns its plan, or every error found.
+func Compile(f *sdk.Flow, o Options) (*plan.Flow, field.ErrorList) {
+	if f == nil {
+		return nil, field.ErrorList{field.Required(field.NewPath("flow"), "compile needs a flow: sdk.NewFlow(name, ...)")}
+	}
+	spec := f.Spec()
+	var errs field.ErrorList
+	p := &plan.Flow{Name: spec.Name}
+
+	errs = append(errs, checkName(field.NewPath("name"), spec.Name, "flow")...)
+	p.Params, errs = compileParams(spec.Params, o.Params, errs)
+	if spec.Schedule != nil {
+		p.Schedule = *spec.Schedule
+		errs = append(errs, checkSchedule(field.NewPath("schedule"), p.Schedule)...)
+	}
+
+	stepsPath := field.NewPath("steps")
+	if len(spec.Steps) == 0 {
+		errs = append(errs, field.Required(stepsPath, "a flow needs at least one step: add one with .Step(name, options...)"))
+	}
+	known := map[string]bool{}
+	var stepNames []string
+	for _, s := range spec.Steps {
+		known[s.Name] = true
+		stepNames = append(stepNames, s.Name)
+	}
+	for _, name := range sortedKeys(o.Overrides) {
+		opts := o.Overrides[name]
+		if !known[name] {
+			errs = append(errs, fieldErr(field.ErrorTypeNotFound, field.NewPath("set").Key(name), name, "no step of that name; the flow's steps are "+strings.Join(stepNames, ", ")))
+			continue
+		}
+		for i := range spec.Steps {
+			if spec.Steps[i].Name == name {
+				spec.Steps[i].Spec.Apply(opts...)
+			}
+		}
+	}
+
+	entrypoint := o.Config.Entrypoint
+	if entrypoint == "" {
+		entrypoint = DefaultEntrypoint(spec.Name)
+	} else if strings.IndexFunc(entrypoint, unicode.IsSpace) >= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("config", "entrypoint"), entrypoint, "must be the path of the flow binary in its image, without spaces"))
+	}
+	configSpec := o.Config.stepDefaults()
+	flowLayer := layer{spec: &spec.Defaults, path: field.NewPath("flow"), name: same}
+	configLayer := layer{spec: &configSpec, path: field.NewPath("config"), name: snake}
+	env := stepEnv{flow: spec.Name, entrypoint: entrypoint, gpuToleration: o.Config.GPUToleration == nil || *o.Config.GPUToleration}
+
+	seen := map[string]bool{}
+	var steps []plan.Step
+	for i := range spec.Steps {
+		d := &spec.Steps[i]
+		at := stepsPath.Key(d.Name)
+		if d.Name == "" {
+			at = stepsPath.Index(i)
+		}
+		errs = append(errs, checkName(at.Child("name"), d.Name, "step")...)
+		if seen[d.Name] {
+			errs = append(errs, field.Duplicate(at, d.Name))
+			continue
+		}
+		seen[d.Name] = true
+		r := merge(d.Name, at, []layer{{spec: &d.Spec, path: at, name: same}, flowLayer, configLayer})
+		s, stepErrs := env.compile(r, known)
+		errs = append(errs, stepErrs...)
+		steps = append(steps, s)
+	}
+
+	ordered, orderErrs := order(steps, stepsPath)
+	errs = append(errs, orderErrs...)
+	if len(errs) > 0 {
+		return nil, dedupe(errs)
+	}
+	p.Steps = ordered
+	return p, nil
+}
+
+var paramName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
+
+func compileParams(declared []sdk.ParamSpec, given map[string]string, errs field.ErrorList) ([]plan.Param, field.ErrorList) {
+	path := field.NewPath("params")
+	var out []plan.Param
+	byEnv := map[string]string{}
+	names := make([]string, 0, len(declared))
+	for _, d := range declared {
+		at := path.Key(d.Name)
+		names = append(names, d.Name)
+		if !paramName.MatchString(d.Name) || len(d.Name) > 64 {
+			errs = append(errs, field.Invalid(at, d.Name, "a param name starts with a letter and has only letters, digits, '_' and '-' (at most 64)"))
+			continue
+		}
+		envName := plan.EnvParamPrefix + strings.ToUpper(strings.ReplaceAll(d.Name, "-", "_"))
+		if other, ok := byEnv[envName]; ok {
+			errs = append(errs, fieldErr(field.ErrorTypeDuplicate, at, d.Name, fmt.Sprintf("params %q and %q would both be the variable %s", other, d.Name, envName)))
+			continue
+		}
+		byEnv[envName] = d.Name
+		value := d.Default
+		if v, ok := given[d.Name]; ok {
+			value = v
+		}
+		out = append(out, plan.Param{Name: d.Name, Value: value, Env: envName})
+	}
+	var unknown []string
+	for name := range given {
+		if !declaredParam(declared, name) {
+			unknown = append(unknown, name)
+		}
+	}
+	sort.Strings(unknown)
+	for _, name := range unknown {
+		detail := "the flow declares no params; add one with sdk.Param(name, default)"
+		if len(names) > 0 {
+			detail = "the flow's params are " + strings.Join(names, ", ")
+		}
+		errs = append(errs, fieldErr(field.ErrorTypeNotFound, path.Key(name), name, detail))
+	}
+	return out, errs
+}
+
+func declaredParam(declared []sdk.ParamSpec, name string) bool {
+	for _, d := range declared {
+		if d.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func checkSchedule(at *field.Path, s string) field.ErrorList {
+	if s == "" {
+		return field.ErrorList{field.Required(at, "give a cron expression such as \"0 3 * * *\", or leave out sdk.Schedule")}
+	}
+	if _, err := cron.ParseStandard(s); err != nil {
+		return field.ErrorList{field.Invalid(at, s, "not a cron expression ("+err.Error()+"); use five fields, minute hour day-of-month month day-of-week, such as \"0 3 * * *\", or a descriptor such as \"@daily\"")}
+	}
+	return nil
+}
+
+func checkName(at *field.Path, name, what string) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(at, "a "+what+" needs a name: lowercase letters, digits and '-'")}
+	}
+	var errs field.ErrorList
+	for _, msg := range content.IsDNS1123Label(name) {
+		errs = append(errs, field.Invalid(at, name, "a "+what+" name must be a DNS-1123 label: "+msg))
+	}
+	if len(name) > MaxNameLength {
+		errs = append(errs, fieldErr(field.ErrorTypeInvalid, at, name, fmt.Sprintf("a %s name may have at most %d characters, leaving room for the suffixes every target adds", what, MaxNameLength)))
+	}
+	return errs
+}
+
+// dedupe drops repeated errors: a bad flow default or config value is reported once,
+// not once per step.
+func dedupe(errs field.ErrorList) field.ErrorList {
+	seen := map[string]bool{}
+	out := errs[:0:0]
+	for _, e := range errs {
+		if k := e.Error(); !seen[k] {
+			seen[k] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// fieldErr builds an error of any type with a detail that says what to do.
+func fieldErr(t field.ErrorType, at *field.Path, value any, detail string) *field.Error {
+	return &field.Error{Type: t, Field: at.String(), BadValue: value, Detail: detail}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func same(s string) string { return s }
+
+// snake spells an option field the way manifold.toml does: nodeSelector → node_selector.
+func snake(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsUpper(r) {
+			b.WriteByte('_')
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -1,0 +1,131 @@
+package compile
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/manifoldflow/manifold/sdk"
+)
+
+// ConfigFile is the name of the config file the CLI reads beside a flow.
+const ConfigFile = "manifold.toml"
+
+// Config holds the defaults of manifold.toml. Options in code override them: a
+// step's own option wins over the flow's, which wins over the config's.
+//
+//	namespace = "ml"
+//	image = "registry.example.com/ml/flow:v1"
+//	entrypoint = "/usr/local/bin/neuron-train"
+//	service_account = "trainer"
+//	image_pull_policy = "IfNotPresent"
+//	image_pull_secrets = ["ecr"]
+//	gpu_toleration = false
+//
+//	[labels]
+//	team = "ml"
+//
+//	[node_selector]
+//	"karpenter.sh/capacity-type" = "on-demand"
+//
+//	[[tolerations]]
+//	key = "dedicated"
+//	value = "ml"
+//	effect = "NoSchedule"
+type Config struct {
+	Namespace        string             `toml:"namespace"`
+	Image            string             `toml:"image"`
+	Entrypoint       string             `toml:"entrypoint"`
+	ServiceAccount   string             `toml:"service_account"`
+	ImagePullPolicy  string             `toml:"image_pull_policy"`
+	ImagePullSecrets []string           `toml:"image_pull_secrets"`
+	Labels           map[string]string  `toml:"labels"`
+	Annotations      map[string]string  `toml:"annotations"`
+	NodeSelector     map[string]string  `toml:"node_selector"`
+	Tolerations      []ConfigToleration `toml:"tolerations"`
+	// GPUToleration, when false, stops GPU steps from tolerating the
+	// nvidia.com/gpu or amd.com/gpu taint. It is on when unset.
+	GPUToleration *bool `toml:"gpu_toleration"`
+}
+
+// ConfigToleration is a toleration in manifold.toml. Operator defaults to Equal
+// when a value is given and to Exists otherwise.
+type ConfigToleration struct {
+	Key      string `toml:"key"`
+	Operator string `toml:"operator"`
+	Value    string `toml:"value"`
+	Effect   string `toml:"effect"`
+}
+
+// DefaultEntrypoint is the path of the flow binary in its image when manifold.toml
+// sets no entrypoint: /usr/local/bin/<flow name>. A Run step's container runs
+// `<entrypoint> step <step name>`.
+func DefaultEntrypoint(flow string) string { return "/usr/local/bin/" + flow }
+
+// LoadConfig reads a manifold.toml. Keys it does not know are an error, so that a
+// misspelt key is not silently ignored.
+func LoadConfig(path string) (Config, error) {
+	var c Config
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return c, err
+	}
+	md, err := toml.Decode(string(data), &c)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if undecoded := md.Undecoded(); len(undecoded) > 0 {
+		keys := make([]string, len(undecoded))
+		for i, k := range undecoded {
+			keys[i] = k.String()
+		}
+		return Config{}, fmt.Errorf("%s: unknown keys %s; known keys are namespace, image, entrypoint, service_account, image_pull_policy, image_pull_secrets, gpu_toleration, labels, annotations, node_selector and tolerations", path, strings.Join(keys, ", "))
+	}
+	return c, nil
+}
+
+// stepDefaults returns the config's defaults as a step spec, the lowest layer of
+// every step.
+func (c Config) stepDefaults() sdk.StepSpec {
+	var s sdk.StepSpec
+	str := func(v string) *string {
+		if v == "" {
+			return nil
+		}
+		return &v
+	}
+	s.Namespace = str(c.Namespace)
+	s.Image = str(c.Image)
+	s.ServiceAccount = str(c.ServiceAccount)
+	s.ImagePullPolicy = str(c.ImagePullPolicy)
+	s.ImagePullSecrets = append(s.ImagePullSecrets, c.ImagePullSecrets...)
+	s.Labels = sortedKeyValues(c.Labels)
+	s.Annotations = sortedKeyValues(c.Annotations)
+	s.NodeSelector = sortedKeyValues(c.NodeSelector)
+	for _, t := range c.Tolerations {
+		op := t.Operator
+		if op == "" {
+			op = "Exists"
+			if t.Value != "" {
+				op = "Equal"
+			}
+		}
+		s.Tolerations = append(s.Tolerations, sdk.TolerationSpec{Key: t.Key, Operator: op, Value: t.Value, Effect: t.Effect})
+	}
+	return s
+}
+
+func sortedKeyValues(m map[string]string) []sdk.KeyValue {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make([]sdk.KeyValue, 0, len(m))
+	for k, v := range m {
+		out = append(out, sdk.KeyValue{Key: k, Value: v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}

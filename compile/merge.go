@@ -1,0 +1,172 @@
+package compile
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/manifoldflow/manifold/sdk"
+)
+
+// A layer is one source of a step's settings: the step itself, the flow's defaults,
+// or manifold.toml. Each keeps its own path, so an error points where the value was
+// written.
+type layer struct {
+	spec *sdk.StepSpec
+	path *field.Path
+	// name turns an option's field name into this layer's spelling of it.
+	name func(string) string
+}
+
+func (l layer) child(name string) *field.Path { return l.path.Child(l.name(name)) }
+
+// val is a merged scalar: its value, whether any layer set it, and where.
+type val[T any] struct {
+	v   T
+	set bool
+	at  *field.Path
+}
+
+// item is one merged list element and where it was written.
+type item[T any] struct {
+	v  T
+	at *field.Path
+}
+
+// resolved is a step with its layers merged and nothing yet checked.
+type resolved struct {
+	name string
+	at   *field.Path
+
+	run     func(*sdk.Context) error
+	command []string
+	after   []string
+	foreach []string
+
+	cpu, memory, disk, sharedMemory val[string]
+	gpu                             val[int]
+	gpuVendor                       val[string]
+	trainium, inferentia            val[int]
+	efa                             val[int]
+	efaAll                          val[bool]
+	resources                       []item[sdk.ResourceSpec]
+	instanceType                    val[string]
+
+	nodeSelector []item[sdk.KeyValue]
+	tolerations  []item[sdk.TolerationSpec]
+
+	image, imagePullPolicy val[string]
+	imagePullSecrets       []item[string]
+	env                    []item[sdk.EnvSpec]
+	secrets                []item[string]
+	labels, annotations    []item[sdk.KeyValue]
+	serviceAccount         val[string]
+	namespace              val[string]
+	volumes                []item[sdk.VolumeSpec]
+	port                   val[int]
+	runAsUser              val[int64]
+	runAsNonRoot           val[bool]
+
+	retry        val[int]
+	retryBackoff val[time.Duration]
+	timeout      val[time.Duration]
+}
+
+// merge resolves a step from its layers, highest first (step, flow, config).
+func merge(name string, at *field.Path, layers []layer) *resolved {
+	step := layers[0].spec
+	r := &resolved{
+		name:    name,
+		at:      at,
+		run:     step.Run,
+		command: step.Command,
+		after:   step.After,
+		foreach: step.Foreach,
+
+		cpu:          pick(layers, "cpu", func(s *sdk.StepSpec) *string { return s.CPU }),
+		memory:       pick(layers, "memory", func(s *sdk.StepSpec) *string { return s.Memory }),
+		disk:         pick(layers, "disk", func(s *sdk.StepSpec) *string { return s.Disk }),
+		sharedMemory: pick(layers, "sharedMemory", func(s *sdk.StepSpec) *string { return s.SharedMemory }),
+		gpu:          pick(layers, "gpu", func(s *sdk.StepSpec) *int { return s.GPU }),
+		gpuVendor:    pick(layers, "gpuVendor", func(s *sdk.StepSpec) *string { return s.GPUVendor }),
+		trainium:     pick(layers, "trainium", func(s *sdk.StepSpec) *int { return s.Trainium }),
+		inferentia:   pick(layers, "inferentia", func(s *sdk.StepSpec) *int { return s.Inferentia }),
+		resources:    keyed(layers, "resources", func(s *sdk.StepSpec) []sdk.ResourceSpec { return s.Resources }, func(r sdk.ResourceSpec) string { return r.Name }),
+		instanceType: pick(layers, "instanceType", func(s *sdk.StepSpec) *string { return s.InstanceType }),
+
+		nodeSelector: keyed(layers, "nodeSelector", func(s *sdk.StepSpec) []sdk.KeyValue { return s.NodeSelector }, kvKey),
+		tolerations:  concat(layers, "tolerations", func(s *sdk.StepSpec) []sdk.TolerationSpec { return s.Tolerations }),
+
+		image:            pick(layers, "image", func(s *sdk.StepSpec) *string { return s.Image }),
+		imagePullPolicy:  pick(layers, "imagePullPolicy", func(s *sdk.StepSpec) *string { return s.ImagePullPolicy }),
+		imagePullSecrets: concat(layers, "imagePullSecrets", func(s *sdk.StepSpec) []string { return s.ImagePullSecrets }),
+		env:              keyed(layers, "env", func(s *sdk.StepSpec) []sdk.EnvSpec { return s.Env }, func(e sdk.EnvSpec) string { return e.Name }),
+		secrets:          concat(layers, "secrets", func(s *sdk.StepSpec) []string { return s.Secrets }),
+		labels:           keyed(layers, "labels", func(s *sdk.StepSpec) []sdk.KeyValue { return s.Labels }, kvKey),
+		annotations:      keyed(layers, "annotations", func(s *sdk.StepSpec) []sdk.KeyValue { return s.Annotations }, kvKey),
+		serviceAccount:   pick(layers, "serviceAccount", func(s *sdk.StepSpec) *string { return s.ServiceAccount }),
+		namespace:        pick(layers, "namespace", func(s *sdk.StepSpec) *string { return s.Namespace }),
+		volumes:          concat(layers, "volumes", func(s *sdk.StepSpec) []sdk.VolumeSpec { return s.Volumes }),
+		port:             pick(layers, "port", func(s *sdk.StepSpec) *int { return s.Port }),
+		runAsUser:        pick(layers, "runAsUser", func(s *sdk.StepSpec) *int64 { return s.RunAsUser }),
+		runAsNonRoot:     pick(layers, "runAsNonRoot", func(s *sdk.StepSpec) *bool { return s.RunAsNonRoot }),
+
+		retry:        pick(layers, "retry", func(s *sdk.StepSpec) *int { return s.Retry }),
+		retryBackoff: pick(layers, "retryBackoff", func(s *sdk.StepSpec) *time.Duration { return s.RetryBackoff }),
+		timeout:      pick(layers, "timeout", func(s *sdk.StepSpec) *time.Duration { return s.Timeout }),
+	}
+	// EFA(n) and EFAAll() are one setting: the highest layer that gives either wins.
+	for _, l := range layers {
+		if l.spec.EFAAll {
+			r.efaAll = val[bool]{v: true, set: true, at: l.child("efa")}
+			break
+		}
+		if l.spec.EFA != nil {
+			r.efa = val[int]{v: *l.spec.EFA, set: true, at: l.child("efa")}
+			break
+		}
+	}
+	return r
+}
+
+// pick returns the value of the highest layer that sets it.
+func pick[T any](layers []layer, name string, get func(*sdk.StepSpec) *T) val[T] {
+	for _, l := range layers {
+		if p := get(l.spec); p != nil {
+			return val[T]{v: *p, set: true, at: l.child(name)}
+		}
+	}
+	return val[T]{}
+}
+
+// concat returns every layer's elements, lowest layer first.
+func concat[T any](layers []layer, name string, get func(*sdk.StepSpec) []T) []item[T] {
+	var out []item[T]
+	for i := len(layers) - 1; i >= 0; i-- {
+		for j, v := range get(layers[i].spec) {
+			out = append(out, item[T]{v: v, at: layers[i].child(name).Index(j)})
+		}
+	}
+	return out
+}
+
+// keyed merges keyed elements: an element keeps the position where its key first
+// appeared, lowest layer first, and takes the value of the highest layer.
+func keyed[T any](layers []layer, name string, get func(*sdk.StepSpec) []T, key func(T) string) []item[T] {
+	var out []item[T]
+	pos := map[string]int{}
+	for i := len(layers) - 1; i >= 0; i-- {
+		for _, v := range get(layers[i].spec) {
+			it := item[T]{v: v, at: layers[i].child(name).Key(key(v))}
+			if p, ok := pos[key(v)]; ok {
+				out[p] = it
+				continue
+			}
+			pos[key(v)] = len(out)
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+func kvKey(kv sdk.KeyValue) string { return kv.Key }

@@ -1,0 +1,165 @@
+// Package emit builds the one pod every target runs for a step, and holds what the
+// target packages (emit/job and the others) share: object names, noise-free YAML,
+// and the Target interface.
+package emit
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/manifoldflow/manifold/plan"
+)
+
+// SharedMemoryVolume is the name of the memory-backed volume mounted at /dev/shm.
+const SharedMemoryVolume = "dshm"
+
+// PodOptions says how a target renders the values that differ between targets.
+type PodOptions struct {
+	// Param renders a flow param's value; nil uses the compiled value (p.Value).
+	// Argo passes "{{workflow.parameters.NAME}}", Airflow "{{ params.NAME }}".
+	Param func(p plan.Param) string
+	// Item, when set, gives a foreach step's MANIFOLD_ITEM and MANIFOLD_INDEX.
+	Item *Item
+}
+
+// Item is a foreach step's item and index as the target renders them: literal
+// values for one Job per item, "{{item}}"-style references for Argo.
+type Item struct {
+	Value, Index string
+}
+
+// Pod builds the pod template for step s of flow f: container, resources,
+// placement, environment, volumes, security context and metadata. Every target
+// runs exactly this pod for the step.
+func Pod(f *plan.Flow, s *plan.Step, o PodOptions) corev1.PodTemplateSpec {
+	c := corev1.Container{
+		Name:            plan.ContainerName,
+		Image:           s.Image,
+		ImagePullPolicy: corev1.PullPolicy(s.ImagePullPolicy),
+		Command:         append([]string(nil), s.Command...),
+		Env:             Env(f, s, o),
+		Resources: corev1.ResourceRequirements{
+			Requests: resourceList(s.Requests),
+			Limits:   resourceList(s.Limits),
+		},
+	}
+	for _, name := range s.Secrets {
+		c.EnvFrom = append(c.EnvFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: name},
+		}})
+	}
+	if s.Port > 0 {
+		c.Ports = []corev1.ContainerPort{{ContainerPort: int32(s.Port), Protocol: corev1.ProtocolTCP}}
+	}
+
+	spec := corev1.PodSpec{
+		RestartPolicy:      corev1.RestartPolicyNever,
+		ServiceAccountName: s.ServiceAccount,
+		NodeSelector:       pairs(s.NodeSelector),
+	}
+	if s.Timeout > 0 {
+		spec.ActiveDeadlineSeconds = ptr(Seconds(s.Timeout))
+	}
+	for _, t := range s.Tolerations {
+		spec.Tolerations = append(spec.Tolerations, corev1.Toleration{
+			Key: t.Key, Operator: corev1.TolerationOperator(t.Operator), Value: t.Value, Effect: corev1.TaintEffect(t.Effect),
+		})
+	}
+	for _, name := range s.ImagePullSecrets {
+		spec.ImagePullSecrets = append(spec.ImagePullSecrets, corev1.LocalObjectReference{Name: name})
+	}
+	if s.SharedMemory != "" {
+		size := resource.MustParse(s.SharedMemory)
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: SharedMemoryVolume, VolumeSource: corev1.VolumeSource{
+			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &size},
+		}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: SharedMemoryVolume, MountPath: "/dev/shm"})
+	}
+	for _, v := range s.Volumes {
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.Claim},
+		}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: v.Name, MountPath: v.Path})
+	}
+	if s.RunAsUser != nil || s.RunAsNonRoot != nil {
+		spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: s.RunAsUser, RunAsNonRoot: s.RunAsNonRoot}
+	}
+	spec.Containers = []corev1.Container{c}
+
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: pairs(s.Labels), Annotations: pairs(s.Annotations)},
+		Spec:       spec,
+	}
+}
+
+// Env returns the container's environment: the flow params, then a foreach step's
+// item and index, then the step's own variables in declaration order. Putting
+// Manifold's variables first lets the step's own refer to them as $(NAME).
+func Env(f *plan.Flow, s *plan.Step, o PodOptions) []corev1.EnvVar {
+	var env []corev1.EnvVar
+	for _, p := range f.Params {
+		v := p.Value
+		if o.Param != nil {
+			v = o.Param(p)
+		}
+		env = append(env, corev1.EnvVar{Name: p.Env, Value: v})
+	}
+	if o.Item != nil {
+		env = append(env,
+			corev1.EnvVar{Name: plan.EnvItem, Value: o.Item.Value},
+			corev1.EnvVar{Name: plan.EnvIndex, Value: o.Item.Index})
+	}
+	for _, e := range s.Env {
+		if e.SecretName != "" {
+			env = append(env, corev1.EnvVar{Name: e.Name, ValueFrom: &corev1.EnvVarSource{
+				SecretKeyRef: &corev1.SecretKeySelector{
+					LocalObjectReference: corev1.LocalObjectReference{Name: e.SecretName},
+					Key:                  e.SecretKey,
+				},
+			}})
+			continue
+		}
+		env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
+	}
+	return env
+}
+
+// ItemAt returns the literal foreach item i of s, for targets that make one object
+// per item.
+func ItemAt(s *plan.Step, i int) *Item {
+	return &Item{Value: s.Foreach[i], Index: strconv.Itoa(i)}
+}
+
+// Seconds rounds d up to whole seconds, as activeDeadlineSeconds wants.
+func Seconds(d time.Duration) int64 {
+	return int64(math.Ceil(d.Seconds()))
+}
+
+func resourceList(qs []plan.Quantity) corev1.ResourceList {
+	if len(qs) == 0 {
+		return nil
+	}
+	l := make(corev1.ResourceList, len(qs))
+	for _, q := range qs {
+		l[corev1.ResourceName(q.Name)] = resource.MustParse(q.Value)
+	}
+	return l
+}
+
+func pairs(kvs []plan.KeyValue) map[string]string {
+	if len(kvs) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		m[kv.Key] = kv.Value
+	}
+	return m
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,69 @@
+package emit
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"sigs.k8s.io/yaml"
+)
+
+// noise names the keys whose empty values the API types serialize but say nothing:
+// creationTimestamp: null, status: {}, resources: {}. An empty map under any other
+// key (emptyDir: {}) means something and is kept.
+var noise = map[string]bool{"status": true, "resources": true, "metadata": true, "securityContext": true}
+
+// YAML returns objects as one multi-document YAML stream: keys sorted, nulls and
+// empty noise removed, documents separated by "---", after an optional header
+// comment. The same objects always give the same bytes.
+func YAML(header string, objects ...any) ([]byte, error) {
+	var b bytes.Buffer
+	if header != "" {
+		fmt.Fprintf(&b, "# %s\n", header)
+	}
+	for i, obj := range objects {
+		data, err := json.Marshal(obj)
+		if err != nil {
+			return nil, err
+		}
+		var tree any
+		if err := json.Unmarshal(data, &tree); err != nil {
+			return nil, err
+		}
+		out, err := yaml.Marshal(prune(tree))
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 || header != "" {
+			b.WriteString("---\n")
+		}
+		b.Write(out)
+	}
+	return b.Bytes(), nil
+}
+
+// prune removes nulls everywhere and the empty noise maps.
+func prune(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, child := range t {
+			child = prune(child)
+			if child == nil {
+				delete(t, k)
+				continue
+			}
+			if m, ok := child.(map[string]any); ok && len(m) == 0 && noise[k] {
+				delete(t, k)
+				continue
+			}
+			t[k] = child
+		}
+		return t
+	case []any:
+		for i := range t {
+			t[i] = prune(t[i])
+		}
+		return t
+	}
+	return v
+}

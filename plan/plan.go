@@ -1,0 +1,173 @@
+// Package plan holds a compiled flow: plain data, defaults applied, aliases resolved,
+// every rule checked, steps in dependency order. Emitters and runtimes read a plan;
+// nothing here has behaviour beyond lookups.
+package plan
+
+import "time"
+
+// Well-known resource names, labels and taint keys.
+const (
+	ResourceNeuron = "aws.amazon.com/neuron"
+	ResourceEFA    = "vpc.amazonaws.com/efa"
+	ResourceNVIDIA = "nvidia.com/gpu"
+	ResourceAMD    = "amd.com/gpu"
+
+	LabelInstanceType = "node.kubernetes.io/instance-type"
+	LabelName         = "app.kubernetes.io/name"
+	LabelPartOf       = "app.kubernetes.io/part-of"
+	LabelFlow         = "manifold.dev/flow"
+	LabelStep         = "manifold.dev/step"
+	// AnnotationAfter lists, comma-separated, the steps a step's objects wait for.
+	AnnotationAfter = "manifold.dev/after"
+	// PartOf is the value of LabelPartOf on everything Manifold makes.
+	PartOf = "manifold"
+
+	// EnvItem and EnvIndex carry a foreach step's item and zero-based index.
+	EnvItem  = "MANIFOLD_ITEM"
+	EnvIndex = "MANIFOLD_INDEX"
+	// EnvParamPrefix starts the variable that carries each flow param.
+	EnvParamPrefix = "MANIFOLD_PARAM_"
+
+	// ContainerName is the name of every step's container (Argo requires "main").
+	ContainerName = "main"
+)
+
+// Flow is a compiled flow.
+type Flow struct {
+	Name   string
+	Params []Param
+	// Schedule is a cron expression, "" for none.
+	Schedule string
+	// Steps are in dependency order: every step comes after the steps it waits for,
+	// and otherwise in declaration order.
+	Steps []Step
+}
+
+// Param is a flow parameter with its value for this compile (the default, or what
+// --param gave).
+type Param struct {
+	Name  string
+	Value string
+	// Env is the variable that carries it: MANIFOLD_PARAM_<NAME>.
+	Env string
+}
+
+// Body says what a step's container runs.
+type Body int
+
+const (
+	// BodyRun runs a Go function of the flow through its own binary.
+	BodyRun Body = iota + 1
+	// BodyCommand runs an argv in the step's image.
+	BodyCommand
+)
+
+// Step is one compiled step.
+type Step struct {
+	Name string
+	Body Body
+	// Command is the container's full argv: for a Run step the flow binary's
+	// `<entrypoint> step <name>`.
+	Command []string
+	// After lists the steps this one waits for, in declaration order.
+	After []string
+	// Foreach holds the fan-out items; nil for a step that runs once.
+	Foreach []string
+
+	Namespace        string
+	Image            string
+	ImagePullPolicy  string
+	ImagePullSecrets []string
+	ServiceAccount   string
+
+	// Requests and Limits are the container's resources, sorted by name; extended
+	// resources (Neuron, EFA, GPUs, Resource options) appear in both.
+	Requests []Quantity
+	Limits   []Quantity
+	// Neuron, EFA and GPU are the accelerator counts behind Requests and Limits
+	// (Inferentia is already Neuron); GPUResource names the GPU resource.
+	Neuron      int
+	EFA         int
+	GPU         int
+	GPUResource string
+	// SharedMemory is the size of the memory-backed /dev/shm, "" for none.
+	SharedMemory string
+	InstanceType string
+
+	// NodeSelector is sorted by key.
+	NodeSelector []KeyValue
+	// Tolerations are the user's first, then those the step's accelerators need.
+	Tolerations []Toleration
+
+	// Env is the step's own environment in declaration order; the pod builder puts
+	// the flow params and foreach variables before it.
+	Env []EnvVar
+	// Secrets are exposed whole as environment variables (envFrom).
+	Secrets []string
+	// Labels and Annotations are sorted by key; Labels include Manifold's own.
+	Labels      []KeyValue
+	Annotations []KeyValue
+	Volumes     []Volume
+	// Port is a container port the step declares, 0 for none.
+	Port         int
+	RunAsUser    *int64
+	RunAsNonRoot *bool
+
+	// Retry is how many times a failed attempt is retried (0: never).
+	Retry        int
+	RetryBackoff time.Duration
+	// Timeout bounds each attempt; 0 for none.
+	Timeout time.Duration
+}
+
+// Quantity is a resource name and a canonical Kubernetes quantity.
+type Quantity struct {
+	Name  string
+	Value string
+}
+
+// KeyValue is a label, annotation or node selector entry.
+type KeyValue struct {
+	Key, Value string
+}
+
+// Toleration is a pod toleration.
+type Toleration struct {
+	Key, Operator, Value, Effect string
+}
+
+// EnvVar is a plain variable, or one read from a Secret's key when SecretName is set.
+type EnvVar struct {
+	Name       string
+	Value      string
+	SecretName string
+	SecretKey  string
+}
+
+// Volume mounts a PersistentVolumeClaim.
+type Volume struct {
+	// Name is the pod volume name, unique within the step.
+	Name  string
+	Claim string
+	Path  string
+}
+
+// Step returns the step called name, or nil.
+func (f *Flow) Step(name string) *Step {
+	for i := range f.Steps {
+		if f.Steps[i].Name == name {
+			return &f.Steps[i]
+		}
+	}
+	return nil
+}
+
+// Param returns the param called name, or nil.
+func (f *Flow) Param(name string) *Param {
+	for i := range f.Params {
+		if f.Params[i].Name == name {
+			return &f.Params[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,226 @@
+// Package sdk is what a flow program imports: a flow, its steps, and the options
+// that say what each step runs, in which order, and what it needs.
+//
+// Options are values applied in order; the last one of a kind wins, and options
+// that add to a list (After, Env, Toleration, Label, Volume…) accumulate. A step
+// option given to NewFlow is the default for every step of that flow. Options never
+// validate: the compile package checks the whole flow at once and reports every
+// error with its path.
+//
+//	var flow = sdk.NewFlow("neuron-train", sdk.Image("registry.example.com/ml/train:v1")).
+//		Step("prepare", sdk.Run(prepare), sdk.CPU("4")).
+//		Step("train", sdk.After("prepare"), sdk.Command("torchrun", "train.py"),
+//			sdk.InstanceType("trn1.32xlarge"), sdk.Trainium(16), sdk.EFA(8))
+package sdk
+
+import "time"
+
+// Flow is a named set of steps. Build one with NewFlow and Step; a Flow is not
+// validated until it is compiled.
+type Flow struct {
+	spec FlowSpec
+}
+
+// NewFlow starts a flow called name. Flow options (Param, Schedule) configure the
+// flow; step options given here are the defaults of every step.
+func NewFlow(name string, opts ...FlowOption) *Flow {
+	f := &Flow{spec: FlowSpec{Name: name}}
+	for _, o := range opts {
+		if o != nil {
+			o.applyFlow(&f.spec)
+		}
+	}
+	return f
+}
+
+// Step adds a step called name with its options and returns the flow, so that steps
+// chain. Steps keep the order in which they are added.
+func (f *Flow) Step(name string, opts ...StepOption) *Flow {
+	s := StepSpec{}
+	s.Apply(opts...)
+	f.spec.Steps = append(f.spec.Steps, StepDecl{Name: name, Spec: s})
+	return f
+}
+
+// Name returns the flow's name as declared.
+func (f *Flow) Name() string { return f.spec.Name }
+
+// Spec returns the flow as its options declared it: every option applied in order,
+// nothing defaulted or checked. The result is a deep copy; changing it does not
+// change the flow.
+func (f *Flow) Spec() FlowSpec { return f.spec.clone() }
+
+// FlowSpec is a flow as declared. The compile package turns it into a plan.
+type FlowSpec struct {
+	Name     string
+	Params   []ParamSpec
+	Schedule *string
+	// Defaults holds the step options given to the flow itself.
+	Defaults StepSpec
+	Steps    []StepDecl
+}
+
+// ParamSpec is a flow parameter and its default value.
+type ParamSpec struct {
+	Name    string
+	Default string
+}
+
+// StepDecl is one declared step: its name and its options.
+type StepDecl struct {
+	Name string
+	Spec StepSpec
+}
+
+// StepSpec holds what a step's options set. A nil pointer or slice means the option
+// was not given.
+type StepSpec struct {
+	Run     func(*Context) error
+	Command []string
+	After   []string
+	// Foreach is nil when the option was not given and empty when it was given with
+	// no items.
+	Foreach []string
+
+	CPU          *string
+	Memory       *string
+	Disk         *string
+	SharedMemory *string
+	GPU          *int
+	GPUVendor    *string
+	Trainium     *int
+	Inferentia   *int
+	EFA          *int
+	// EFAAll asks for every EFA interface of the instance type; EFA(n) and EFAAll()
+	// replace each other, the last one winning.
+	EFAAll       bool
+	Resources    []ResourceSpec
+	InstanceType *string
+
+	NodeSelector []KeyValue
+	Tolerations  []TolerationSpec
+
+	Image            *string
+	ImagePullPolicy  *string
+	ImagePullSecrets []string
+	// Env holds plain and secret-backed variables in the order they were declared.
+	Env            []EnvSpec
+	Secrets        []string
+	Labels         []KeyValue
+	Annotations    []KeyValue
+	ServiceAccount *string
+	Namespace      *string
+	Volumes        []VolumeSpec
+	Port           *int
+	RunAsUser      *int64
+	RunAsNonRoot   *bool
+
+	Retry        *int
+	RetryBackoff *time.Duration
+	Timeout      *time.Duration
+}
+
+// Apply applies opts to s in order.
+func (s *StepSpec) Apply(opts ...StepOption) {
+	for _, o := range opts {
+		if o != nil {
+			o.applyStep(s)
+		}
+	}
+}
+
+// KeyValue is one entry of a label, annotation or node selector option.
+type KeyValue struct {
+	Key, Value string
+}
+
+// ResourceSpec is an extended resource request made with Resource.
+type ResourceSpec struct {
+	Name  string
+	Count int64
+}
+
+// TolerationSpec is a toleration made with Toleration or TolerationOp.
+type TolerationSpec struct {
+	Key, Operator, Value, Effect string
+}
+
+// EnvSpec is an environment variable: a plain value, or a key of a Secret when
+// SecretName is set.
+type EnvSpec struct {
+	Name       string
+	Value      string
+	SecretName string
+	SecretKey  string
+}
+
+// VolumeSpec mounts a PersistentVolumeClaim at Path.
+type VolumeSpec struct {
+	Claim string
+	Path  string
+}
+
+func (f FlowSpec) clone() FlowSpec {
+	c := f
+	c.Params = cloneSlice(f.Params)
+	c.Schedule = clonePtr(f.Schedule)
+	c.Defaults = f.Defaults.clone()
+	c.Steps = make([]StepDecl, len(f.Steps))
+	for i, s := range f.Steps {
+		c.Steps[i] = StepDecl{Name: s.Name, Spec: s.Spec.clone()}
+	}
+	return c
+}
+
+func (s StepSpec) clone() StepSpec {
+	c := s
+	c.Command = cloneSlice(s.Command)
+	c.After = cloneSlice(s.After)
+	c.Foreach = cloneSlice(s.Foreach)
+	c.CPU = clonePtr(s.CPU)
+	c.Memory = clonePtr(s.Memory)
+	c.Disk = clonePtr(s.Disk)
+	c.SharedMemory = clonePtr(s.SharedMemory)
+	c.GPU = clonePtr(s.GPU)
+	c.GPUVendor = clonePtr(s.GPUVendor)
+	c.Trainium = clonePtr(s.Trainium)
+	c.Inferentia = clonePtr(s.Inferentia)
+	c.EFA = clonePtr(s.EFA)
+	c.Resources = cloneSlice(s.Resources)
+	c.InstanceType = clonePtr(s.InstanceType)
+	c.NodeSelector = cloneSlice(s.NodeSelector)
+	c.Tolerations = cloneSlice(s.Tolerations)
+	c.Image = clonePtr(s.Image)
+	c.ImagePullPolicy = clonePtr(s.ImagePullPolicy)
+	c.ImagePullSecrets = cloneSlice(s.ImagePullSecrets)
+	c.Env = cloneSlice(s.Env)
+	c.Secrets = cloneSlice(s.Secrets)
+	c.Labels = cloneSlice(s.Labels)
+	c.Annotations = cloneSlice(s.Annotations)
+	c.ServiceAccount = clonePtr(s.ServiceAccount)
+	c.Namespace = clonePtr(s.Namespace)
+	c.Volumes = cloneSlice(s.Volumes)
+	c.Port = clonePtr(s.Port)
+	c.RunAsUser = clonePtr(s.RunAsUser)
+	c.RunAsNonRoot = clonePtr(s.RunAsNonRoot)
+	c.Retry = clonePtr(s.Retry)
+	c.RetryBackoff = clonePtr(s.RetryBackoff)
+	c.Timeout = clonePtr(s.Timeout)
+	return c
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// cloneSlice copies s, keeping nil apart from empty.
+func cloneSlice[T any](s []T) []T {
+	if s == nil {
+		return nil
+	}
+	return append(make([]T, 0, len(s)), s...)
+}

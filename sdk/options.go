@@ -1,0 +1,448 @@
+package sdk
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// StepOption configures a step. Only this package defines step options.
+type StepOption interface {
+	applyStep(*StepSpec)
+}
+
+// FlowOption configures a flow. Step options that are also flow options set the
+// default of every step of the flow.
+type FlowOption interface {
+	applyFlow(*FlowSpec)
+}
+
+// Option is valid on a step and on a flow, where it is the flow's default.
+type Option interface {
+	StepOption
+	FlowOption
+}
+
+// Compile-time checks that options implement the levels they document.
+var (
+	_ Option     = cpu("")
+	_ Option     = trainium(0)
+	_ Option     = efaAll{}
+	_ StepOption = run{}
+	_ StepOption = command{}
+	_ FlowOption = param{}
+	_ FlowOption = schedule("")
+)
+
+// Body.
+
+// Run makes the step execute fn, inside the flow's own binary (`<flow> step NAME`).
+// The step's image must contain the flow program.
+func Run(fn func(*Context) error) StepOption { return run{fn} }
+
+type run struct{ fn func(*Context) error }
+
+func (o run) applyStep(s *StepSpec) { s.Run = o.fn }
+func (o run) String() string        { return "Run(func)" }
+
+// Command makes the step run argv in its image. Kubernetes expands $(VAR) in argv
+// from the step's environment, so $(MANIFOLD_PARAM_EPOCHS) reads a flow param.
+func Command(argv ...string) StepOption { return command(append([]string(nil), argv...)) }
+
+type command []string
+
+func (o command) applyStep(s *StepSpec) { s.Command = append([]string{}, o...) }
+func (o command) String() string        { return fmt.Sprintf("Command(%q)", []string(o)) }
+
+// Order.
+
+// After makes the step start once the named steps have succeeded. Repeated After
+// options add to the list.
+func After(steps ...string) StepOption { return after(append([]string(nil), steps...)) }
+
+type after []string
+
+func (o after) applyStep(s *StepSpec) { s.After = append(s.After, o...) }
+func (o after) String() string        { return fmt.Sprintf("After(%q)", []string(o)) }
+
+// Foreach runs the step once per item; each run sees its item as MANIFOLD_ITEM and
+// its zero-based index as MANIFOLD_INDEX. Steps after it wait for every item.
+func Foreach(items ...string) StepOption { return foreach(append([]string{}, items...)) }
+
+type foreach []string
+
+func (o foreach) applyStep(s *StepSpec) { s.Foreach = append([]string{}, o...) }
+func (o foreach) String() string        { return fmt.Sprintf("Foreach(%q)", []string(o)) }
+
+// Resources.
+
+// CPU requests q of CPU, as a Kubernetes quantity ("4", "500m").
+func CPU(q string) Option { return cpu(q) }
+
+type cpu string
+
+func (o cpu) applyStep(s *StepSpec) { s.CPU = ptr(string(o)) }
+func (o cpu) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o cpu) String() string        { return fmt.Sprintf("CPU(%q)", string(o)) }
+
+// Memory requests and limits q of memory ("16Gi").
+func Memory(q string) Option { return memory(q) }
+
+type memory string
+
+func (o memory) applyStep(s *StepSpec) { s.Memory = ptr(string(o)) }
+func (o memory) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o memory) String() string        { return fmt.Sprintf("Memory(%q)", string(o)) }
+
+// Disk requests q of ephemeral storage ("100Gi").
+func Disk(q string) Option { return disk(q) }
+
+type disk string
+
+func (o disk) applyStep(s *StepSpec) { s.Disk = ptr(string(o)) }
+func (o disk) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o disk) String() string        { return fmt.Sprintf("Disk(%q)", string(o)) }
+
+// SharedMemory mounts a memory-backed /dev/shm of size q ("64Gi"), which PyTorch data
+// loaders and collective libraries need beyond the container default of 64Mi.
+func SharedMemory(q string) Option { return sharedMemory(q) }
+
+type sharedMemory string
+
+func (o sharedMemory) applyStep(s *StepSpec) { s.SharedMemory = ptr(string(o)) }
+func (o sharedMemory) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o sharedMemory) String() string        { return fmt.Sprintf("SharedMemory(%q)", string(o)) }
+
+// GPU requests n GPUs of the step's vendor (nvidia unless GPUVendor says otherwise).
+// GPU(0) means no GPU.
+func GPU(n int) Option { return gpu(n) }
+
+type gpu int
+
+func (o gpu) applyStep(s *StepSpec) { s.GPU = ptr(int(o)) }
+func (o gpu) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o gpu) String() string        { return fmt.Sprintf("GPU(%d)", int(o)) }
+
+// GPUVendor chooses the GPU resource: "nvidia" (nvidia.com/gpu) or "amd" (amd.com/gpu).
+func GPUVendor(vendor string) Option { return gpuVendor(vendor) }
+
+type gpuVendor string
+
+func (o gpuVendor) applyStep(s *StepSpec) { s.GPUVendor = ptr(string(o)) }
+func (o gpuVendor) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o gpuVendor) String() string        { return fmt.Sprintf("GPUVendor(%q)", string(o)) }
+
+// Trainium requests n whole Neuron devices (aws.amazon.com/neuron) and tolerates the
+// aws.amazon.com/neuron taint.
+func Trainium(n int) Option { return trainium(n) }
+
+type trainium int
+
+func (o trainium) applyStep(s *StepSpec) { s.Trainium = ptr(int(o)) }
+func (o trainium) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o trainium) String() string        { return fmt.Sprintf("Trainium(%d)", int(o)) }
+
+// Inferentia requests n Inferentia devices. It is another name for Trainium: both are
+// Neuron devices (aws.amazon.com/neuron); a step gives one or the other.
+func Inferentia(n int) Option { return inferentia(n) }
+
+type inferentia int
+
+func (o inferentia) applyStep(s *StepSpec) { s.Inferentia = ptr(int(o)) }
+func (o inferentia) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o inferentia) String() string        { return fmt.Sprintf("Inferentia(%d)", int(o)) }
+
+// EFA requests n Elastic Fabric Adapter interfaces (vpc.amazonaws.com/efa).
+func EFA(n int) Option { return efa(n) }
+
+type efa int
+
+func (o efa) applyStep(s *StepSpec) { s.EFA, s.EFAAll = ptr(int(o)), false }
+func (o efa) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o efa) String() string        { return fmt.Sprintf("EFA(%d)", int(o)) }
+
+// EFAAll requests every EFA interface the step's instance type has, from the
+// instance catalog; it needs InstanceType.
+func EFAAll() Option { return efaAll{} }
+
+type efaAll struct{}
+
+func (o efaAll) applyStep(s *StepSpec) { s.EFA, s.EFAAll = nil, true }
+func (o efaAll) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o efaAll) String() string        { return "EFAAll()" }
+
+// Resource requests n of any extended resource (a domain-prefixed name such as
+// "example.com/fpga"), as both request and limit. A later Resource of the same name
+// replaces the earlier one.
+func Resource(name string, n int64) Option { return resourceOpt{name, n} }
+
+type resourceOpt struct {
+	name string
+	n    int64
+}
+
+func (o resourceOpt) applyStep(s *StepSpec) {
+	s.Resources = upsert(s.Resources, ResourceSpec{Name: o.name, Count: o.n}, resourceKey)
+}
+func (o resourceOpt) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o resourceOpt) String() string        { return fmt.Sprintf("Resource(%q, %d)", o.name, o.n) }
+
+// InstanceType pins the step to nodes of EC2 instance type t
+// (node.kubernetes.io/instance-type) and checks its requests against what t has.
+func InstanceType(t string) Option { return instanceType(t) }
+
+type instanceType string
+
+func (o instanceType) applyStep(s *StepSpec) { s.InstanceType = ptr(string(o)) }
+func (o instanceType) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o instanceType) String() string        { return fmt.Sprintf("InstanceType(%q)", string(o)) }
+
+// Placement.
+
+// NodeSelector adds a node selector term; a later one for the same key replaces it.
+func NodeSelector(key, value string) Option { return nodeSelector{key, value} }
+
+type nodeSelector KeyValue
+
+func (o nodeSelector) applyStep(s *StepSpec) {
+	s.NodeSelector = upsert(s.NodeSelector, KeyValue(o), kvKey)
+}
+func (o nodeSelector) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o nodeSelector) String() string {
+	return fmt.Sprintf("NodeSelector(%q, %q)", o.Key, o.Value)
+}
+
+// Toleration tolerates the taint key=value:effect. An empty value tolerates the key
+// with any value (operator Exists); an empty effect tolerates every effect; an empty
+// key with an empty value tolerates every taint.
+func Toleration(key, value, effect string) Option {
+	op := "Equal"
+	if value == "" {
+		op = "Exists"
+	}
+	return toleration{key, op, value, effect}
+}
+
+type toleration TolerationSpec
+
+func (o toleration) applyStep(s *StepSpec) {
+	s.Tolerations = append(s.Tolerations, TolerationSpec(o))
+}
+func (o toleration) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o toleration) String() string {
+	return fmt.Sprintf("Toleration(%q, %q, %q)", o.Key, o.Value, o.Effect)
+}
+
+// Pod.
+
+// Image sets the step's container image. On a flow it is the image of every step;
+// Run steps need an image that contains the flow program.
+func Image(ref string) Option { return image(ref) }
+
+type image string
+
+func (o image) applyStep(s *StepSpec) { s.Image = ptr(string(o)) }
+func (o image) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o image) String() string        { return fmt.Sprintf("Image(%q)", string(o)) }
+
+// ImagePullPolicy sets when the image is pulled: "Always", "IfNotPresent" or "Never".
+func ImagePullPolicy(policy string) Option { return imagePullPolicy(policy) }
+
+type imagePullPolicy string
+
+func (o imagePullPolicy) applyStep(s *StepSpec) { s.ImagePullPolicy = ptr(string(o)) }
+func (o imagePullPolicy) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o imagePullPolicy) String() string {
+	return fmt.Sprintf("ImagePullPolicy(%q)", string(o))
+}
+
+// ImagePullSecret adds the named Secret to the pod's image pull secrets.
+func ImagePullSecret(name string) Option { return imagePullSecret(name) }
+
+type imagePullSecret string
+
+func (o imagePullSecret) applyStep(s *StepSpec) {
+	s.ImagePullSecrets = append(s.ImagePullSecrets, string(o))
+}
+func (o imagePullSecret) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o imagePullSecret) String() string {
+	return fmt.Sprintf("ImagePullSecret(%q)", string(o))
+}
+
+// Env sets an environment variable. Variables keep the order of their first
+// declaration; a later one of the same name replaces the value.
+func Env(name, value string) Option { return env{Name: name, Value: value} }
+
+// SecretEnv sets the environment variable name from key of the Secret secret.
+func SecretEnv(name, secret, key string) Option {
+	return env{Name: name, SecretName: secret, SecretKey: key}
+}
+
+type env EnvSpec
+
+func (o env) applyStep(s *StepSpec) { s.Env = upsert(s.Env, EnvSpec(o), envKey) }
+func (o env) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o env) String() string {
+	if o.SecretName != "" {
+		return fmt.Sprintf("SecretEnv(%q, %q, %q)", o.Name, o.SecretName, o.SecretKey)
+	}
+	return fmt.Sprintf("Env(%q, %q)", o.Name, o.Value)
+}
+
+// Secret exposes every key of the named Secret as environment variables (envFrom).
+func Secret(name string) Option { return secret(name) }
+
+type secret string
+
+func (o secret) applyStep(s *StepSpec) { s.Secrets = append(s.Secrets, string(o)) }
+func (o secret) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o secret) String() string        { return fmt.Sprintf("Secret(%q)", string(o)) }
+
+// Label adds a label to the step's pods (and the objects that run them).
+func Label(key, value string) Option { return label{key, value} }
+
+type label KeyValue
+
+func (o label) applyStep(s *StepSpec) { s.Labels = upsert(s.Labels, KeyValue(o), kvKey) }
+func (o label) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o label) String() string        { return fmt.Sprintf("Label(%q, %q)", o.Key, o.Value) }
+
+// Annotation adds an annotation to the step's pods.
+func Annotation(key, value string) Option { return annotation{key, value} }
+
+type annotation KeyValue
+
+func (o annotation) applyStep(s *StepSpec) {
+	s.Annotations = upsert(s.Annotations, KeyValue(o), kvKey)
+}
+func (o annotation) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o annotation) String() string {
+	return fmt.Sprintf("Annotation(%q, %q)", o.Key, o.Value)
+}
+
+// ServiceAccount runs the step's pods as the named service account.
+func ServiceAccount(name string) Option { return serviceAccount(name) }
+
+type serviceAccount string
+
+func (o serviceAccount) applyStep(s *StepSpec) { s.ServiceAccount = ptr(string(o)) }
+func (o serviceAccount) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o serviceAccount) String() string {
+	return fmt.Sprintf("ServiceAccount(%q)", string(o))
+}
+
+// Namespace puts the step's objects in the named namespace.
+func Namespace(name string) Option { return namespace(name) }
+
+type namespace string
+
+func (o namespace) applyStep(s *StepSpec) { s.Namespace = ptr(string(o)) }
+func (o namespace) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o namespace) String() string        { return fmt.Sprintf("Namespace(%q)", string(o)) }
+
+// Volume mounts the PersistentVolumeClaim claim at path.
+func Volume(claim, path string) Option { return volume{claim, path} }
+
+type volume VolumeSpec
+
+func (o volume) applyStep(s *StepSpec) { s.Volumes = append(s.Volumes, VolumeSpec(o)) }
+func (o volume) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o volume) String() string        { return fmt.Sprintf("Volume(%q, %q)", o.Claim, o.Path) }
+
+// Port sets the TCP port the step listens on; multi-node steps rendezvous on it.
+func Port(n int) Option { return port(n) }
+
+type port int
+
+func (o port) applyStep(s *StepSpec) { s.Port = ptr(int(o)) }
+func (o port) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o port) String() string        { return fmt.Sprintf("Port(%d)", int(o)) }
+
+// RunAsUser runs the step's containers as user id uid.
+func RunAsUser(uid int64) Option { return runAsUser(uid) }
+
+type runAsUser int64
+
+func (o runAsUser) applyStep(s *StepSpec) { s.RunAsUser = ptr(int64(o)) }
+func (o runAsUser) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o runAsUser) String() string        { return fmt.Sprintf("RunAsUser(%d)", int64(o)) }
+
+// RunAsNonRoot makes the kubelet refuse to start the step's containers as root.
+func RunAsNonRoot(v bool) Option { return runAsNonRoot(v) }
+
+type runAsNonRoot bool
+
+func (o runAsNonRoot) applyStep(s *StepSpec) { s.RunAsNonRoot = ptr(bool(o)) }
+func (o runAsNonRoot) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o runAsNonRoot) String() string        { return fmt.Sprintf("RunAsNonRoot(%t)", bool(o)) }
+
+// Failure.
+
+// Retry retries a failed step up to n more times. Without it a step is not retried.
+func Retry(n int) Option { return retry(n) }
+
+type retry int
+
+func (o retry) applyStep(s *StepSpec) { s.Retry = ptr(int(o)) }
+func (o retry) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o retry) String() string        { return fmt.Sprintf("Retry(%d)", int(o)) }
+
+// RetryBackoff waits d before the first retry, doubling for each later one, on the
+// targets that let a flow choose (Argo, Airflow, local). Kubernetes Jobs use their
+// own backoff.
+func RetryBackoff(d time.Duration) Option { return retryBackoff(d) }
+
+type retryBackoff time.Duration
+
+func (o retryBackoff) applyStep(s *StepSpec) { s.RetryBackoff = ptr(time.Duration(o)) }
+func (o retryBackoff) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o retryBackoff) String() string {
+	return fmt.Sprintf("RetryBackoff(%s)", time.Duration(o))
+}
+
+// Timeout fails an attempt of the step that runs longer than d.
+func Timeout(d time.Duration) Option { return timeout(d) }
+
+type timeout time.Duration
+
+func (o timeout) applyStep(s *StepSpec) { s.Timeout = ptr(time.Duration(o)) }
+func (o timeout) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o timeout) String() string        { return fmt.Sprintf("Timeout(%s)", time.Duration(o)) }
+
+// Flow only.
+
+// Param declares a flow parameter with its default. Every step sees it as
+// MANIFOLD_PARAM_<NAME> (upper-cased, - as _) and Run bodies as ctx.Param(name).
+func Param(name, def string) FlowOption { return param{name, def} }
+
+type param ParamSpec
+
+func (o param) applyFlow(f *FlowSpec) {
+	f.Params = upsert(f.Params, ParamSpec(o), func(p ParamSpec) string { return p.Name })
+}
+func (o param) String() string { return fmt.Sprintf("Param(%q, %q)", o.Name, o.Default) }
+
+// Schedule runs the flow on a cron schedule ("0 3 * * *", or "@daily").
+func Schedule(cron string) FlowOption { return schedule(cron) }
+
+type schedule string
+
+func (o schedule) applyFlow(f *FlowSpec) { f.Schedule = ptr(strings.TrimSpace(string(o))) }
+func (o schedule) String() string        { return fmt.Sprintf("Schedule(%q)", string(o)) }
+
+func ptr[T any](v T) *T { return &v }
+
+// upsert replaces the element of list with v's key, or appends v.
+func upsert[T any](list []T, v T, key func(T) string) []T {
+	for i := range list {
+		if key(list[i]) == key(v) {
+			list[i] = v
+			return list
+		}
+	}
+	return append(list, v)
+}
+
+func kvKey(kv KeyValue) string          { return kv.Key }
+func envKey(e EnvSpec) string           { return e.Name }
+func resourceKey(r ResourceSpec) string { return r.Name }
