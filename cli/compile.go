@@ -30,6 +30,10 @@ func compileCommand(flow *sdk.Flow) *ucli.Command {
 			if err != nil {
 				return err
 			}
+			dir := c.String("output")
+			if dir == "" {
+				return usageErr("--output \"\": give a directory, or - for standard output")
+			}
 			p, err := load(c, flow)
 			if err != nil {
 				return err
@@ -43,7 +47,7 @@ func compileCommand(flow *sdk.Flow) *ucli.Command {
 				}
 				files = append(files, out...)
 			}
-			if dir := c.String("output"); dir != "-" {
+			if dir != "-" {
 				return writeFiles(c, dir, files)
 			}
 			for i, f := range files {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	ucli "github.com/urfave/cli/v2"
@@ -24,11 +25,21 @@ func validateCommand(flow *sdk.Flow) *ucli.Command {
 				return err
 			}
 			fmt.Fprintf(c.App.Writer, "flow %s is valid: %d steps\n", p.Name, len(p.Steps))
-			w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+			var b strings.Builder
+			w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 			for i := range p.Steps {
 				fmt.Fprintf(w, "  %s\t%s\n", p.Steps[i].Name, describe(&p.Steps[i]))
 			}
-			return w.Flush()
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			for _, line := range strings.SplitAfter(b.String(), "\n") {
+				fmt.Fprint(c.App.Writer, strings.TrimRight(line, " \n"))
+				if strings.HasSuffix(line, "\n") {
+					fmt.Fprintln(c.App.Writer)
+				}
+			}
+			return nil
 		},
 	}
 }

@@ -1,0 +1,177 @@
+package cli_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/manifoldflow/manifold/cli"
+	"github.com/manifoldflow/manifold/sdk"
+)
+
+// Test flows. Each one is a command of the scripts under testdata/script, named after
+// the flow: testscript re-runs this test binary under that name.
+
+// trainFlow mirrors examples/neuron-train: a Run step, a Command step on Trainium with
+// EFA, and a Run step on Inferentia that reads the first step's artifact.
+var trainFlow = sdk.NewFlow("trainflow",
+	sdk.Image("registry.example.com/ml/trainflow:v1"),
+	sdk.Param("epochs", "3"),
+).
+	Step("prepare", sdk.Run(prepare), sdk.CPU("4"), sdk.Memory("16Gi")).
+	Step("train", sdk.After("prepare"),
+		sdk.Image("public.ecr.aws/neuron/pytorch-training-neuronx:2.9.0"),
+		sdk.Command("torchrun", "--nproc_per_node=32", "train.py", "--epochs", "$(MANIFOLD_PARAM_EPOCHS)"),
+		sdk.InstanceType("trn1.32xlarge"), sdk.Trainium(16), sdk.EFA(8),
+		sdk.Retry(2), sdk.Timeout(6*time.Hour)).
+	Step("evaluate", sdk.Run(evaluate), sdk.After("train"),
+		sdk.InstanceType("inf2.xlarge"), sdk.Inferentia(1))
+
+func prepare(ctx *sdk.Context) error {
+	shards := []string{"shard-000", "shard-001", "shard-002"}
+	fmt.Printf("prepared %d shards for %s epochs\n", len(shards), ctx.Param("epochs"))
+	return ctx.Put("shards", shards)
+}
+
+func evaluate(ctx *sdk.Context) error {
+	var shards []string
+	if err := ctx.Get("prepare", "shards", &shards); err != nil {
+		return err
+	}
+	fmt.Printf("evaluated %s over %d shards\n", strings.Join(shards, ","), len(shards))
+	return nil
+}
+
+// fanFlow fans a step out over three regions and joins the results. It sets no image:
+// its scripts give one in manifold.toml.
+var fanFlow = sdk.NewFlow("fanflow").
+	Step("fan", sdk.Run(fan), sdk.Foreach("us-east-1", "us-west-2", "eu-west-1")).
+	Step("join", sdk.Run(join), sdk.After("fan"))
+
+func fan(ctx *sdk.Context) error {
+	fmt.Printf("item %s index %d\n", ctx.Item(), ctx.Index())
+	return ctx.Put("result", fmt.Sprintf("%s#%d", ctx.Item(), ctx.Index()))
+}
+
+func join(ctx *sdk.Context) error {
+	var results []string
+	for i := range 3 {
+		var r string
+		if err := ctx.GetIndex("fan", i, "result", &r); err != nil {
+			return err
+		}
+		results = append(results, r)
+	}
+	fmt.Println("joined", strings.Join(results, " "))
+	return nil
+}
+
+// badFlow has mistakes in several steps; every one must be reported.
+var badFlow = sdk.NewFlow("badflow").
+	Step("prepare", sdk.Run(noop), sdk.Image("registry.example.com/bad:v1"), sdk.Retry(-1)).
+	Step("train", sdk.After("prepare", "missing"),
+		sdk.Command("torchrun", "train.py"), // and no image
+		sdk.InstanceType("trn1.32xlarge"), sdk.Trainium(0), sdk.EFA(32)).
+	Step("evaluate", sdk.Run(noop), sdk.After("train"), sdk.Image("registry.example.com/bad:v1"),
+		sdk.InstanceType("inf9.huge"))
+
+func noop(*sdk.Context) error { return nil }
+
+// panicFlow has a step that panics and one that fails.
+var panicFlow = sdk.NewFlow("panicflow", sdk.Image("registry.example.com/panic:v1")).
+	Step("boom", sdk.Run(func(*sdk.Context) error { panic("kaboom") })).
+	Step("fail", sdk.Run(func(*sdk.Context) error { return errors.New("disk full") }))
+
+// cronFlow is valid, but the job target makes a CronJob only of a one-step flow:
+// compile fails where validate passes.
+var cronFlow = sdk.NewFlow("cronflow", sdk.Image("registry.example.com/cron:v1"), sdk.Schedule("0 3 * * *")).
+	Step("extract", sdk.Run(noop)).
+	Step("load", sdk.Run(noop), sdk.After("extract"))
+
+// envStatus names the file where a flow command records its exit status, for the
+// scripts' status command.
+const envStatus = "CLITEST_STATUS"
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"trainflow": flowMain(trainFlow),
+		"fanflow":   flowMain(fanFlow),
+		"badflow":   flowMain(badFlow),
+		"panicflow": flowMain(panicFlow),
+		"cronflow":  flowMain(cronFlow),
+	})
+}
+
+// flowMain is what cli.Main does, with the exit status also written where the status
+// command reads it. The previous status is removed first, so a status that cli.Run
+// did not return (a crash) is never recorded, and never mistaken for an older one.
+func flowMain(flow *sdk.Flow) func() {
+	return func() {
+		path := os.Getenv(envStatus)
+		if path != "" {
+			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				fmt.Fprintln(os.Stderr, "clearing the exit status:", err)
+				os.Exit(100)
+			}
+		}
+		code := cli.Run(context.Background(), flow, os.Args, os.Stdout, os.Stderr)
+		if path != "" {
+			if err := os.WriteFile(path, []byte(strconv.Itoa(code)), 0o644); err != nil {
+				fmt.Fprintln(os.Stderr, "recording the exit status:", err)
+				os.Exit(100)
+			}
+		}
+		os.Exit(code)
+	}
+}
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 filepath.Join("testdata", "script"),
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv(envStatus, filepath.Join(env.WorkDir, ".status"))
+			return nil
+		},
+		Cmds: map[string]func(*testscript.TestScript, bool, []string){
+			"status": cmdStatus,
+		},
+	})
+}
+
+// cmdStatus checks the exit status of the last flow command: `status N`. `!` alone
+// only says the status was not 0; this tells 1 (invalid flow) from 2 (usage). The
+// status is consumed, so each check needs a fresh flow command before it.
+func cmdStatus(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! status")
+	}
+	if len(args) != 1 {
+		ts.Fatalf("usage: status N")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("status %q: want a number", args[0])
+	}
+	path := ts.Getenv(envStatus)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		ts.Fatalf("no exit status recorded since the last status check: %v", err)
+	}
+	ts.Check(os.Remove(path))
+	got, err := strconv.Atoi(string(data))
+	ts.Check(err)
+	if got != want {
+		ts.Fatalf("exit status %d, want %d", got, want)
+	}
+}

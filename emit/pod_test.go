@@ -1,0 +1,171 @@
+package emit_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/plan"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// fullStep sets every field the pod builder reads.
+func fullStep() (*plan.Flow, *plan.Step) {
+	s := plan.Step{
+		Name:             "train",
+		Body:             plan.BodyCommand,
+		Command:          []string{"torchrun", "train.py"},
+		Image:            "example.com/train:v1",
+		ImagePullPolicy:  "IfNotPresent",
+		ImagePullSecrets: []string{"ecr", "ngc"},
+		ServiceAccount:   "trainer",
+		Requests:         []plan.Quantity{{Name: "aws.amazon.com/neuron", Value: "16"}, {Name: "cpu", Value: "4"}, {Name: "vpc.amazonaws.com/efa", Value: "8"}},
+		Limits:           []plan.Quantity{{Name: "aws.amazon.com/neuron", Value: "16"}, {Name: "vpc.amazonaws.com/efa", Value: "8"}},
+		SharedMemory:     "64Gi",
+		NodeSelector:     []plan.KeyValue{{Key: "node.kubernetes.io/instance-type", Value: "trn1.32xlarge"}},
+		Tolerations: []plan.Toleration{
+			{Key: "dedicated", Operator: "Equal", Value: "ml", Effect: "NoSchedule"},
+			{Key: "aws.amazon.com/neuron", Operator: "Exists", Effect: "NoSchedule"},
+		},
+		Env: []plan.EnvVar{
+			{Name: "B", Value: "2"},
+			{Name: "TOKEN", SecretName: "hf", SecretKey: "token"},
+			{Name: "A", Value: "1"},
+		},
+		Secrets:      []string{"wandb"},
+		Labels:       []plan.KeyValue{{Key: "manifold.dev/step", Value: "train"}, {Key: "team", Value: "ml"}},
+		Annotations:  []plan.KeyValue{{Key: "note", Value: "x"}},
+		Volumes:      []plan.Volume{{Name: "pvc-0", Claim: "data", Path: "/data"}},
+		Port:         29500,
+		RunAsUser:    ptr(int64(1000)),
+		RunAsNonRoot: ptr(true),
+		Timeout:      90*time.Minute + 500*time.Millisecond,
+	}
+	f := &plan.Flow{Name: "f", Params: []plan.Param{{Name: "epochs", Value: "3", Env: "MANIFOLD_PARAM_EPOCHS"}}, Steps: []plan.Step{s}}
+	return f, &f.Steps[0]
+}
+
+func TestPodCarriesEveryField(t *testing.T) {
+	f, s := fullStep()
+	shm := resource.MustParse("64Gi")
+	want := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{
+			Labels:      map[string]string{"manifold.dev/step": "train", "team": "ml"},
+			Annotations: map[string]string{"note": "x"},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy:         corev1.RestartPolicyNever,
+			ActiveDeadlineSeconds: ptr(int64(5401)),
+			ServiceAccountName:    "trainer",
+			NodeSelector:          map[string]string{"node.kubernetes.io/instance-type": "trn1.32xlarge"},
+			Tolerations: []corev1.Toleration{
+				{Key: "dedicated", Operator: "Equal", Value: "ml", Effect: "NoSchedule"},
+				{Key: "aws.amazon.com/neuron", Operator: "Exists", Effect: "NoSchedule"},
+			},
+			ImagePullSecrets: []corev1.LocalObjectReference{{Name: "ecr"}, {Name: "ngc"}},
+			SecurityContext:  &corev1.PodSecurityContext{RunAsUser: ptr(int64(1000)), RunAsNonRoot: ptr(true)},
+			Volumes: []corev1.Volume{
+				{Name: "dshm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &shm}}},
+				{Name: "pvc-0", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
+			},
+			Containers: []corev1.Container{{
+				Name:            "main",
+				Image:           "example.com/train:v1",
+				ImagePullPolicy: corev1.PullIfNotPresent,
+				Command:         []string{"torchrun", "train.py"},
+				Env: []corev1.EnvVar{
+					{Name: "MANIFOLD_PARAM_EPOCHS", Value: "3"},
+					{Name: "B", Value: "2"},
+					{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+						LocalObjectReference: corev1.LocalObjectReference{Name: "hf"}, Key: "token"}}},
+					{Name: "A", Value: "1"},
+				},
+				EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "wandb"}}}},
+				Ports:   []corev1.ContainerPort{{ContainerPort: 29500, Protocol: corev1.ProtocolTCP}},
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{
+						"aws.amazon.com/neuron": resource.MustParse("16"),
+						"cpu":                   resource.MustParse("4"),
+						"vpc.amazonaws.com/efa": resource.MustParse("8"),
+					},
+					Limits: corev1.ResourceList{
+						"aws.amazon.com/neuron": resource.MustParse("16"),
+						"vpc.amazonaws.com/efa": resource.MustParse("8"),
+					},
+				},
+				VolumeMounts: []corev1.VolumeMount{{Name: "dshm", MountPath: "/dev/shm"}, {Name: "pvc-0", MountPath: "/data"}},
+			}},
+		},
+	}
+	got := emit.Pod(f, s, emit.PodOptions{})
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Pod (-want +got):\n%s", diff)
+	}
+}
+
+func TestPodMinimalHasNoEmptyFields(t *testing.T) {
+	f := &plan.Flow{Name: "f", Steps: []plan.Step{{Name: "a", Image: "busybox", Command: []string{"true"}}}}
+	got := emit.Pod(f, &f.Steps[0], emit.PodOptions{})
+	want := corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		RestartPolicy: corev1.RestartPolicyNever,
+		Containers:    []corev1.Container{{Name: "main", Image: "busybox", Command: []string{"true"}}},
+	}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Pod (-want +got):\n%s", diff)
+	}
+}
+
+func TestEnvOrderWithParamsAndItem(t *testing.T) {
+	f, s := fullStep()
+	f.Params = append(f.Params, plan.Param{Name: "lr", Value: "0.1", Env: "MANIFOLD_PARAM_LR"})
+	got := emit.Env(f, s, emit.PodOptions{
+		Param: func(p plan.Param) string { return "{{workflow.parameters." + p.Name + "}}" },
+		Item:  &emit.Item{Value: "{{item}}", Index: "{{index}}"},
+	})
+	var names, values []string
+	for _, e := range got {
+		names = append(names, e.Name)
+		values = append(values, e.Value)
+	}
+	wantNames := []string{"MANIFOLD_PARAM_EPOCHS", "MANIFOLD_PARAM_LR", "MANIFOLD_ITEM", "MANIFOLD_INDEX", "B", "TOKEN", "A"}
+	wantValues := []string{"{{workflow.parameters.epochs}}", "{{workflow.parameters.lr}}", "{{item}}", "{{index}}", "2", "", "1"}
+	if diff := cmp.Diff(wantNames, names); diff != "" {
+		t.Errorf("env names (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantValues, values); diff != "" {
+		t.Errorf("env values (-want +got):\n%s", diff)
+	}
+}
+
+func TestPodDoesNotAliasThePlan(t *testing.T) {
+	f, s := fullStep()
+	pod := emit.Pod(f, s, emit.PodOptions{})
+	pod.Spec.Containers[0].Command[0] = "changed"
+	if s.Command[0] != "torchrun" {
+		t.Errorf("changing the pod changed the plan's command: %q", s.Command[0])
+	}
+}
+
+func TestItemAt(t *testing.T) {
+	s := &plan.Step{Foreach: []string{"a", "b"}}
+	if got, want := *emit.ItemAt(s, 1), (emit.Item{Value: "b", Index: "1"}); got != want {
+		t.Errorf("ItemAt(1) = %+v, want %+v", got, want)
+	}
+}
+
+func TestSecondsRoundsUp(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want int64
+	}{{time.Second, 1}, {1500 * time.Millisecond, 2}, {6 * time.Hour, 21600}} {
+		if got := emit.Seconds(tc.d); got != tc.want {
+			t.Errorf("Seconds(%s) = %d, want %d", tc.d, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,64 @@
+package emit_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/manifoldflow/manifold/emit"
+)
+
+func TestYAMLDropsNoiseAndKeepsMeaning(t *testing.T) {
+	job := &batchv1.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{Name: "j"},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers:    []corev1.Container{{Name: "main", Image: "busybox"}},
+			Volumes:       []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		}}},
+	}
+	got, err := emit.YAML("header line", job, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: j
+spec:
+  template:
+    spec:
+      containers:
+      - image: busybox
+        name: main
+      restartPolicy: Never
+      volumes:
+      - emptyDir: {}
+        name: scratch
+`
+	want := "# header line\n---\n" + doc + "---\n" + doc
+	if diff := cmp.Diff(want, string(got)); diff != "" {
+		t.Errorf("YAML (-want +got):\n%s", diff)
+	}
+	for _, noise := range []string{"creationTimestamp", "status", "resources"} {
+		if strings.Contains(string(got), noise) {
+			t.Errorf("output carries %q", noise)
+		}
+	}
+}
+
+func TestYAMLWithoutHeader(t *testing.T) {
+	got, err := emit.YAML("", map[string]any{"a": 1}, map[string]any{"b": nil, "c": map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An empty map under a key that is not noise is kept; nulls go.
+	if want := "a: 1\n---\nc: {}\n"; string(got) != want {
+		t.Errorf("YAML = %q, want %q", got, want)
+	}
+}

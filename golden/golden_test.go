@@ -1,0 +1,185 @@
+// Package golden_test checks every example × every target against the files checked
+// in under golden/<example>/. Run `go test ./golden -update` to rewrite them, then
+// read the diff before committing it.
+package golden_test
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/manifoldflow/manifold/internal/exampletest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files from the current output")
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	exampletest.Cleanup()
+	os.Exit(code)
+}
+
+// compileAll runs `<example> compile --target all -o DIR` and returns DIR's files.
+func compileAll(t *testing.T, bin string) map[string][]byte {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "compile", "--target", "all", "-o", dir)
+	cmd.Dir = t.TempDir() // no manifold.toml here
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s compile: %v\n%s", filepath.Base(bin), err, out)
+	}
+	return readDir(t, dir)
+}
+
+func readDir(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	entries, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = data
+	}
+	return files
+}
+
+func TestGolden(t *testing.T) {
+	bins := exampletest.Build(t)
+	if len(bins) == 0 {
+		t.Fatal("no examples were built")
+	}
+	for _, name := range exampletest.Names() {
+		t.Run(name, func(t *testing.T) {
+			got := compileAll(t, bins[name])
+			if again := compileAll(t, bins[name]); !cmp.Equal(got, again) {
+				t.Fatalf("two compiles gave different output (-first +second):\n%s", cmp.Diff(got, again))
+			}
+			dir := filepath.Join("testdata", name)
+			if *update {
+				if err := os.RemoveAll(dir); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				for file, data := range got {
+					if err := os.WriteFile(filepath.Join(dir, file), data, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return
+			}
+			want := readDir(t, dir)
+			if len(want) == 0 {
+				t.Fatalf("no golden files in %s: run go test ./golden -update and review them", dir)
+			}
+			for file := range union(want, got) {
+				if diff := cmp.Diff(string(want[file]), string(got[file])); diff != "" {
+					t.Errorf("%s/%s differs from the golden file (-want +got):\n%s", name, file, diff)
+				}
+			}
+		})
+	}
+}
+
+// TestGoldenDirsMatchExamples fails on golden files left behind by a removed example.
+func TestGoldenDirsMatchExamples(t *testing.T) {
+	exampletest.Build(t)
+	entries, err := os.ReadDir("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, e := range entries {
+		dirs = append(dirs, e.Name())
+	}
+	sort.Strings(dirs)
+	if diff := cmp.Diff(exampletest.Names(), dirs); diff != "" {
+		t.Errorf("golden directories do not match the examples (-examples +golden):\n%s", diff)
+	}
+}
+
+// TestGoldenJobsDecodeStrictly decodes every document of every job golden file into
+// the batch/v1 types, refusing unknown fields, so a misspelt field cannot hide in a
+// golden file.
+func TestGoldenJobsDecodeStrictly(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("testdata", "*", "*.job.yaml"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no job golden files: %v", err)
+	}
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, doc := range documents(data) {
+			var meta struct{ APIVersion, Kind string }
+			if err := yaml.Unmarshal(doc, &meta); err != nil {
+				t.Fatalf("%s document %d: %v", path, i, err)
+			}
+			var obj any
+			switch meta.Kind {
+			case "Job":
+				obj = &batchv1.Job{}
+			case "CronJob":
+				obj = &batchv1.CronJob{}
+			default:
+				t.Fatalf("%s document %d: unexpected kind %q", path, i, meta.Kind)
+			}
+			if meta.APIVersion != "batch/v1" {
+				t.Errorf("%s document %d: apiVersion %q, want batch/v1", path, i, meta.APIVersion)
+			}
+			if err := yaml.UnmarshalStrict(doc, obj); err != nil {
+				t.Errorf("%s document %d: %v", path, i, err)
+			}
+			for _, noise := range []string{"creationTimestamp", "status: {}", "resources: {}", ": null"} {
+				if bytes.Contains(doc, []byte(noise)) {
+					t.Errorf("%s document %d carries empty noise %q", path, i, noise)
+				}
+			}
+		}
+	}
+}
+
+// documents splits a YAML stream into its non-empty documents.
+func documents(data []byte) [][]byte {
+	var out [][]byte
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		doc = strings.TrimPrefix(doc, "---\n")
+		var body []string
+		for _, line := range strings.Split(doc, "\n") {
+			if !strings.HasPrefix(line, "#") {
+				body = append(body, line)
+			}
+		}
+		if s := strings.TrimSpace(strings.Join(body, "\n")); s != "" && s != "---" {
+			out = append(out, []byte(s+"\n"))
+		}
+	}
+	return out
+}
+
+func union(a, b map[string][]byte) map[string]bool {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	return keys
+}

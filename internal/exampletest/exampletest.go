@@ -1,0 +1,73 @@
+// Package exampletest builds the example flow programs for tests that run them as a
+// user would.
+package exampletest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"sync"
+	"testing"
+)
+
+var (
+	once     sync.Once
+	dir      string
+	names    []string
+	buildErr error
+	output   []byte
+)
+
+// Root returns the module's root directory.
+func Root() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// Build compiles every program under examples/ once per test process and returns
+// their paths by example name. The binaries live in a temporary directory that is
+// removed when the process exits through testing.M (see Cleanup).
+func Build(t testing.TB) map[string]string {
+	t.Helper()
+	once.Do(func() {
+		dir, buildErr = os.MkdirTemp("", "manifold-examples-")
+		if buildErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./examples/...")
+		cmd.Dir = Root()
+		output, buildErr = cmd.CombinedOutput()
+		if buildErr != nil {
+			return
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			buildErr = err
+			return
+		}
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		sort.Strings(names)
+	})
+	if buildErr != nil {
+		t.Fatalf("building examples: %v\n%s", buildErr, output)
+	}
+	bins := make(map[string]string, len(names))
+	for _, n := range names {
+		bins[n] = filepath.Join(dir, n)
+	}
+	return bins
+}
+
+// Names returns the example names in order; call Build first.
+func Names() []string { return append([]string(nil), names...) }
+
+// Cleanup removes the built binaries; call it from TestMain after m.Run.
+func Cleanup() {
+	if dir != "" {
+		os.RemoveAll(dir)
+	}
+}
