@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/manifoldflow/manifold/plan"
 )
@@ -30,9 +31,21 @@ func needs(s *plan.Step) []string {
 		out = append(out, fmt.Sprintf("retry %d", s.Retry))
 	}
 	if s.Timeout > 0 {
-		out = append(out, "timeout "+s.Timeout.String())
+		out = append(out, "timeout "+human(s.Timeout))
 	}
 	return out
+}
+
+// human prints a duration without zero tails: 6h, not 6h0m0s.
+func human(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func describe(s *plan.Step) string {

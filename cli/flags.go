@@ -29,7 +29,7 @@ func flowFlags() []ucli.Flag {
 // load compiles the flow with the command's flags. Errors in the flow are printed
 // to stderr one per line, with their paths.
 func load(c *ucli.Context, flow *sdk.Flow) (*plan.Flow, error) {
-	opts, err := options(c)
+	opts, err := options(c, flow)
 	if err != nil {
 		return nil, err
 	}
@@ -60,22 +60,20 @@ func flowName(f *sdk.Flow) string {
 }
 
 // options turns --param, --set and --config into compile options.
-func options(c *ucli.Context) (compile.Options, error) {
+func options(c *ucli.Context, flow *sdk.Flow) (compile.Options, error) {
 	var o compile.Options
-	for _, kv := range c.StringSlice("param") {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return o, usageErr("--param %q: write NAME=VALUE", kv)
-		}
-		if o.Params == nil {
-			o.Params = map[string]string{}
-		}
-		o.Params[k] = v
+	params, err := paramFlags(c)
+	if err != nil {
+		return o, err
 	}
+	o.Params = params
 	for _, s := range c.StringSlice("set") {
 		step, opt, err := parseSet(s)
 		if err != nil {
 			return o, err
+		}
+		if !hasStep(flow, step) {
+			return o, usageErr("--set %q: flow %s has no step %q", s, flowName(flow), step)
 		}
 		if o.Overrides == nil {
 			o.Overrides = map[string][]sdk.StepOption{}
@@ -97,6 +95,34 @@ func options(c *ucli.Context) (compile.Options, error) {
 		return o, invalidErr(err)
 	}
 	return o, nil
+}
+
+// paramFlags parses --param NAME=VALUE flags.
+func paramFlags(c *ucli.Context) (map[string]string, error) {
+	var params map[string]string
+	for _, kv := range c.StringSlice("param") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageErr("--param %q: write NAME=VALUE", kv)
+		}
+		if params == nil {
+			params = map[string]string{}
+		}
+		params[k] = v
+	}
+	return params, nil
+}
+
+func hasStep(flow *sdk.Flow, name string) bool {
+	if flow == nil {
+		return false
+	}
+	for _, d := range flow.Spec().Steps {
+		if d.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // setOptions maps each --set option to the option it makes from a value. Values are

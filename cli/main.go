@@ -121,7 +121,9 @@ func newApp(flow *sdk.Flow, stdout, stderr io.Writer) *ucli.App {
 		if c.Args().Present() {
 			var names []string
 			for _, cmd := range app.Commands {
-				names = append(names, cmd.Name)
+				if cmd.Name != "help" {
+					names = append(names, cmd.Name)
+				}
 			}
 			return usageErr("unknown command %q; the commands are %s (see --help)", c.Args().First(), strings.Join(names, ", "))
 		}

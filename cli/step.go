@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strconv"
+	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -27,72 +28,100 @@ func stepCommand(flow *sdk.Flow) *ucli.Command {
 		ArgsUsage: "NAME",
 		Description: "Runs the body of the Run step NAME in this process. Params come from MANIFOLD_PARAM_<NAME>\n" +
 			"(else --param, else their defaults), a foreach item from MANIFOLD_ITEM and MANIFOLD_INDEX, and\n" +
-			"artifacts live under MANIFOLD_RUN_DIR (default " + DefaultRunDir + ").",
-		Flags: flowFlags(),
+			"artifacts live under MANIFOLD_RUN_DIR (default " + DefaultRunDir + ").\n\n" +
+			"The flow is not compiled again here: the container was made from a compiled flow, and\n" +
+			"manifold.toml and --set, which shaped its pod, are not in the container.",
+		Flags: []ucli.Flag{
+			&ucli.StringSliceFlag{Name: "param", Aliases: []string{"p"}, Usage: "set a flow param, `NAME=VALUE` (repeatable)"},
+		},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() != 1 {
 				return usageErr("step takes one step name, got %d arguments (flags go before the name)", c.NArg())
 			}
-			name := c.Args().First()
-			p, err := load(c, flow)
+			spec := flow.Spec()
+			step, err := findRunStep(spec, c.Args().First())
 			if err != nil {
 				return err
 			}
-			s := p.Step(name)
-			if s == nil {
-				return usageErr("flow %s has no step %q", p.Name, name)
-			}
-			if s.Body != plan.BodyRun {
-				return usageErr("step %q runs a command in its image, not Go code: there is nothing to run here", name)
-			}
-			cfg, err := stepContext(p, s)
+			params, err := paramFlags(c)
 			if err != nil {
-				return invalidErr(err)
+				return err
 			}
-			if err := runBody(flow, sdk.NewContext(c.Context, cfg)); err != nil {
-				return invalidErr(fmt.Errorf("step %s: %w", name, err))
+			cfg, err := stepContext(spec, step, params)
+			if err != nil {
+				return err
+			}
+			if err := runBody(step.Spec.Run, sdk.NewContext(c.Context, cfg)); err != nil {
+				return invalidErr(fmt.Errorf("step %s: %w", step.Name, err))
 			}
 			return nil
 		},
 	}
 }
 
-// stepContext reads the step's params, item and run directory from the environment
-// that every target gives its container.
-func stepContext(p *plan.Flow, s *plan.Step) (sdk.ContextConfig, error) {
-	cfg := sdk.ContextConfig{Flow: p.Name, Step: s.Name, Params: map[string]string{}, Index: -1, RunDir: DefaultRunDir}
-	for _, param := range p.Params {
-		cfg.Params[param.Name] = param.Value
-		if v, ok := os.LookupEnv(param.Env); ok {
-			cfg.Params[param.Name] = v
+func findRunStep(spec sdk.FlowSpec, name string) (*sdk.StepDecl, error) {
+	var runSteps []string
+	for i := range spec.Steps {
+		d := &spec.Steps[i]
+		if d.Spec.Run != nil {
+			runSteps = append(runSteps, d.Name)
+		}
+		if d.Name != name {
+			continue
+		}
+		if d.Spec.Run == nil {
+			return nil, usageErr("step %q runs a command in its image, not Go code: there is nothing to run here", name)
+		}
+		return d, nil
+	}
+	return nil, usageErr("flow %s has no step %q; its Run steps are %s", spec.Name, name, strings.Join(runSteps, ", "))
+}
+
+// stepContext gives the step its params, foreach item and run directory from the
+// environment that every target gives its container.
+func stepContext(spec sdk.FlowSpec, step *sdk.StepDecl, given map[string]string) (sdk.ContextConfig, error) {
+	cfg := sdk.ContextConfig{Flow: spec.Name, Step: step.Name, Params: map[string]string{}, Index: -1, RunDir: DefaultRunDir}
+	declared := map[string]bool{}
+	for _, p := range spec.Params {
+		declared[p.Name] = true
+		cfg.Params[p.Name] = p.Default
+		if v, ok := given[p.Name]; ok {
+			cfg.Params[p.Name] = v
+		}
+		if v, ok := os.LookupEnv(plan.ParamEnv(p.Name)); ok {
+			cfg.Params[p.Name] = v
+		}
+	}
+	for _, name := range sortedKeys(given) {
+		if !declared[name] {
+			return cfg, usageErr("--param %s: flow %s declares no such param", name, spec.Name)
 		}
 	}
 	if dir := os.Getenv(EnvRunDir); dir != "" {
 		cfg.RunDir = dir
 	}
-	if s.Foreach != nil {
-		item, hasItem := os.LookupEnv(plan.EnvItem)
-		index, hasIndex := os.LookupEnv(plan.EnvIndex)
-		if !hasItem || !hasIndex {
-			return cfg, fmt.Errorf("step %s runs once per foreach item and needs %s and %s in its environment", s.Name, plan.EnvItem, plan.EnvIndex)
-		}
-		i, err := strconv.Atoi(index)
-		if err != nil || i < 0 || i >= len(s.Foreach) {
-			return cfg, fmt.Errorf("%s=%q: want an index from 0 to %d", plan.EnvIndex, index, len(s.Foreach)-1)
-		}
-		cfg.Item, cfg.Index = item, i
+	items := step.Spec.Foreach
+	if items == nil {
+		return cfg, nil
 	}
+	item, hasItem := os.LookupEnv(plan.EnvItem)
+	index, hasIndex := os.LookupEnv(plan.EnvIndex)
+	if !hasItem || !hasIndex {
+		return cfg, invalidErr(fmt.Errorf("step %s runs once per foreach item and needs %s and %s in its environment", step.Name, plan.EnvItem, plan.EnvIndex))
+	}
+	i, err := strconv.Atoi(index)
+	if err != nil || i < 0 || i >= len(items) {
+		return cfg, invalidErr(fmt.Errorf("%s=%q: want an index from 0 to %d", plan.EnvIndex, index, len(items)-1))
+	}
+	if item != items[i] {
+		return cfg, invalidErr(fmt.Errorf("%s=%q, but item %d of step %s is %q", plan.EnvItem, item, i, step.Name, items[i]))
+	}
+	cfg.Item, cfg.Index = item, i
 	return cfg, nil
 }
 
-// runBody calls the step's Run function; a panic becomes an error with its stack.
-func runBody(flow *sdk.Flow, ctx *sdk.Context) (err error) {
-	var fn func(*sdk.Context) error
-	for _, d := range flow.Spec().Steps {
-		if d.Name == ctx.Step() {
-			fn = d.Spec.Run
-		}
-	}
+// runBody calls a step's Run function; a panic becomes an error with its stack.
+func runBody(fn func(*sdk.Context) error, ctx *sdk.Context) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())

@@ -12,13 +12,27 @@ import (
 
 func validateCommand(flow *sdk.Flow) *ucli.Command {
 	return &ucli.Command{
-		Name:        "validate",
-		Usage:       "check the flow and print its steps",
-		Description: "Checks every rule and prints every error with its path; exits 1 if there is any.",
-		Flags:       flowFlags(),
+		Name:  "validate",
+		Usage: "check the flow and print its steps",
+		Description: "Checks every rule and prints every error with its path; exits 1 if there is any.\n" +
+			"Then says, for each target, whether it can express the flow (a scheduled flow of several\n" +
+			"steps has no Job form, say); with --target, a target that cannot is an error too.",
+		Flags: append([]ucli.Flag{
+			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "also fail unless this target (" + strings.Join(targetNames(), ", ") + ", or all) can express the flow"},
+		}, flowFlags()...),
 		Action: func(c *ucli.Context) error {
 			if err := noArgs(c); err != nil {
 				return err
+			}
+			required := map[string]bool{}
+			if name := c.String("target"); c.IsSet("target") {
+				chosen, err := chooseTargets(name)
+				if err != nil {
+					return err
+				}
+				for _, t := range chosen {
+					required[t.Name()] = true
+				}
 			}
 			p, err := load(c, flow)
 			if err != nil {
@@ -38,6 +52,25 @@ func validateCommand(flow *sdk.Flow) *ucli.Command {
 				if strings.HasSuffix(line, "\n") {
 					fmt.Fprintln(c.App.Writer)
 				}
+			}
+			failed := false
+			for _, t := range targets {
+				_, errs := t.Emit(p)
+				if len(errs) == 0 {
+					fmt.Fprintf(c.App.Writer, "target %s: ok\n", t.Name())
+					continue
+				}
+				w := c.App.Writer
+				if required[t.Name()] {
+					w, failed = c.App.ErrWriter, true
+				}
+				fmt.Fprintf(w, "target %s: cannot express the flow\n", t.Name())
+				for _, e := range errs {
+					fmt.Fprintf(w, "  %s\n", e.Error())
+				}
+			}
+			if failed {
+				return silentInvalid
 			}
 			return nil
 		},

@@ -3,7 +3,10 @@
 // nothing here has behaviour beyond lookups.
 package plan
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Well-known resource names, labels and taint keys.
 const (
@@ -150,6 +153,12 @@ type Volume struct {
 	Name  string
 	Claim string
 	Path  string
+}
+
+// ParamEnv returns the variable that carries the flow param name into every step:
+// MANIFOLD_PARAM_ and the name upper-cased, with '-' as '_'.
+func ParamEnv(name string) string {
+	return EnvParamPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
 // Step returns the step called name, or nil.
