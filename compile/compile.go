@@ -170,6 +170,11 @@ func checkSchedule(at *field.Path, s string) field.ErrorList {
 	if s == "" {
 		return field.ErrorList{field.Required(at, "give a cron expression such as \"0 3 * * *\", or leave out sdk.Schedule")}
 	}
+	// The cron parser panics on a time zone prefix without a space after it
+	// ("TZ=UTC"), and Kubernetes CronJobs reject the prefix anyway.
+	if strings.HasPrefix(s, "TZ=") || strings.HasPrefix(s, "CRON_TZ=") {
+		return field.ErrorList{field.Invalid(at, s, "a schedule cannot start with TZ= or CRON_TZ= (Kubernetes CronJobs reject it); give only the cron expression, such as \"0 3 * * *\"")}
+	}
 	if _, err := cron.ParseStandard(s); err != nil {
 		return field.ErrorList{field.Invalid(at, s, "not a cron expression ("+err.Error()+"); use five fields, minute hour day-of-month month day-of-week, such as \"0 3 * * *\", or a descriptor such as \"@daily\"")}
 	}

@@ -140,7 +140,7 @@ type ResourceSpec struct {
 	Count int64
 }
 
-// TolerationSpec is a toleration made with Toleration or TolerationOp.
+// TolerationSpec is a toleration made with Toleration or read from manifold.toml.
 type TolerationSpec struct {
 	Key, Operator, Value, Effect string
 }
