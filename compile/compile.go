@@ -128,7 +128,7 @@ func compileParams(declared []sdk.ParamSpec, given map[string]string, errs field
 			errs = append(errs, field.Invalid(at, d.Name, "a param name starts with a letter and has only letters, digits, '_' and '-' (at most 64)"))
 			continue
 		}
-		envName := plan.EnvParamPrefix + strings.ToUpper(strings.ReplaceAll(d.Name, "-", "_"))
+		envName := plan.ParamEnv(d.Name)
 		if other, ok := byEnv[envName]; ok {
 			errs = append(errs, fieldErr(field.ErrorTypeDuplicate, at, d.Name, fmt.Sprintf("params %q and %q would both be the variable %s", other, d.Name, envName)))
 			continue

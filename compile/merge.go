@@ -20,17 +20,20 @@ type layer struct {
 
 func (l layer) child(name string) *field.Path { return l.path.Child(l.name(name)) }
 
-// val is a merged scalar: its value, whether any layer set it, and where.
+// val is a merged scalar: its value, whether any layer set it, where, and the
+// layer's rank (0 for the step itself; higher ranks are lower layers).
 type val[T any] struct {
-	v   T
-	set bool
-	at  *field.Path
+	v     T
+	set   bool
+	at    *field.Path
+	layer int
 }
 
-// item is one merged list element and where it was written.
+// item is one merged list element, where it was written, and its layer's rank.
 type item[T any] struct {
-	v  T
-	at *field.Path
+	v     T
+	at    *field.Path
+	layer int
 }
 
 // resolved is a step with its layers merged and nothing yet checked.
@@ -116,13 +119,13 @@ func merge(name string, at *field.Path, layers []layer) *resolved {
 		timeout:      pick(layers, "timeout", func(s *sdk.StepSpec) *time.Duration { return s.Timeout }),
 	}
 	// EFA(n) and EFAAll() are one setting: the highest layer that gives either wins.
-	for _, l := range layers {
+	for i, l := range layers {
 		if l.spec.EFAAll {
-			r.efaAll = val[bool]{v: true, set: true, at: l.child("efa")}
+			r.efaAll = val[bool]{v: true, set: true, at: l.child("efa"), layer: i}
 			break
 		}
 		if l.spec.EFA != nil {
-			r.efa = val[int]{v: *l.spec.EFA, set: true, at: l.child("efa")}
+			r.efa = val[int]{v: *l.spec.EFA, set: true, at: l.child("efa"), layer: i}
 			break
 		}
 	}
@@ -131,9 +134,9 @@ func merge(name string, at *field.Path, layers []layer) *resolved {
 
 // pick returns the value of the highest layer that sets it.
 func pick[T any](layers []layer, name string, get func(*sdk.StepSpec) *T) val[T] {
-	for _, l := range layers {
+	for i, l := range layers {
 		if p := get(l.spec); p != nil {
-			return val[T]{v: *p, set: true, at: l.child(name)}
+			return val[T]{v: *p, set: true, at: l.child(name), layer: i}
 		}
 	}
 	return val[T]{}
@@ -144,7 +147,7 @@ func concat[T any](layers []layer, name string, get func(*sdk.StepSpec) []T) []i
 	var out []item[T]
 	for i := len(layers) - 1; i >= 0; i-- {
 		for j, v := range get(layers[i].spec) {
-			out = append(out, item[T]{v: v, at: layers[i].child(name).Index(j)})
+			out = append(out, item[T]{v: v, at: layers[i].child(name).Index(j), layer: i})
 		}
 	}
 	return out
@@ -157,7 +160,7 @@ func keyed[T any](layers []layer, name string, get func(*sdk.StepSpec) []T, key 
 	pos := map[string]int{}
 	for i := len(layers) - 1; i >= 0; i-- {
 		for _, v := range get(layers[i].spec) {
-			it := item[T]{v: v, at: layers[i].child(name).Key(key(v))}
+			it := item[T]{v: v, at: layers[i].child(name).Key(key(v)), layer: i}
 			if p, ok := pos[key(v)]; ok {
 				out[p] = it
 				continue

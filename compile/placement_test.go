@@ -205,3 +205,34 @@ func toFlow(opts []sdk.Option) []sdk.FlowOption {
 	}
 	return out
 }
+
+// TestStepWinsOverRelatedDefaults: a step's own option replaces a lower layer's
+// option that sets the same thing under another name.
+func TestStepWinsOverRelatedDefaults(t *testing.T) {
+	// A step's Inferentia replaces the flow's Trainium default, and the other way.
+	f := sdk.NewFlow("f", sdk.Image(img), sdk.Trainium(4)).Step("s", sdk.Command("true"), sdk.Inferentia(1))
+	if s := mustStep(t, f, compile.Options{}, "s"); s.Neuron != 1 {
+		t.Errorf("flow Trainium(4), step Inferentia(1): Neuron = %d, want 1", s.Neuron)
+	}
+	f = sdk.NewFlow("f", sdk.Image(img), sdk.Inferentia(2)).Step("s", sdk.Command("true"), sdk.Trainium(3))
+	if s := mustStep(t, f, compile.Options{}, "s"); s.Neuron != 3 {
+		t.Errorf("flow Inferentia(2), step Trainium(3): Neuron = %d, want 3", s.Neuron)
+	}
+
+	// A step's InstanceType replaces manifold.toml's selector for the same label.
+	cfg := compile.Options{Config: compile.Config{NodeSelector: map[string]string{instanceKey: "p5.48xlarge"}}}
+	s := mustStep(t, one(sdk.InstanceType("trn1.32xlarge")), cfg, "s")
+	if diff := cmp.Diff([]plan.KeyValue{{Key: instanceKey, Value: "trn1.32xlarge"}}, s.NodeSelector); diff != "" {
+		t.Errorf("node selector (-want +got):\n%s", diff)
+	}
+
+	// A step's selector that disagrees with the flow's InstanceType is still an error,
+	// at the step's selector.
+	f = sdk.NewFlow("f", sdk.Image(img), sdk.InstanceType("trn1.32xlarge")).
+		Step("s", sdk.Command("true"), sdk.NodeSelector(instanceKey, "p5.48xlarge"))
+	wantErrs(t, f, compile.Options{}, field.ErrorList{field.Invalid(sAt("nodeSelector").Key(instanceKey), nil, "")})
+
+	// And so is a flow default that gives both names.
+	f = sdk.NewFlow("f", sdk.Image(img), sdk.Trainium(1), sdk.Inferentia(1)).Step("s", sdk.Command("true"))
+	wantErrs(t, f, compile.Options{}, field.ErrorList{field.Forbidden(sAt("inferentia"), "")})
+}

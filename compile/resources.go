@@ -72,8 +72,17 @@ func resources(r *resolved, gpuToleration bool) (resourceResult, field.ErrorList
 
 	// Neuron: Trainium, or its alias Inferentia.
 	var neuron, efa, gpu count
+	// Trainium and Inferentia are one setting: a step's own Inferentia replaces the
+	// flow's Trainium default, but one layer giving both is an error.
 	if r.trainium.set && r.inferentia.set {
-		errs = append(errs, field.Forbidden(r.at.Child("inferentia"), "Inferentia is another name for Trainium (both ask aws.amazon.com/neuron devices): give one of them"))
+		switch {
+		case r.trainium.layer < r.inferentia.layer:
+			r.inferentia = val[int]{}
+		case r.inferentia.layer < r.trainium.layer:
+			r.trainium = val[int]{}
+		default:
+			errs = append(errs, field.Forbidden(r.at.Child("inferentia"), "Inferentia is another name for Trainium (both ask aws.amazon.com/neuron devices): give one of them"))
+		}
 	}
 	for _, v := range []struct {
 		v    val[int]

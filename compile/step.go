@@ -105,11 +105,13 @@ func placement(r *resolved, s *plan.Step, accelTolerations []plan.Toleration) fi
 	for _, it := range r.nodeSelector {
 		errs = append(errs, checkLabel(it.at, it.v.Key, it.v.Value)...)
 		selector[it.v.Key] = it.v.Value
+		// A node selector for the instance type conflicts with InstanceType given at
+		// the same or a lower layer; InstanceType at a higher layer replaces it.
+		if t := r.instanceType; t.set && it.v.Key == plan.LabelInstanceType && it.v.Value != t.v && it.layer <= t.layer {
+			errs = append(errs, field.Invalid(it.at, it.v.Value, fmt.Sprintf("conflicts with sdk.InstanceType(%q) at %s: give the instance type once", t.v, t.at)))
+		}
 	}
 	if t := r.instanceType.v; t != "" {
-		if v, ok := selector[plan.LabelInstanceType]; ok && v != t {
-			errs = append(errs, field.Invalid(r.at.Child("nodeSelector").Key(plan.LabelInstanceType), v, fmt.Sprintf("conflicts with sdk.InstanceType(%q): give the instance type once", t)))
-		}
 		selector[plan.LabelInstanceType] = t
 	}
 	s.NodeSelector = sortedPairs(selector)
