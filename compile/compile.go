@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/robfig/cron/v3"
 	"k8s.io/apimachinery/pkg/api/validate/content"
@@ -77,7 +78,7 @@ func Compile(f *sdk.Flow, o Options) (*plan.Flow, field.ErrorList) {
 	entrypoint := o.Config.Entrypoint
 	if entrypoint == "" {
 		entrypoint = DefaultEntrypoint(spec.Name)
-	} else if strings.IndexFunc(entrypoint, unicode.IsSpace) >= 0 {
+	} else if strings.IndexFunc(entrypoint, unicode.IsSpace) >= 0 || !utf8.ValidString(entrypoint) {
 		errs = append(errs, field.Invalid(field.NewPath("config", "entrypoint"), entrypoint, "must be the path of the flow binary in its image, without spaces"))
 	}
 	configSpec := o.Config.stepDefaults()
@@ -138,6 +139,7 @@ func compileParams(declared []sdk.ParamSpec, given map[string]string, errs field
 		if v, ok := given[d.Name]; ok {
 			value = v
 		}
+		errs = append(errs, checkText(at, value)...)
 		out = append(out, plan.Param{Name: d.Name, Value: value, Env: envName})
 	}
 	var unknown []string

@@ -211,3 +211,25 @@ func TestPodErrors(t *testing.T) {
 		{name: "shared memory zero", flow: one(sdk.SharedMemory("0")), want: field.ErrorList{field.Invalid(sAt("sharedMemory"), nil, "")}},
 	})
 }
+
+// TestTextMustBeUTF8: every target's format would change bytes that are not UTF-8 on
+// the way to the pod, so they are refused where the user wrote them.
+func TestTextMustBeUTF8(t *testing.T) {
+	bad := "\xda"
+	f := sdk.NewFlow("f", sdk.Image(img), sdk.Param("p", bad)).
+		Step("s", sdk.Command("echo", bad), sdk.Env("VALUE", bad), sdk.Foreach("ok", bad),
+			sdk.Annotation("example.com/note", bad))
+	wantErrs(t, f, compile.Options{}, field.ErrorList{
+		field.Invalid(field.NewPath("params").Key("p"), nil, ""),
+		field.Invalid(sAt("command").Index(1), nil, ""),
+		field.Invalid(sAt("foreach").Index(1), nil, ""),
+		field.Invalid(sAt("env").Key("VALUE"), nil, ""),
+		field.Invalid(sAt("annotations").Key("example.com/note"), nil, ""),
+	})
+	// Text that is UTF-8, however odd, is kept as it is.
+	odd := "ünïcödé ✓ \x7f\t\n"
+	s := mustStep(t, one(sdk.Env("VALUE", odd)), compile.Options{}, "s")
+	if s.Env[0].Value != odd {
+		t.Errorf("env value = %q, want %q", s.Env[0].Value, odd)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/api/validate/content"
@@ -54,6 +55,9 @@ func (e stepEnv) body(r *resolved, s *plan.Step) field.ErrorList {
 	case r.command != nil:
 		s.Body = plan.BodyCommand
 		s.Command = append([]string(nil), r.command...)
+		for i, arg := range r.command {
+			errs = append(errs, checkText(r.at.Child("command").Index(i), arg)...)
+		}
 		if len(r.command) == 0 || r.command[0] == "" {
 			errs = append(errs, field.Required(r.at.Child("command"), "sdk.Command needs the program to run, such as sdk.Command(\"python\", \"train.py\")"))
 		}
@@ -68,6 +72,7 @@ func (e stepEnv) body(r *resolved, s *plan.Step) field.ErrorList {
 		errs = append(errs, field.Required(r.at.Child("image"), what+": set sdk.Image on the step or the flow, image in manifold.toml, or --set "+r.name+".image=REF"))
 	} else {
 		s.Image = r.image.v
+		errs = append(errs, checkText(r.image.at, r.image.v)...)
 		if strings.IndexFunc(r.image.v, unicode.IsSpace) >= 0 {
 			errs = append(errs, field.Invalid(r.image.at, r.image.v, "an image reference has no spaces"))
 		}
@@ -95,6 +100,9 @@ func checkOrder(r *resolved, s *plan.Step, known map[string]bool) field.ErrorLis
 			errs = append(errs, field.Required(r.at.Child("foreach"), "sdk.Foreach needs at least one item"))
 		}
 		s.Foreach = append([]string{}, r.foreach...)
+		for i, item := range r.foreach {
+			errs = append(errs, checkText(r.at.Child("foreach").Index(i), item)...)
+		}
 	}
 	return errs
 }
@@ -206,6 +214,7 @@ func (e stepEnv) pod(r *resolved, s *plan.Step) field.ErrorList {
 				errs = append(errs, field.Invalid(it.at.Child("key"), v.SecretKey, msg))
 			}
 		}
+		errs = append(errs, checkText(it.at, v.Value)...)
 		s.Env = append(s.Env, plan.EnvVar(v))
 	}
 
@@ -233,6 +242,7 @@ func (e stepEnv) pod(r *resolved, s *plan.Step) field.ErrorList {
 		for _, msg := range content.IsLabelKey(it.v.Key) {
 			errs = append(errs, field.Invalid(it.at, it.v.Key, msg))
 		}
+		errs = append(errs, checkText(it.at, it.v.Value)...)
 		annotations[it.v.Key] = it.v.Value
 	}
 	s.Annotations = sortedPairs(annotations)
@@ -308,6 +318,15 @@ func checkLabel(at *field.Path, key, value string) field.ErrorList {
 		errs = append(errs, field.Invalid(at, value, msg))
 	}
 	return errs
+}
+
+// checkText refuses strings that are not UTF-8: every target's format (JSON, YAML,
+// Python) would change them on the way to the pod.
+func checkText(at *field.Path, s string) field.ErrorList {
+	if utf8.ValidString(s) {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(at, strings.ToValidUTF8(s, "\uFFFD"), "must be UTF-8 text; it holds bytes that are not")}
 }
 
 func checkObjectName(at *field.Path, name string) field.ErrorList {

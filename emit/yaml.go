@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"sigs.k8s.io/yaml"
+	"go.yaml.in/yaml/v2"
 )
 
 // noise names the keys whose empty values the API types serialize but say nothing:
@@ -26,8 +26,13 @@ func YAML(header string, objects ...any) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Numbers stay exact (json.Number, then int64), and the tree goes to the
+		// YAML encoder directly: re-reading JSON as YAML would refuse characters
+		// such as DEL that the encoder writes escaped.
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
 		var tree any
-		if err := json.Unmarshal(data, &tree); err != nil {
+		if err := dec.Decode(&tree); err != nil {
 			return nil, err
 		}
 		out, err := yaml.Marshal(prune(tree))
@@ -42,7 +47,8 @@ func YAML(header string, objects ...any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// prune removes nulls everywhere and the empty noise maps.
+// prune removes nulls everywhere and the empty noise maps, and turns numbers into
+// Go numbers.
 func prune(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
@@ -64,6 +70,12 @@ func prune(v any) any {
 			t[i] = prune(t[i])
 		}
 		return t
+	case json.Number:
+		if n, err := t.Int64(); err == nil {
+			return n
+		}
+		f, _ := t.Float64()
+		return f
 	}
 	return v
 }
