@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/manifoldflow/manifold/internal/exampletest"
+	"github.com/manifoldflow/manifold/internal/kubevalidate"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files from the current output")
@@ -25,6 +26,7 @@ var update = flag.Bool("update", false, "rewrite the golden files from the curre
 func TestMain(m *testing.M) {
 	code := m.Run()
 	exampletest.Cleanup()
+	kubevalidate.Cleanup()
 	os.Exit(code)
 }
 
@@ -152,6 +154,19 @@ func TestGoldenJobsDecodeStrictly(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestGoldenAcceptedByAPIServerValidation puts every Kubernetes golden file through
+// the API server's own decoding, defaulting and create validation
+// (tools/kubevalidate).
+func TestGoldenAcceptedByAPIServerValidation(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("testdata", "*", "*.job.yaml"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no job golden files: %v", err)
+	}
+	if out, ok := kubevalidate.Run(t, paths...); !ok {
+		t.Errorf("the API server's validation refuses golden output:\n%s", out)
 	}
 }
 

@@ -2,6 +2,9 @@ package job_test
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -10,8 +13,15 @@ import (
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit/job"
+	"github.com/manifoldflow/manifold/internal/kubevalidate"
 	"github.com/manifoldflow/manifold/sdk"
 )
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	kubevalidate.Cleanup()
+	os.Exit(code)
+}
 
 // adversarial holds strings that break naive YAML: quotes, colons, newlines,
 // document markers, comments, YAML's own keywords, numbers that must stay strings,
@@ -62,6 +72,30 @@ func adversarialFlow(s string) *sdk.Flow {
 func TestAdversarialValuesRoundTrip(t *testing.T) {
 	for _, s := range adversarial {
 		t.Run("", func(t *testing.T) { roundTrip(t, adversarialFlow(s)) })
+	}
+}
+
+// TestAdversarialValuesAcceptedByAPIServerValidation: the same Jobs pass the API
+// server's own validation.
+func TestAdversarialValuesAcceptedByAPIServerValidation(t *testing.T) {
+	var paths []string
+	for i, s := range adversarial {
+		p, errs := compile.Compile(adversarialFlow(s), compile.Options{})
+		if len(errs) > 0 {
+			t.Fatalf("%q: %v", s, errs.ToAggregate())
+		}
+		files, errs := job.Target{}.Emit(p)
+		if len(errs) > 0 {
+			t.Fatalf("%q: %v", s, errs.ToAggregate())
+		}
+		path := filepath.Join(t.TempDir(), fmt.Sprintf("adversarial-%d.yaml", i))
+		if err := os.WriteFile(path, files[0].Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, path)
+	}
+	if out, ok := kubevalidate.Run(t, paths...); !ok {
+		t.Errorf("the API server's validation refuses Jobs with adversarial values:\n%s", out)
 	}
 }
 

@@ -1,0 +1,163 @@
+// Command kubevalidate checks Kubernetes manifests with the API server's own code,
+// without a server: each YAML document is decoded strictly (unknown or duplicate
+// fields are errors), defaulted, converted to the internal version, and put through
+// the same create path a kube-apiserver v1.37.2 runs (the registry strategy's
+// PrepareForCreate, Validate, declarative validation and WarningsOnCreate). A
+// warning is an error too: Manifold's output should draw none.
+//
+//	kubevalidate FILE...
+//
+// It prints one line per problem, prefixed with the file, document and object, and
+// exits 1 if there is any. It lives in a module of its own so that the SDK's go.mod
+// never depends on k8s.io/kubernetes.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/warning"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	_ "k8s.io/kubernetes/pkg/apis/batch/install"
+	_ "k8s.io/kubernetes/pkg/apis/core/install"
+	"k8s.io/kubernetes/pkg/registry/batch/cronjob"
+	"k8s.io/kubernetes/pkg/registry/batch/job"
+	"k8s.io/kubernetes/pkg/registry/core/service"
+)
+
+// kinds are the kinds Manifold emits: their resource and create strategy.
+var kinds = map[schema.GroupVersionKind]struct {
+	resource string
+	strategy rest.RESTCreateStrategy
+}{
+	{Group: "batch", Version: "v1", Kind: "Job"}:     {"jobs", job.Strategy},
+	{Group: "batch", Version: "v1", Kind: "CronJob"}: {"cronjobs", cronjob.Strategy},
+	{Group: "", Version: "v1", Kind: "Service"}:      {"services", service.Strategy},
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: kubevalidate FILE...")
+		os.Exit(2)
+	}
+	problems := 0
+	for _, path := range os.Args[1:] {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		for _, p := range validateStream(data) {
+			fmt.Printf("%s: %s\n", path, p)
+			problems++
+		}
+	}
+	if problems > 0 {
+		os.Exit(1)
+	}
+}
+
+// validateStream checks every document of a YAML stream and returns its problems.
+func validateStream(data []byte) []string {
+	var problems []string
+	reader := utilyaml.NewYAMLReader(bufioReader(data))
+	for i := 0; ; i++ {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return append(problems, fmt.Sprintf("document %d: %v", i, err))
+		}
+		if len(bytes.TrimSpace(stripComments(doc))) == 0 {
+			i--
+			continue
+		}
+		for _, p := range validate(doc) {
+			problems = append(problems, fmt.Sprintf("document %d: %s", i, p))
+		}
+	}
+	return problems
+}
+
+var codecs = serializer.NewCodecFactory(legacyscheme.Scheme, serializer.EnableStrict)
+
+// validate runs one document through the API server's create path.
+func validate(doc []byte) []string {
+	obj, gvk, err := codecs.UniversalDeserializer().Decode(doc, nil, nil)
+	if err != nil {
+		return []string{"decode: " + err.Error()}
+	}
+	kind, ok := kinds[*gvk]
+	if !ok {
+		return []string{fmt.Sprintf("no validator for %s", gvk)}
+	}
+	legacyscheme.Scheme.Default(obj)
+	internal, err := legacyscheme.Scheme.ConvertToVersion(obj, schema.GroupVersion{Group: gvk.Group, Version: runtime.APIVersionInternal})
+	if err != nil {
+		return []string{"convert: " + err.Error()}
+	}
+	accessor, err := meta.Accessor(internal)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	what := fmt.Sprintf("%s %s", gvk.Kind, accessor.GetName())
+	namespace := accessor.GetNamespace()
+	if namespace == "" {
+		namespace = "default"
+	}
+	rest.FillObjectMetaSystemFields(accessor)
+
+	warnings := &recorder{}
+	ctx := genericapirequest.WithNamespace(context.Background(), namespace)
+	ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
+		IsResourceRequest: true, Verb: "create", APIGroup: gvk.Group, APIVersion: gvk.Version,
+		Resource: kind.resource, Namespace: namespace, Name: accessor.GetName(),
+	})
+	ctx = warning.WithWarningRecorder(ctx, warnings)
+	var problems []string
+	if err := rest.BeforeCreate(kind.strategy, ctx, internal); err != nil {
+		var status apierrors.APIStatus
+		if errors.As(err, &status) && status.Status().Details != nil && len(status.Status().Details.Causes) > 0 {
+			for _, c := range status.Status().Details.Causes {
+				problems = append(problems, fmt.Sprintf("%s: %s: %s", what, c.Field, c.Message))
+			}
+		} else {
+			problems = append(problems, fmt.Sprintf("%s: %v", what, err))
+		}
+	}
+	for _, w := range warnings.texts {
+		problems = append(problems, fmt.Sprintf("%s: warning: %s", what, w))
+	}
+	return problems
+}
+
+type recorder struct{ texts []string }
+
+func (r *recorder) AddWarning(_, text string) { r.texts = append(r.texts, text) }
+
+func stripComments(doc []byte) []byte {
+	var out []string
+	for _, line := range strings.Split(string(doc), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "#") {
+			out = append(out, line)
+		}
+	}
+	return []byte(strings.Join(out, "\n"))
+}
+
+func bufioReader(data []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(data)) }
