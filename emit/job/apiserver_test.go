@@ -1,14 +1,11 @@
 package job_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/manifoldflow/manifold/compile"
-	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/internal/kubevalidate"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -43,20 +40,9 @@ func TestShapesAcceptedByAPIServerValidation(t *testing.T) {
 			Step(long, sdk.Command("true")),
 	}
 	var paths []string
+	dir := t.TempDir()
 	for name, f := range flows {
-		p, errs := compile.Compile(f, compile.Options{})
-		if len(errs) > 0 {
-			t.Fatalf("%s: %v", name, errs.ToAggregate())
-		}
-		files, errs := job.Target{}.Emit(p)
-		if len(errs) > 0 {
-			t.Fatalf("%s: %v", name, errs.ToAggregate())
-		}
-		path := filepath.Join(t.TempDir(), name+".yaml")
-		if err := os.WriteFile(path, files[0].Data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		paths = append(paths, path)
+		paths = append(paths, writeJobs(t, f, dir, name))
 	}
 	if out, ok := kubevalidate.Run(t, paths...); !ok {
 		t.Errorf("the API server's validation refuses Job target output:\n%s", out)

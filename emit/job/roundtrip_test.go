@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -79,20 +78,9 @@ func TestAdversarialValuesRoundTrip(t *testing.T) {
 // server's own validation.
 func TestAdversarialValuesAcceptedByAPIServerValidation(t *testing.T) {
 	var paths []string
+	dir := t.TempDir()
 	for i, s := range adversarial {
-		p, errs := compile.Compile(adversarialFlow(s), compile.Options{})
-		if len(errs) > 0 {
-			t.Fatalf("%q: %v", s, errs.ToAggregate())
-		}
-		files, errs := job.Target{}.Emit(p)
-		if len(errs) > 0 {
-			t.Fatalf("%q: %v", s, errs.ToAggregate())
-		}
-		path := filepath.Join(t.TempDir(), fmt.Sprintf("adversarial-%d.yaml", i))
-		if err := os.WriteFile(path, files[0].Data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		paths = append(paths, path)
+		paths = append(paths, writeJobs(t, adversarialFlow(s), dir, fmt.Sprintf("adversarial-%d", i)))
 	}
 	if out, ok := kubevalidate.Run(t, paths...); !ok {
 		t.Errorf("the API server's validation refuses Jobs with adversarial values:\n%s", out)
