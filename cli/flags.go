@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -148,7 +149,7 @@ var setOptions = map[string]func(string) (sdk.StepOption, error){
 	"timeout":         duration(func(d time.Duration) sdk.StepOption { return sdk.Timeout(d) }),
 }
 
-func setOptionNames() []string { return sortedKeys(setOptions) }
+func setOptionNames() []string { return slices.Sorted(maps.Keys(setOptions)) }
 
 // parseSet parses STEP.OPTION=VALUE.
 func parseSet(s string) (string, sdk.StepOption, error) {
@@ -198,13 +199,4 @@ func efaValue(v string) (sdk.StepOption, error) {
 		return sdk.EFAAll(), nil
 	}
 	return integer(func(n int) sdk.StepOption { return sdk.EFA(n) })(v)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

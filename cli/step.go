@@ -2,8 +2,10 @@ package cli
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -92,7 +94,7 @@ func stepContext(spec sdk.FlowSpec, step *sdk.StepDecl, given map[string]string)
 			cfg.Params[p.Name] = v
 		}
 	}
-	for _, name := range sortedKeys(given) {
+	for _, name := range slices.Sorted(maps.Keys(given)) {
 		if !declared[name] {
 			return cfg, usageErr("--param %s: flow %s declares no such param", name, spec.Name)
 		}

@@ -6,7 +6,9 @@ package compile
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -62,7 +64,7 @@ func Compile(f *sdk.Flow, o Options) (*plan.Flow, field.ErrorList) {
 		known[s.Name] = true
 		stepNames = append(stepNames, s.Name)
 	}
-	for _, name := range sortedKeys(o.Overrides) {
+	for _, name := range slices.Sorted(maps.Keys(o.Overrides)) {
 		opts := o.Overrides[name]
 		if !known[name] {
 			errs = append(errs, fieldErr(field.ErrorTypeNotFound, field.NewPath("set").Key(name), name, "no step of that name; the flow's steps are "+strings.Join(stepNames, ", ")))
@@ -214,15 +216,6 @@ func dedupe(errs field.ErrorList) field.ErrorList {
 // fieldErr builds an error of any type with a detail that says what to do.
 func fieldErr(t field.ErrorType, at *field.Path, value any, detail string) *field.Error {
 	return &field.Error{Type: t, Field: at.String(), BadValue: value, Detail: detail}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func same(s string) string { return s }

@@ -2,8 +2,9 @@ package compile
 
 import (
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -123,9 +124,8 @@ func sortedKeyValues(m map[string]string) []sdk.KeyValue {
 		return nil
 	}
 	out := make([]sdk.KeyValue, 0, len(m))
-	for k, v := range m {
-		out = append(out, sdk.KeyValue{Key: k, Value: v})
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, sdk.KeyValue{Key: k, Value: m[k]})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
 }

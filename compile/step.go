@@ -2,8 +2,10 @@ package compile
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -353,7 +355,7 @@ func objectNames(items []item[string], errs field.ErrorList) ([]string, field.Er
 
 func sortedPairs(m map[string]string) []plan.KeyValue {
 	out := make([]plan.KeyValue, 0, len(m))
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		out = append(out, plan.KeyValue{Key: k, Value: m[k]})
 	}
 	return out

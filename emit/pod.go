@@ -63,7 +63,7 @@ func Pod(f *plan.Flow, s *plan.Step, o PodOptions) corev1.PodTemplateSpec {
 		NodeSelector:       pairs(s.NodeSelector),
 	}
 	if s.Timeout > 0 {
-		spec.ActiveDeadlineSeconds = ptr(Seconds(s.Timeout))
+		spec.ActiveDeadlineSeconds = new(Seconds(s.Timeout))
 	}
 	for _, t := range s.Tolerations {
 		spec.Tolerations = append(spec.Tolerations, corev1.Toleration{

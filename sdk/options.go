@@ -81,7 +81,7 @@ func CPU(q string) Option { return cpu(q) }
 
 type cpu string
 
-func (o cpu) applyStep(s *StepSpec) { s.CPU = ptr(string(o)) }
+func (o cpu) applyStep(s *StepSpec) { s.CPU = new(string(o)) }
 func (o cpu) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o cpu) String() string        { return fmt.Sprintf("CPU(%q)", string(o)) }
 
@@ -90,7 +90,7 @@ func Memory(q string) Option { return memory(q) }
 
 type memory string
 
-func (o memory) applyStep(s *StepSpec) { s.Memory = ptr(string(o)) }
+func (o memory) applyStep(s *StepSpec) { s.Memory = new(string(o)) }
 func (o memory) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o memory) String() string        { return fmt.Sprintf("Memory(%q)", string(o)) }
 
@@ -99,7 +99,7 @@ func Disk(q string) Option { return disk(q) }
 
 type disk string
 
-func (o disk) applyStep(s *StepSpec) { s.Disk = ptr(string(o)) }
+func (o disk) applyStep(s *StepSpec) { s.Disk = new(string(o)) }
 func (o disk) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o disk) String() string        { return fmt.Sprintf("Disk(%q)", string(o)) }
 
@@ -109,7 +109,7 @@ func SharedMemory(q string) Option { return sharedMemory(q) }
 
 type sharedMemory string
 
-func (o sharedMemory) applyStep(s *StepSpec) { s.SharedMemory = ptr(string(o)) }
+func (o sharedMemory) applyStep(s *StepSpec) { s.SharedMemory = new(string(o)) }
 func (o sharedMemory) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o sharedMemory) String() string        { return fmt.Sprintf("SharedMemory(%q)", string(o)) }
 
@@ -119,7 +119,7 @@ func GPU(n int) Option { return gpu(n) }
 
 type gpu int
 
-func (o gpu) applyStep(s *StepSpec) { s.GPU = ptr(int(o)) }
+func (o gpu) applyStep(s *StepSpec) { s.GPU = new(int(o)) }
 func (o gpu) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o gpu) String() string        { return fmt.Sprintf("GPU(%d)", int(o)) }
 
@@ -128,7 +128,7 @@ func GPUVendor(vendor string) Option { return gpuVendor(vendor) }
 
 type gpuVendor string
 
-func (o gpuVendor) applyStep(s *StepSpec) { s.GPUVendor = ptr(string(o)) }
+func (o gpuVendor) applyStep(s *StepSpec) { s.GPUVendor = new(string(o)) }
 func (o gpuVendor) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o gpuVendor) String() string        { return fmt.Sprintf("GPUVendor(%q)", string(o)) }
 
@@ -138,7 +138,7 @@ func Trainium(n int) Option { return trainium(n) }
 
 type trainium int
 
-func (o trainium) applyStep(s *StepSpec) { s.Trainium = ptr(int(o)) }
+func (o trainium) applyStep(s *StepSpec) { s.Trainium = new(int(o)) }
 func (o trainium) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o trainium) String() string        { return fmt.Sprintf("Trainium(%d)", int(o)) }
 
@@ -148,7 +148,7 @@ func Inferentia(n int) Option { return inferentia(n) }
 
 type inferentia int
 
-func (o inferentia) applyStep(s *StepSpec) { s.Inferentia = ptr(int(o)) }
+func (o inferentia) applyStep(s *StepSpec) { s.Inferentia = new(int(o)) }
 func (o inferentia) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o inferentia) String() string        { return fmt.Sprintf("Inferentia(%d)", int(o)) }
 
@@ -157,7 +157,7 @@ func EFA(n int) Option { return efa(n) }
 
 type efa int
 
-func (o efa) applyStep(s *StepSpec) { s.EFA, s.EFAAll = ptr(int(o)), false }
+func (o efa) applyStep(s *StepSpec) { s.EFA, s.EFAAll = new(int(o)), false }
 func (o efa) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o efa) String() string        { return fmt.Sprintf("EFA(%d)", int(o)) }
 
@@ -193,7 +193,7 @@ func InstanceType(t string) Option { return instanceType(t) }
 
 type instanceType string
 
-func (o instanceType) applyStep(s *StepSpec) { s.InstanceType = ptr(string(o)) }
+func (o instanceType) applyStep(s *StepSpec) { s.InstanceType = new(string(o)) }
 func (o instanceType) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o instanceType) String() string        { return fmt.Sprintf("InstanceType(%q)", string(o)) }
 
@@ -241,7 +241,7 @@ func Image(ref string) Option { return image(ref) }
 
 type image string
 
-func (o image) applyStep(s *StepSpec) { s.Image = ptr(string(o)) }
+func (o image) applyStep(s *StepSpec) { s.Image = new(string(o)) }
 func (o image) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o image) String() string        { return fmt.Sprintf("Image(%q)", string(o)) }
 
@@ -250,7 +250,7 @@ func ImagePullPolicy(policy string) Option { return imagePullPolicy(policy) }
 
 type imagePullPolicy string
 
-func (o imagePullPolicy) applyStep(s *StepSpec) { s.ImagePullPolicy = ptr(string(o)) }
+func (o imagePullPolicy) applyStep(s *StepSpec) { s.ImagePullPolicy = new(string(o)) }
 func (o imagePullPolicy) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o imagePullPolicy) String() string {
 	return fmt.Sprintf("ImagePullPolicy(%q)", string(o))
@@ -325,7 +325,7 @@ func ServiceAccount(name string) Option { return serviceAccount(name) }
 
 type serviceAccount string
 
-func (o serviceAccount) applyStep(s *StepSpec) { s.ServiceAccount = ptr(string(o)) }
+func (o serviceAccount) applyStep(s *StepSpec) { s.ServiceAccount = new(string(o)) }
 func (o serviceAccount) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o serviceAccount) String() string {
 	return fmt.Sprintf("ServiceAccount(%q)", string(o))
@@ -336,7 +336,7 @@ func Namespace(name string) Option { return namespace(name) }
 
 type namespace string
 
-func (o namespace) applyStep(s *StepSpec) { s.Namespace = ptr(string(o)) }
+func (o namespace) applyStep(s *StepSpec) { s.Namespace = new(string(o)) }
 func (o namespace) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o namespace) String() string        { return fmt.Sprintf("Namespace(%q)", string(o)) }
 
@@ -354,7 +354,7 @@ func Port(n int) Option { return port(n) }
 
 type port int
 
-func (o port) applyStep(s *StepSpec) { s.Port = ptr(int(o)) }
+func (o port) applyStep(s *StepSpec) { s.Port = new(int(o)) }
 func (o port) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o port) String() string        { return fmt.Sprintf("Port(%d)", int(o)) }
 
@@ -363,7 +363,7 @@ func RunAsUser(uid int64) Option { return runAsUser(uid) }
 
 type runAsUser int64
 
-func (o runAsUser) applyStep(s *StepSpec) { s.RunAsUser = ptr(int64(o)) }
+func (o runAsUser) applyStep(s *StepSpec) { s.RunAsUser = new(int64(o)) }
 func (o runAsUser) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o runAsUser) String() string        { return fmt.Sprintf("RunAsUser(%d)", int64(o)) }
 
@@ -372,7 +372,7 @@ func RunAsNonRoot(v bool) Option { return runAsNonRoot(v) }
 
 type runAsNonRoot bool
 
-func (o runAsNonRoot) applyStep(s *StepSpec) { s.RunAsNonRoot = ptr(bool(o)) }
+func (o runAsNonRoot) applyStep(s *StepSpec) { s.RunAsNonRoot = new(bool(o)) }
 func (o runAsNonRoot) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o runAsNonRoot) String() string        { return fmt.Sprintf("RunAsNonRoot(%t)", bool(o)) }
 
@@ -383,7 +383,7 @@ func Retry(n int) Option { return retry(n) }
 
 type retry int
 
-func (o retry) applyStep(s *StepSpec) { s.Retry = ptr(int(o)) }
+func (o retry) applyStep(s *StepSpec) { s.Retry = new(int(o)) }
 func (o retry) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o retry) String() string        { return fmt.Sprintf("Retry(%d)", int(o)) }
 
@@ -394,7 +394,7 @@ func RetryBackoff(d time.Duration) Option { return retryBackoff(d) }
 
 type retryBackoff time.Duration
 
-func (o retryBackoff) applyStep(s *StepSpec) { s.RetryBackoff = ptr(time.Duration(o)) }
+func (o retryBackoff) applyStep(s *StepSpec) { s.RetryBackoff = new(time.Duration(o)) }
 func (o retryBackoff) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o retryBackoff) String() string {
 	return fmt.Sprintf("RetryBackoff(%s)", time.Duration(o))
@@ -405,7 +405,7 @@ func Timeout(d time.Duration) Option { return timeout(d) }
 
 type timeout time.Duration
 
-func (o timeout) applyStep(s *StepSpec) { s.Timeout = ptr(time.Duration(o)) }
+func (o timeout) applyStep(s *StepSpec) { s.Timeout = new(time.Duration(o)) }
 func (o timeout) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o timeout) String() string        { return fmt.Sprintf("Timeout(%s)", time.Duration(o)) }
 
@@ -427,7 +427,7 @@ func Schedule(cron string) FlowOption { return schedule(cron) }
 
 type schedule string
 
-func (o schedule) applyFlow(f *FlowSpec) { f.Schedule = ptr(strings.TrimSpace(string(o))) }
+func (o schedule) applyFlow(f *FlowSpec) { f.Schedule = new(strings.TrimSpace(string(o))) }
 func (o schedule) String() string        { return fmt.Sprintf("Schedule(%q)", string(o)) }
 
 func ptr[T any](v T) *T { return &v }

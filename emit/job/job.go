@@ -124,12 +124,12 @@ func newJob(f *plan.Flow, s *plan.Step, name string, item *emit.Item, index int)
 			Annotations: annotations,
 		},
 		Spec: batchv1.JobSpec{
-			BackoffLimit: ptr(int32(s.Retry)),
+			BackoffLimit: new(int32(s.Retry)),
 			Template:     pod,
 		},
 	}
 	if s.Timeout > 0 {
-		j.Spec.ActiveDeadlineSeconds = ptr(deadline(s.Timeout, s.Retry))
+		j.Spec.ActiveDeadlineSeconds = new(deadline(s.Timeout, s.Retry))
 	}
 	return j
 }
