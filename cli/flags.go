@@ -144,6 +144,7 @@ var setOptions = map[string]func(string) (sdk.StepOption, error){
 	"serviceAccount":  str(func(v string) sdk.StepOption { return sdk.ServiceAccount(v) }),
 	"namespace":       str(func(v string) sdk.StepOption { return sdk.Namespace(v) }),
 	"port":            integer(func(n int) sdk.StepOption { return sdk.Port(n) }),
+	"nodes":           integer(func(n int) sdk.StepOption { return sdk.Nodes(n) }),
 	"retry":           integer(func(n int) sdk.StepOption { return sdk.Retry(n) }),
 	"retryBackoff":    duration(func(d time.Duration) sdk.StepOption { return sdk.RetryBackoff(d) }),
 	"timeout":         duration(func(d time.Duration) sdk.StepOption { return sdk.Timeout(d) }),

@@ -193,6 +193,11 @@ func checkName(at *field.Path, name, what string) field.ErrorList {
 	for _, msg := range content.IsDNS1123Label(name) {
 		errs = append(errs, field.Invalid(at, name, "a "+what+" name must be a DNS-1123 label: "+msg))
 	}
+	// Every object name starts with the flow's name, and Services and JobSets need
+	// names that start with a letter.
+	if what == "flow" && len(errs) == 0 && !unicode.IsLetter(rune(name[0])) {
+		errs = append(errs, field.Invalid(at, name, "a flow name must start with a letter, as the names of the Services and JobSets made from it must"))
+	}
 	if len(name) > MaxNameLength {
 		errs = append(errs, fieldErr(field.ErrorTypeInvalid, at, name, fmt.Sprintf("a %s name may have at most %d characters, leaving room for the suffixes every target adds", what, MaxNameLength)))
 	}

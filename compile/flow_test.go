@@ -30,7 +30,7 @@ func TestNames(t *testing.T) {
 	}{
 		{"short", "f", "s"},
 		{"digits and dashes", "neuron-train-2", "step-1"},
-		{"starts with a digit", "1flow", "2step"},
+		{"step starts with a digit", "f1", "2step"},
 		{"forty characters", forty, forty},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,6 +57,7 @@ func TestNameErrors(t *testing.T) {
 	runErrorCases(t, []errorCase{
 		{name: "flow uppercase", flow: flowNamed("Train"), want: field.ErrorList{field.Invalid(name, nil, "")}},
 		{name: "flow underscore", flow: flowNamed("my_flow"), want: field.ErrorList{field.Invalid(name, nil, "")}},
+		{name: "flow starts with a digit", flow: flowNamed("1flow"), want: field.ErrorList{field.Invalid(name, nil, "")}, details: []string{"start with a letter"}},
 		{name: "flow 41 characters", flow: flowNamed(long), want: field.ErrorList{field.Invalid(name, nil, "")}},
 		{name: "flow empty", flow: flowNamed(""), want: field.ErrorList{field.Required(name, "")}},
 		{name: "flow ends with a dash", flow: flowNamed("f-"), want: field.ErrorList{field.Invalid(name, nil, "")}},

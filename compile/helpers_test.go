@@ -76,6 +76,7 @@ func cmdStep() plan.Step {
 		Command: []string{"true"},
 		Image:   img,
 		Labels:  labels("f", "s"),
+		Nodes:   1,
 	}
 }
 

@@ -67,6 +67,7 @@ type resolved struct {
 	namespace              val[string]
 	volumes                []item[sdk.VolumeSpec]
 	port                   val[int]
+	nodes                  val[int]
 	runAsUser              val[int64]
 	runAsNonRoot           val[bool]
 
@@ -111,6 +112,7 @@ func merge(name string, at *field.Path, layers []layer) *resolved {
 		namespace:        pick(layers, "namespace", func(s *sdk.StepSpec) *string { return s.Namespace }),
 		volumes:          concat(layers, "volumes", func(s *sdk.StepSpec) []sdk.VolumeSpec { return s.Volumes }),
 		port:             pick(layers, "port", func(s *sdk.StepSpec) *int { return s.Port }),
+		nodes:            pick(layers, "nodes", func(s *sdk.StepSpec) *int { return s.Nodes }),
 		runAsUser:        pick(layers, "runAsUser", func(s *sdk.StepSpec) *int64 { return s.RunAsUser }),
 		runAsNonRoot:     pick(layers, "runAsNonRoot", func(s *sdk.StepSpec) *bool { return s.RunAsNonRoot }),
 

@@ -42,6 +42,7 @@ func (e stepEnv) compile(r *resolved, known map[string]bool) (plan.Step, field.E
 	s.SharedMemory = res.sharedMemory
 	errs = append(errs, placement(r, &s, res.tolerations)...)
 	errs = append(errs, e.pod(r, &s)...)
+	errs = append(errs, multiNode(r, &s)...)
 	errs = append(errs, failure(r, &s)...)
 	return s, errs
 }
@@ -286,6 +287,46 @@ func (e stepEnv) pod(r *resolved, s *plan.Step) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// MaxNodes is the most nodes one step may run on: Kubernetes' limit on an Indexed
+// Job's completions.
+const MaxNodes = 100000
+
+// multiNode sets the node count and, for several nodes, the rendezvous port.
+func multiNode(r *resolved, s *plan.Step) field.ErrorList {
+	s.Nodes = 1
+	if !r.nodes.set {
+		return nil
+	}
+	if r.nodes.v < 1 || r.nodes.v > MaxNodes {
+		return field.ErrorList{field.Invalid(r.nodes.at, r.nodes.v, fmt.Sprintf("must be from 1 to %d nodes; sdk.Nodes(1), the default, runs one pod", MaxNodes))}
+	}
+	s.Nodes = r.nodes.v
+	if s.Nodes == 1 {
+		return nil
+	}
+	var errs field.ErrorList
+	if s.Port == 0 {
+		s.Port = plan.DefaultPort
+	}
+	if s.Neuron > 0 && s.Port == plan.NeuronRootCommPort {
+		errs = append(errs, field.Invalid(r.port.at, s.Port, fmt.Sprintf("rank 0's Neuron runtime listens on %d on a multi-node Trainium step; choose another sdk.Port", plan.NeuronRootCommPort)))
+	}
+	for _, it := range r.env {
+		if rendezvousEnv[it.v.Name] {
+			errs = append(errs, field.Forbidden(it.at, "Manifold sets this variable on every node of a multi-node step; choose the port with sdk.Port, and read the rest"))
+		}
+	}
+	return errs
+}
+
+// rendezvousEnv holds the variables a multi-node step's nodes get from Manifold that
+// do not start with MANIFOLD_ (those are refused on every step).
+var rendezvousEnv = map[string]bool{
+	plan.EnvMasterAddr: true, plan.EnvMasterPort: true,
+	plan.EnvPETNNodes: true, plan.EnvPETNodeRank: true, plan.EnvPETMasterAddr: true, plan.EnvPETMasterPort: true,
+	plan.EnvNeuronRootComm: true,
 }
 
 func failure(r *resolved, s *plan.Step) field.ErrorList {

@@ -25,7 +25,15 @@ type PodOptions struct {
 	Param func(p plan.Param) string
 	// Item, when set, gives a foreach step's MANIFOLD_ITEM and MANIFOLD_INDEX.
 	Item *Item
+	// MasterAddr is the DNS name of rank 0 of a multi-node step, as the target's
+	// mechanism (Indexed Job and Service, JobSet) makes it resolve; the pod's
+	// rendezvous variables point there. Targets set it for every step with Nodes > 1.
+	MasterAddr string
 }
+
+// CompletionIndexAnnotation is where an Indexed Job puts a pod's index, which is its
+// node rank.
+const CompletionIndexAnnotation = "batch.kubernetes.io/job-completion-index"
 
 // Item is a foreach step's item and index as the target renders them: literal
 // values for one Job per item, "{{item}}"-style references for Argo.
@@ -98,8 +106,9 @@ func Pod(f *plan.Flow, s *plan.Step, o PodOptions) corev1.PodTemplateSpec {
 }
 
 // Env returns the container's environment: the flow params, then a foreach step's
-// item and index, then the step's own variables in declaration order. Putting
-// Manifold's variables first lets the step's own refer to them as $(NAME).
+// item and index, then a multi-node step's rendezvous variables, then the step's own
+// variables in declaration order. Putting Manifold's variables first lets the step's
+// own refer to them as $(NAME).
 func Env(f *plan.Flow, s *plan.Step, o PodOptions) []corev1.EnvVar {
 	var env []corev1.EnvVar
 	for _, p := range f.Params {
@@ -114,6 +123,9 @@ func Env(f *plan.Flow, s *plan.Step, o PodOptions) []corev1.EnvVar {
 			corev1.EnvVar{Name: plan.EnvItem, Value: o.Item.Value},
 			corev1.EnvVar{Name: plan.EnvIndex, Value: o.Item.Index})
 	}
+	if s.Nodes > 1 {
+		env = append(env, rendezvous(s, o.MasterAddr)...)
+	}
 	for _, e := range s.Env {
 		if e.SecretName != "" {
 			env = append(env, corev1.EnvVar{Name: e.Name, ValueFrom: &corev1.EnvVarSource{
@@ -125,6 +137,30 @@ func Env(f *plan.Flow, s *plan.Step, o PodOptions) []corev1.EnvVar {
 			continue
 		}
 		env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
+	}
+	return env
+}
+
+// rendezvous returns the variables that let the nodes of a multi-node step find
+// each other: Manifold's own, then torchrun's (PET_*), then the Neuron runtime's.
+// The rank is the pod's Indexed Job completion index, read through the downward API.
+func rendezvous(s *plan.Step, addr string) []corev1.EnvVar {
+	rank := &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+		FieldPath: "metadata.annotations['" + CompletionIndexAnnotation + "']",
+	}}
+	nodes, port := strconv.Itoa(s.Nodes), strconv.Itoa(s.Port)
+	env := []corev1.EnvVar{
+		{Name: plan.EnvNodeRank, ValueFrom: rank},
+		{Name: plan.EnvNumNodes, Value: nodes},
+		{Name: plan.EnvMasterAddr, Value: addr},
+		{Name: plan.EnvMasterPort, Value: port},
+		{Name: plan.EnvPETNNodes, Value: nodes},
+		{Name: plan.EnvPETNodeRank, ValueFrom: rank},
+		{Name: plan.EnvPETMasterAddr, Value: addr},
+		{Name: plan.EnvPETMasterPort, Value: port},
+	}
+	if s.Neuron > 0 {
+		env = append(env, corev1.EnvVar{Name: plan.EnvNeuronRootComm, Value: addr + ":" + strconv.Itoa(plan.NeuronRootCommPort)})
 	}
 	return env
 }

@@ -169,3 +169,50 @@ func TestSecondsRoundsUp(t *testing.T) {
 		}
 	}
 }
+
+func TestRendezvousEnv(t *testing.T) {
+	f, s := fullStep()
+	s.Nodes, s.Neuron = 2, 16
+	got := emit.Env(f, s, emit.PodOptions{Item: &emit.Item{Value: "x", Index: "0"}, MasterAddr: "f-train-0.f-train"})
+	rank := &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}
+	want := []corev1.EnvVar{
+		{Name: "MANIFOLD_PARAM_EPOCHS", Value: "3"},
+		{Name: "MANIFOLD_ITEM", Value: "x"},
+		{Name: "MANIFOLD_INDEX", Value: "0"},
+		{Name: "MANIFOLD_NODE_RANK", ValueFrom: rank},
+		{Name: "MANIFOLD_NUM_NODES", Value: "2"},
+		{Name: "MASTER_ADDR", Value: "f-train-0.f-train"},
+		{Name: "MASTER_PORT", Value: "29500"},
+		{Name: "PET_NNODES", Value: "2"},
+		{Name: "PET_NODE_RANK", ValueFrom: rank},
+		{Name: "PET_MASTER_ADDR", Value: "f-train-0.f-train"},
+		{Name: "PET_MASTER_PORT", Value: "29500"},
+		{Name: "NEURON_RT_ROOT_COMM_ID", Value: "f-train-0.f-train:46820"},
+		{Name: "B", Value: "2"},
+		{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "hf"}, Key: "token"}}},
+		{Name: "A", Value: "1"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("env (-want +got):\n%s", diff)
+	}
+
+	// Without Trainium there is no Neuron runtime to point; with one node, no rendezvous.
+	s.Neuron = 0
+	if env := emit.Env(f, s, emit.PodOptions{MasterAddr: "m"}); hasEnv(env, "NEURON_RT_ROOT_COMM_ID") || !hasEnv(env, "MASTER_ADDR") {
+		t.Errorf("GPU step env = %v, want MASTER_ADDR and no NEURON_RT_ROOT_COMM_ID", env)
+	}
+	s.Nodes = 1
+	if env := emit.Env(f, s, emit.PodOptions{MasterAddr: "m"}); hasEnv(env, "MASTER_ADDR") || hasEnv(env, "MANIFOLD_NODE_RANK") {
+		t.Errorf("one-node step env = %v, want no rendezvous", env)
+	}
+}
+
+func hasEnv(env []corev1.EnvVar, name string) bool {
+	for _, e := range env {
+		if e.Name == name {
+			return true
+		}
+	}
+	return false
+}

@@ -31,6 +31,25 @@ const (
 	// EnvParamPrefix starts the variable that carries each flow param.
 	EnvParamPrefix = "MANIFOLD_PARAM_"
 
+	// The rendezvous variables every node of a multi-node step gets.
+	EnvNodeRank      = "MANIFOLD_NODE_RANK"
+	EnvNumNodes      = "MANIFOLD_NUM_NODES"
+	EnvMasterAddr    = "MASTER_ADDR"
+	EnvMasterPort    = "MASTER_PORT"
+	EnvPETNNodes     = "PET_NNODES"
+	EnvPETNodeRank   = "PET_NODE_RANK"
+	EnvPETMasterAddr = "PET_MASTER_ADDR"
+	EnvPETMasterPort = "PET_MASTER_PORT"
+	// EnvNeuronRootComm is the Neuron runtime's root communicator, rank 0's
+	// address and NeuronRootCommPort; set on multi-node Trainium steps.
+	EnvNeuronRootComm = "NEURON_RT_ROOT_COMM_ID"
+
+	// DefaultPort is the rendezvous port of a multi-node step without sdk.Port:
+	// torchrun's default.
+	DefaultPort = 29500
+	// NeuronRootCommPort is where rank 0's Neuron runtime listens for the others.
+	NeuronRootCommPort = 46820
+
 	// ContainerName is the name of every step's container (Argo requires "main").
 	ContainerName = "main"
 )
@@ -111,8 +130,12 @@ type Step struct {
 	Labels      []KeyValue
 	Annotations []KeyValue
 	Volumes     []Volume
-	// Port is a container port the step declares, 0 for none.
-	Port         int
+	// Port is a container port the step declares, 0 for none; a multi-node step
+	// always has one, its rendezvous port.
+	Port int
+	// Nodes is how many nodes run the step at once, each with the whole pod; 1 for
+	// an ordinary step.
+	Nodes        int
 	RunAsUser    *int64
 	RunAsNonRoot *bool
 

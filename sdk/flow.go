@@ -112,6 +112,7 @@ type StepSpec struct {
 	Namespace      *string
 	Volumes        []VolumeSpec
 	Port           *int
+	Nodes          *int
 	RunAsUser      *int64
 	RunAsNonRoot   *bool
 
@@ -201,6 +202,7 @@ func (s StepSpec) clone() StepSpec {
 	c.Namespace = clonePtr(s.Namespace)
 	c.Volumes = cloneSlice(s.Volumes)
 	c.Port = clonePtr(s.Port)
+	c.Nodes = clonePtr(s.Nodes)
 	c.RunAsUser = clonePtr(s.RunAsUser)
 	c.RunAsNonRoot = clonePtr(s.RunAsNonRoot)
 	c.Retry = clonePtr(s.Retry)

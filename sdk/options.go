@@ -349,7 +349,8 @@ func (o volume) applyStep(s *StepSpec) { s.Volumes = append(s.Volumes, VolumeSpe
 func (o volume) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o volume) String() string        { return fmt.Sprintf("Volume(%q, %q)", o.Claim, o.Path) }
 
-// Port sets the TCP port the step listens on; multi-node steps rendezvous on it.
+// Port sets the TCP port the step listens on. A multi-node step's nodes rendezvous
+// on it (MASTER_PORT); without it they use 29500, torchrun's default.
 func Port(n int) Option { return port(n) }
 
 type port int
@@ -357,6 +358,18 @@ type port int
 func (o port) applyStep(s *StepSpec) { s.Port = new(int(o)) }
 func (o port) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o port) String() string        { return fmt.Sprintf("Port(%d)", int(o)) }
+
+// Nodes runs the step on n nodes at once, each with the step's whole pod: its
+// Trainium, GPU and EFA counts are per node. Every node finds the others through the
+// rendezvous variables (MANIFOLD_NODE_RANK, MANIFOLD_NUM_NODES, MASTER_ADDR,
+// MASTER_PORT and torchrun's PET_* twins). Nodes(1), the default, is one pod.
+func Nodes(n int) Option { return nodes(n) }
+
+type nodes int
+
+func (o nodes) applyStep(s *StepSpec) { s.Nodes = new(int(o)) }
+func (o nodes) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o nodes) String() string        { return fmt.Sprintf("Nodes(%d)", int(o)) }
 
 // RunAsUser runs the step's containers as user id uid.
 func RunAsUser(uid int64) Option { return runAsUser(uid) }

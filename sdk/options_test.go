@@ -144,13 +144,13 @@ func TestEveryScalarOption(t *testing.T) {
 	s := stepSpec(sdk.CPU("1"), sdk.Memory("2Gi"), sdk.Disk("3Gi"), sdk.SharedMemory("4Gi"),
 		sdk.GPU(1), sdk.GPUVendor("amd"), sdk.Inferentia(2), sdk.InstanceType("inf2.xlarge"),
 		sdk.NodeSelector("a", "b"), sdk.ImagePullPolicy("Always"), sdk.ServiceAccount("sa"),
-		sdk.Namespace("ns"), sdk.Port(29500), sdk.RunAsUser(1000), sdk.RunAsNonRoot(true),
+		sdk.Namespace("ns"), sdk.Port(29500), sdk.Nodes(2), sdk.RunAsUser(1000), sdk.RunAsNonRoot(true),
 		sdk.Retry(3), sdk.RetryBackoff(time.Second), sdk.Annotation("x", "y"))
 	want := sdk.StepSpec{
 		CPU: ptr("1"), Memory: ptr("2Gi"), Disk: ptr("3Gi"), SharedMemory: ptr("4Gi"),
 		GPU: ptr(1), GPUVendor: ptr("amd"), Inferentia: ptr(2), InstanceType: ptr("inf2.xlarge"),
 		NodeSelector: []sdk.KeyValue{{Key: "a", Value: "b"}}, ImagePullPolicy: ptr("Always"),
-		ServiceAccount: ptr("sa"), Namespace: ptr("ns"), Port: ptr(29500), RunAsUser: ptr(int64(1000)),
+		ServiceAccount: ptr("sa"), Namespace: ptr("ns"), Port: ptr(29500), Nodes: ptr(2), RunAsUser: ptr(int64(1000)),
 		RunAsNonRoot: ptr(true), Retry: ptr(3), RetryBackoff: ptr(time.Second),
 		Annotations: []sdk.KeyValue{{Key: "x", Value: "y"}},
 	}
