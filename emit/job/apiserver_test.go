@@ -36,6 +36,10 @@ func TestShapesAcceptedByAPIServerValidation(t *testing.T) {
 		"longest-names": sdk.NewFlow(long, sdk.Image("busybox")).
 			Step(long, sdk.Command("true"), sdk.Foreach("a", "b")).
 			Step(strings.Repeat("y", compile.MaxNameLength), sdk.Command("true"), sdk.After(long)),
+		"multi-node": sdk.NewFlow(long, sdk.Image("busybox")).
+			Step(long, sdk.Command("torchrun", "train.py"), sdk.Nodes(1000), sdk.InstanceType("trn1.32xlarge"),
+				sdk.Trainium(16), sdk.EFA(8), sdk.Retry(2), sdk.Timeout(time.Hour)).
+			Step("sweep", sdk.Command("true"), sdk.Foreach("a", "b"), sdk.Nodes(2), sdk.Port(1234)),
 		"cronjob": sdk.NewFlow(long, sdk.Image("busybox"), sdk.Schedule("0 3 * * *")).
 			Step(long, sdk.Command("true")),
 	}

@@ -1,7 +1,8 @@
 // Package job emits a flow as Kubernetes batch/v1 Jobs: one Job per step (one per
 // item of a foreach step), in dependency order, each recording the steps it waits
-// for in the manifold.dev/after annotation. A one-step flow with a schedule becomes
-// a CronJob.
+// for in the manifold.dev/after annotation. A multi-node step is an Indexed Job, one
+// pod per node, with a headless Service that gives rank 0 the DNS name its
+// MASTER_ADDR holds. A one-step flow with a schedule becomes a CronJob.
 package job
 
 import (
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -45,17 +47,25 @@ func (Target) Emit(f *plan.Flow) ([]emit.File, field.ErrorList) {
 	return []emit.File{{Name: f.Name + ".job.yaml", Data: data}}, nil
 }
 
-// Objects returns the flow's Jobs (or CronJobs) in dependency order.
+// Objects returns the flow's Jobs (or CronJobs) in dependency order, each Job of a
+// multi-node step preceded by its Service.
 func Objects(f *plan.Flow) ([]any, field.ErrorList) {
 	if f.Schedule != "" && len(f.Steps) != 1 {
 		return nil, field.ErrorList{field.Forbidden(field.NewPath("schedule"), fmt.Sprintf(
 			"the job target makes a CronJob only for a one-step flow, and this flow has %d steps; compile it with --target argo (a CronWorkflow) or --target airflow (a scheduled DAG), or leave out sdk.Schedule", len(f.Steps)))}
+	}
+	if f.Schedule != "" && f.Steps[0].Nodes > 1 {
+		return nil, field.ErrorList{field.Forbidden(field.NewPath("schedule"),
+			"a CronJob names its Jobs when it runs them, so the nodes of a multi-node step could not find rank 0; compile it with --target argo or --target airflow, or leave out sdk.Schedule")}
 	}
 	var out []any
 	for i := range f.Steps {
 		s := &f.Steps[i]
 		for _, j := range Jobs(f, s) {
 			if f.Schedule == "" {
+				if s.Nodes > 1 {
+					out = append(out, Service(j))
+				}
 				out = append(out, j)
 				continue
 			}
@@ -93,16 +103,58 @@ func Jobs(f *plan.Flow, s *plan.Step) []*batchv1.Job {
 	return jobs
 }
 
-// JobName is the name of step s's Job, or of its foreach item index (index ≥ 0).
+// JobName is the name of step s's Job, or of its foreach item index (index ≥ 0). A
+// multi-node step's name leaves room for the node rank its pods' host names add.
 func JobName(f *plan.Flow, s *plan.Step, index int) string {
-	if index < 0 {
-		return emit.Name(emit.MaxNameLength, f.Name, s.Name)
+	max := emit.MaxNameLength
+	if s.Nodes > 1 {
+		max -= len("-" + strconv.Itoa(s.Nodes-1))
 	}
-	return emit.Name(emit.MaxNameLength, f.Name, s.Name, strconv.Itoa(index))
+	if index < 0 {
+		return emit.Name(max, f.Name, s.Name)
+	}
+	return emit.Name(max, f.Name, s.Name, strconv.Itoa(index))
 }
 
+// MasterAddr is the DNS name of rank 0 of the multi-node Job named job: its pod's
+// host name under the Service of the same name, which the pod's namespace resolves.
+func MasterAddr(job string) string {
+	return job + "-0." + job
+}
+
+// Service returns the headless Service that gives the pods of multi-node Job j their
+// DNS names. It publishes pods before they are ready, so the nodes can find rank 0
+// while they start.
+func Service(j *batchv1.Job) *corev1.Service {
+	svc := &corev1.Service{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      j.Name,
+			Namespace: j.Namespace,
+			Labels:    j.Labels,
+		},
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                corev1.ClusterIPNone,
+			ClusterIPs:               []string{corev1.ClusterIPNone},
+			Selector:                 map[string]string{batchv1.JobNameLabel: j.Name},
+			PublishNotReadyAddresses: true,
+		},
+	}
+	for _, p := range j.Spec.Template.Spec.Containers[0].Ports {
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: rendezvousPort, Port: p.ContainerPort, Protocol: p.Protocol})
+	}
+	return svc
+}
+
+// rendezvousPort names the Service port of a multi-node step.
+const rendezvousPort = "rendezvous"
+
 func newJob(f *plan.Flow, s *plan.Step, name string, item *emit.Item, index int) *batchv1.Job {
-	pod := emit.Pod(f, s, emit.PodOptions{Item: item})
+	o := emit.PodOptions{Item: item}
+	if s.Nodes > 1 {
+		o.MasterAddr = MasterAddr(name)
+	}
+	pod := emit.Pod(f, s, o)
 	labels := pod.Labels
 	if index >= 0 {
 		labels = make(map[string]string, len(pod.Labels)+1)
@@ -127,6 +179,17 @@ func newJob(f *plan.Flow, s *plan.Step, name string, item *emit.Item, index int)
 			BackoffLimit: new(int32(s.Retry)),
 			Template:     pod,
 		},
+	}
+	if s.Nodes > 1 {
+		// One pod per node, ranked by its completion index. Each node is retried on
+		// its own, and the Job fails as soon as one node has failed for good.
+		n := int32(s.Nodes)
+		j.Spec.CompletionMode = new(batchv1.IndexedCompletion)
+		j.Spec.Completions, j.Spec.Parallelism = &n, new(n)
+		j.Spec.BackoffLimit = nil
+		j.Spec.BackoffLimitPerIndex = new(int32(s.Retry))
+		j.Spec.MaxFailedIndexes = new(int32(0))
+		j.Spec.Template.Spec.Subdomain = name
 	}
 	if s.Timeout > 0 {
 		j.Spec.ActiveDeadlineSeconds = new(deadline(s.Timeout, s.Retry))

@@ -35,18 +35,21 @@ func jobs(t *testing.T, p *plan.Flow) []*batchv1.Job {
 	}
 	var out []*batchv1.Job
 	for _, o := range objs {
-		out = append(out, o.(*batchv1.Job))
+		if j, ok := o.(*batchv1.Job); ok {
+			out = append(out, j)
+		}
 	}
 	return out
 }
 
-func neuronFlow() *sdk.Flow {
+func neuronFlow(train ...sdk.StepOption) *sdk.Flow {
 	return sdk.NewFlow("neuron-train", sdk.Image("example.com/flow:v1"),
 		sdk.Toleration("dedicated", "ml", "NoSchedule")).
 		Step("evaluate", sdk.Run(func(*sdk.Context) error { return nil }), sdk.After("train"), sdk.InstanceType("inf2.xlarge"), sdk.Inferentia(1)).
 		Step("prepare", sdk.Command("true")).
-		Step("train", sdk.Command("torchrun", "train.py"), sdk.After("prepare"),
-			sdk.InstanceType("trn1.32xlarge"), sdk.Trainium(16), sdk.EFA(8), sdk.Retry(2), sdk.Timeout(6*time.Hour))
+		Step("train", append([]sdk.StepOption{sdk.Command("torchrun", "train.py"), sdk.After("prepare"),
+			sdk.InstanceType("trn1.32xlarge"), sdk.Trainium(16), sdk.EFA(8), sdk.Retry(2), sdk.Timeout(6 * time.Hour)},
+			train...)...)
 }
 
 func TestTrainJob(t *testing.T) {
