@@ -8,10 +8,13 @@ import (
 	"github.com/manifoldflow/manifold/plan"
 )
 
-// needs summarizes what a step asks of its node: instance type, accelerators,
-// fan-out, retries and timeout.
+// needs summarizes what a step asks of its nodes: how many, instance type,
+// accelerators (per node), fan-out, retries and timeout.
 func needs(s *plan.Step) []string {
 	var out []string
+	if s.Nodes > 1 {
+		out = append(out, fmt.Sprintf("%d nodes", s.Nodes))
+	}
 	if s.InstanceType != "" {
 		out = append(out, s.InstanceType)
 	}

@@ -13,9 +13,9 @@ import (
 // key (emptyDir: {}) means something and is kept.
 var noise = map[string]bool{"status": true, "resources": true, "metadata": true, "securityContext": true}
 
-// YAML returns objects as one multi-document YAML stream: keys sorted, nulls and
-// empty noise removed, documents separated by "---", after an optional header
-// comment. The same objects always give the same bytes.
+// YAML returns objects as one multi-document YAML stream: keys sorted, nulls, empty
+// noise and each object's status removed, documents separated by "---", after an
+// optional header comment. The same objects always give the same bytes.
 func YAML(header string, objects ...any) ([]byte, error) {
 	var b bytes.Buffer
 	if header != "" {
@@ -34,6 +34,11 @@ func YAML(header string, objects ...any) ([]byte, error) {
 		var tree any
 		if err := dec.Decode(&tree); err != nil {
 			return nil, err
+		}
+		// An object's status is the controller's to write; some API types
+		// serialize zero counters there (JobSet's restarts: 0).
+		if m, ok := tree.(map[string]any); ok {
+			delete(m, "status")
 		}
 		out, err := yaml.Marshal(prune(tree))
 		if err != nil {

@@ -62,3 +62,21 @@ func TestYAMLWithoutHeader(t *testing.T) {
 		t.Errorf("YAML = %q, want %q", got, want)
 	}
 }
+
+func TestYAMLDropsStatus(t *testing.T) {
+	type counters struct {
+		Restarts int `json:"restarts"`
+	}
+	obj := struct {
+		Kind   string   `json:"kind"`
+		Status counters `json:"status"`
+		Spec   counters `json:"spec"`
+	}{Kind: "JobSet"}
+	got, err := emit.YAML("", obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "kind: JobSet\nspec:\n  restarts: 0\n"; string(got) != want {
+		t.Errorf("YAML = %q, want %q", got, want)
+	}
+}

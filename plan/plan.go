@@ -20,6 +20,9 @@ const (
 	LabelPartOf       = "app.kubernetes.io/part-of"
 	LabelFlow         = "manifold.dev/flow"
 	LabelStep         = "manifold.dev/step"
+	// LabelIndex carries a foreach item's index on the objects made for that item
+	// (not on its pods, which are the step's pod).
+	LabelIndex = "manifold.dev/index"
 	// AnnotationAfter lists, comma-separated, the steps a step's objects wait for.
 	AnnotationAfter = "manifold.dev/after"
 	// PartOf is the value of LabelPartOf on everything Manifold makes.

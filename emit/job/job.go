@@ -8,7 +8,6 @@ package job
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -19,9 +18,6 @@ import (
 	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/plan"
 )
-
-// LabelIndex carries a foreach Job's item index on the Job.
-const LabelIndex = "manifold.dev/index"
 
 // maxCronJobName is the longest CronJob name: its Jobs add an 11-character suffix.
 const maxCronJobName = 52
@@ -94,11 +90,11 @@ func Objects(f *plan.Flow) ([]any, field.ErrorList) {
 // Jobs returns the Jobs of step s: one, or one per foreach item.
 func Jobs(f *plan.Flow, s *plan.Step) []*batchv1.Job {
 	if s.Foreach == nil {
-		return []*batchv1.Job{newJob(f, s, JobName(f, s, -1), nil, -1)}
+		return []*batchv1.Job{newJob(f, s, JobName(f, s, -1), nil)}
 	}
 	jobs := make([]*batchv1.Job, len(s.Foreach))
 	for i := range s.Foreach {
-		jobs[i] = newJob(f, s, JobName(f, s, i), emit.ItemAt(s, i), i)
+		jobs[i] = newJob(f, s, JobName(f, s, i), emit.ItemAt(s, i))
 	}
 	return jobs
 }
@@ -149,31 +145,19 @@ func Service(j *batchv1.Job) *corev1.Service {
 // rendezvousPort names the Service port of a multi-node step.
 const rendezvousPort = "rendezvous"
 
-func newJob(f *plan.Flow, s *plan.Step, name string, item *emit.Item, index int) *batchv1.Job {
+func newJob(f *plan.Flow, s *plan.Step, name string, item *emit.Item) *batchv1.Job {
 	o := emit.PodOptions{Item: item}
 	if s.Nodes > 1 {
 		o.MasterAddr = MasterAddr(name)
 	}
 	pod := emit.Pod(f, s, o)
-	labels := pod.Labels
-	if index >= 0 {
-		labels = make(map[string]string, len(pod.Labels)+1)
-		for k, v := range pod.Labels {
-			labels[k] = v
-		}
-		labels[LabelIndex] = strconv.Itoa(index)
-	}
-	var annotations map[string]string
-	if len(s.After) > 0 {
-		annotations = map[string]string{plan.AnnotationAfter: strings.Join(s.After, ",")}
-	}
 	j := &batchv1.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Namespace:   s.Namespace,
-			Labels:      labels,
-			Annotations: annotations,
+			Labels:      emit.ObjectLabels(pod.Labels, item),
+			Annotations: emit.AfterAnnotations(s),
 		},
 		Spec: batchv1.JobSpec{
 			BackoffLimit: new(int32(s.Retry)),

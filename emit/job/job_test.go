@@ -138,10 +138,10 @@ func TestForeachJobPerItem(t *testing.T) {
 		if env[plan.EnvItem] != item || env[plan.EnvIndex] != string(rune('0'+i)) {
 			t.Errorf("job %d env = %v, want item %q index %d", i, env, item, i)
 		}
-		if j.Labels[job.LabelIndex] != string(rune('0'+i)) || j.Labels[plan.LabelStep] != "work" {
+		if j.Labels[plan.LabelIndex] != string(rune('0'+i)) || j.Labels[plan.LabelStep] != "work" {
 			t.Errorf("job %d labels = %v", i, j.Labels)
 		}
-		if _, ok := j.Spec.Template.Labels[job.LabelIndex]; ok {
+		if _, ok := j.Spec.Template.Labels[plan.LabelIndex]; ok {
 			t.Errorf("the index label reached the pod, which every target shares")
 		}
 	}

@@ -3,6 +3,8 @@
 package kubevalidate
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,7 +56,7 @@ func Build(t testing.TB) string {
 // object passed.
 func Run(t testing.TB, files ...string) (string, bool) {
 	t.Helper()
-	cmd := exec.Command(Build(t), files...)
+	cmd := exec.Command(Build(t), append(CRDArgs(t), files...)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 1 {
@@ -63,6 +65,43 @@ func Run(t testing.TB, files ...string) (string, bool) {
 		t.Fatalf("kubevalidate: %v\n%s", err, out)
 	}
 	return string(out), true
+}
+
+// crds are the CustomResourceDefinitions of the custom resources Manifold emits, as
+// files of the Go modules that define them.
+var crds = []struct{ module, file string }{
+	{"sigs.k8s.io/jobset@v0.12.0", "config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml"},
+}
+
+var (
+	crdOnce sync.Once
+	crdArgs []string
+	crdErr  error
+)
+
+// CRDArgs returns the validator's --crd arguments, finding each CRD in the Go module
+// cache (downloading its module the first time).
+func CRDArgs(t testing.TB) []string {
+	t.Helper()
+	crdOnce.Do(func() {
+		for _, c := range crds {
+			out, err := exec.Command("go", "mod", "download", "-json", c.module).Output()
+			if err != nil {
+				crdErr = fmt.Errorf("go mod download %s: %v", c.module, err)
+				return
+			}
+			var m struct{ Dir string }
+			if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
+				crdErr = fmt.Errorf("go mod download %s: no directory in %s", c.module, out)
+				return
+			}
+			crdArgs = append(crdArgs, "--crd", filepath.Join(m.Dir, filepath.FromSlash(c.file)))
+		}
+	})
+	if crdErr != nil {
+		t.Fatalf("finding CRDs: %v", crdErr)
+	}
+	return crdArgs
 }
 
 // Cleanup removes the validator this process built; call it from TestMain after

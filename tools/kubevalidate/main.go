@@ -3,10 +3,15 @@
 // fields are errors), defaulted, converted to the internal version, and put through
 // the same create path a kube-apiserver v1.37.2 runs (the registry strategy's
 // PrepareForCreate, Validate, declarative validation and WarningsOnCreate). A
-// warning is an error too: Manifold's output should draw none.
+// JobSet also goes through JobSet v0.12.0's own defaulting and validating webhooks,
+// and each Job it would create through the Job checks. A warning is an error too:
+// Manifold's output should draw none.
 //
-//	kubevalidate FILE...
+//	kubevalidate [--crd CRD.yaml]... FILE...
 //
+// A custom resource is checked against its CustomResourceDefinition, given with
+// --crd, as the API server's custom resource handler does: unknown fields are
+// errors, then schema defaults, the OpenAPI schema and its CEL rules.
 // It prints one line per problem, prefixed with the file, document and object, and
 // exits 1 if there is any. It lives in a module of its own so that the SDK's go.mod
 // never depends on k8s.io/kubernetes.
@@ -24,6 +29,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -37,6 +43,7 @@ import (
 	"k8s.io/kubernetes/pkg/registry/batch/cronjob"
 	"k8s.io/kubernetes/pkg/registry/batch/job"
 	"k8s.io/kubernetes/pkg/registry/core/service"
+	"sigs.k8s.io/yaml"
 )
 
 // kinds are the kinds Manifold emits: their resource and create strategy.
@@ -50,12 +57,26 @@ var kinds = map[schema.GroupVersionKind]struct {
 }
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: kubevalidate FILE...")
-		os.Exit(2)
+	var files []string
+	for args := os.Args[1:]; len(args) > 0; args = args[1:] {
+		if args[0] != "--crd" {
+			files = append(files, args[0])
+			continue
+		}
+		if len(args) < 2 {
+			usage()
+		}
+		if err := loadCRDs(args[1]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		args = args[1:]
+	}
+	if len(files) == 0 {
+		usage()
 	}
 	problems := 0
-	for _, path := range os.Args[1:] {
+	for _, path := range files {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -69,6 +90,11 @@ func main() {
 	if problems > 0 {
 		os.Exit(1)
 	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: kubevalidate [--crd CRD.yaml]... FILE...")
+	os.Exit(2)
 }
 
 // validateStream checks every document of a YAML stream and returns its problems.
@@ -96,8 +122,22 @@ func validateStream(data []byte) []string {
 
 var codecs = serializer.NewCodecFactory(legacyscheme.Scheme, serializer.EnableStrict)
 
-// validate runs one document through the API server's create path.
+// validate runs one document through the API server's create path; a JobSet
+// through JobSet's own webhooks.
 func validate(doc []byte) []string {
+	var tm metav1.TypeMeta
+	if err := yaml.Unmarshal(doc, &tm); err == nil {
+		gvk := tm.GroupVersionKind()
+		cr, ok := customResources[gvk]
+		switch {
+		case ok && gvk == jobSetKind:
+			return validateJobSet(doc, cr)
+		case ok:
+			return validateCustomResource(doc, gvk, cr, nil, nil)
+		case gvk.Group != "" && !legacyscheme.Scheme.IsGroupRegistered(gvk.Group):
+			return []string{fmt.Sprintf("no validator for %s: give its CustomResourceDefinition with --crd", gvk)}
+		}
+	}
 	obj, gvk, err := codecs.UniversalDeserializer().Decode(doc, nil, nil)
 	if err != nil {
 		return []string{"decode: " + err.Error()}
@@ -129,21 +169,27 @@ func validate(doc []byte) []string {
 		Resource: kind.resource, Namespace: namespace, Name: accessor.GetName(),
 	})
 	ctx = warning.WithWarningRecorder(ctx, warnings)
-	var problems []string
-	if err := rest.BeforeCreate(kind.strategy, ctx, internal); err != nil {
-		var status apierrors.APIStatus
-		if errors.As(err, &status) && status.Status().Details != nil && len(status.Status().Details.Causes) > 0 {
-			for _, c := range status.Status().Details.Causes {
-				problems = append(problems, fmt.Sprintf("%s: %s: %s", what, c.Field, c.Message))
-			}
-		} else {
-			problems = append(problems, fmt.Sprintf("%s: %v", what, err))
-		}
-	}
+	problems := causes(what, rest.BeforeCreate(kind.strategy, ctx, internal))
 	for _, w := range warnings.texts {
 		problems = append(problems, fmt.Sprintf("%s: warning: %s", what, w))
 	}
 	return problems
+}
+
+// causes lists the problems of a create error, one per cause.
+func causes(what string, err error) []string {
+	if err == nil {
+		return nil
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Details != nil && len(status.Status().Details.Causes) > 0 {
+		var problems []string
+		for _, c := range status.Status().Details.Causes {
+			problems = append(problems, fmt.Sprintf("%s: %s: %s", what, c.Field, c.Message))
+		}
+		return problems
+	}
+	return []string{fmt.Sprintf("%s: %v", what, err)}
 }
 
 type recorder struct{ texts []string }
