@@ -222,7 +222,9 @@ func TestBrokenJobSetIsRefused(t *testing.T) {
 				js.Spec.ReplicatedJobs[0].DependsOn = []jobsetv1.DependsOn{{Name: "x", Status: jobsetv1.DependencyComplete}}
 			}},
 		{"no container image", "containers[0].image: Required value",
-			func(js *jobsetv1.JobSet) { js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].Image = "" }},
+			func(js *jobsetv1.JobSet) {
+				js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].Image = ""
+			}},
 	} {
 		name := tc.name
 		js := jobset.JobSet(p, p.Step("train"))
