@@ -1,0 +1,140 @@
+package emit_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/manifoldflow/manifold/compile"
+	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/emit/job"
+	"github.com/manifoldflow/manifold/emit/jobset"
+	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/sdk"
+)
+
+// runPod is one pod template a target runs for a step: the step, the foreach index
+// (-1 for none) and the template.
+type runPod struct {
+	step  string
+	index int
+	pod   corev1.PodTemplateSpec
+}
+
+// mechanism lists, per target, the pod fields its multi-node mechanism adds to the
+// step's pod, with the reason. Nothing else may differ.
+var mechanism = map[string]func(*corev1.PodTemplateSpec){
+	// The Job target's Indexed Job puts its pods under the headless Service of the
+	// same name, which is what makes <job>-0.<job> resolve.
+	"job": func(p *corev1.PodTemplateSpec) { p.Spec.Subdomain = "" },
+	// JobSet sets the subdomain itself when it creates the Jobs.
+	"jobset": func(*corev1.PodTemplateSpec) {},
+}
+
+var podsOf = map[string]func(t *testing.T, p *plan.Flow) []runPod{
+	"job": func(t *testing.T, p *plan.Flow) []runPod {
+		objs, errs := job.Objects(p)
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		var out []runPod
+		for _, o := range objs {
+			if j, ok := o.(*batchv1.Job); ok {
+				out = append(out, runPod{j.Spec.Template.Labels[plan.LabelStep], index(j.Labels), j.Spec.Template})
+			}
+		}
+		return out
+	},
+	"jobset": func(t *testing.T, p *plan.Flow) []runPod {
+		objs, errs := jobset.Objects(p)
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		var out []runPod
+		for _, o := range objs {
+			for _, rj := range o.(*jobsetv1.JobSet).Spec.ReplicatedJobs {
+				out = append(out, runPod{rj.Template.Spec.Template.Labels[plan.LabelStep], index(rj.Template.Labels), rj.Template.Spec.Template})
+			}
+		}
+		return out
+	},
+}
+
+func index(labels map[string]string) int {
+	i := -1
+	if v, ok := labels[plan.LabelIndex]; ok {
+		fmt.Sscan(v, &i)
+	}
+	return i
+}
+
+// rendezvousNames are the variables a multi-node step's pods get, in order.
+var rendezvousNames = []string{"MANIFOLD_NODE_RANK", "MANIFOLD_NUM_NODES", "MASTER_ADDR", "MASTER_PORT",
+	"PET_NNODES", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"}
+
+// TestMultiNodeParity: every node of a multi-node step, on every target, runs the
+// step's single-node pod plus exactly the rendezvous variables and the fields its
+// target's mechanism requires.
+func TestMultiNodeParity(t *testing.T) {
+	f := sdk.NewFlow("parity", sdk.Image("example.com/flow:v1"), sdk.Param("epochs", "3"),
+		sdk.Toleration("dedicated", "ml", "NoSchedule")).
+		Step("prepare", sdk.Command("true"), sdk.CPU("4")).
+		Step("train", sdk.After("prepare"), sdk.Command("torchrun", "train.py"), sdk.Nodes(2),
+			sdk.InstanceType("trn1.32xlarge"), sdk.Trainium(16), sdk.EFA(8), sdk.SharedMemory("64Gi"),
+			sdk.Env("A", "1"), sdk.Retry(2), sdk.Timeout(time.Hour)).
+		Step("gpu", sdk.After("prepare"), sdk.Command("torchrun", "gpu.py"), sdk.Nodes(3), sdk.Port(1234),
+			sdk.InstanceType("p5.48xlarge"), sdk.GPU(8), sdk.EFAAll(), sdk.Foreach("a", "b"))
+	p, errs := compile.Compile(f, compile.Options{})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	for target, pods := range podsOf {
+		t.Run(target, func(t *testing.T) {
+			got := pods(t, p)
+			if len(got) != 1+1+2 {
+				t.Fatalf("%d pod templates, want 4", len(got))
+			}
+			for _, rp := range got {
+				s := p.Step(rp.step)
+				var item *emit.Item
+				if rp.index >= 0 {
+					item = emit.ItemAt(s, rp.index)
+				}
+				single := *s
+				single.Nodes = 1
+				want := emit.Pod(p, &single, emit.PodOptions{Item: item})
+
+				pod := *rp.pod.DeepCopy()
+				mechanism[target](&pod)
+				c := &pod.Spec.Containers[0]
+				var names []string
+				c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool {
+					if slices.Contains(rendezvousNames, e.Name) || e.Name == "NEURON_RT_ROOT_COMM_ID" {
+						names = append(names, e.Name)
+						return true
+					}
+					return false
+				})
+				if diff := cmp.Diff(want, pod); diff != "" {
+					t.Errorf("%s[%d]: pod beyond rendezvous and mechanism (-single-node +%s):\n%s", rp.step, rp.index, target, diff)
+				}
+				wantNames := []string(nil)
+				if s.Nodes > 1 {
+					wantNames = slices.Clone(rendezvousNames)
+					if s.Neuron > 0 {
+						wantNames = append(wantNames, "NEURON_RT_ROOT_COMM_ID")
+					}
+				}
+				if diff := cmp.Diff(wantNames, names); diff != "" {
+					t.Errorf("%s[%d]: rendezvous variables (-want +got):\n%s", rp.step, rp.index, diff)
+				}
+			}
+		})
+	}
+}
