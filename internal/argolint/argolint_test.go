@@ -23,13 +23,13 @@ func TestRejectsBrokenObjects(t *testing.T) {
 		t.Fatalf("broken objects passed:\n%s", out)
 	}
 	want := map[string]string{
-		"document 0: WorkflowTemplate missing-template": "nowhere",
+		"document 0: WorkflowTemplate missing-template":   "nowhere",
 		"document 1: WorkflowTemplate unknown-dependency": "b",
-		"document 2: WorkflowTemplate undeclared-param":  "workflow.parameters.nope",
-		"document 3: WorkflowTemplate: decode":           "string",
-		"document 4: WorkflowTemplate: decode":           `unknown field "spec.templates[1].container.tolerations"`,
-		"document 5: CronWorkflow bad-schedule":         "every day at three",
-		"document 6: CronWorkflow dangling":             "not-here",
+		"document 2: WorkflowTemplate undeclared-param":   "workflow.parameters.nope",
+		"document 3: WorkflowTemplate: decode":            "string",
+		"document 4: WorkflowTemplate: decode":            `unknown field "spec.templates[1].container.tolerations"`,
+		"document 5: CronWorkflow bad-schedule":           "every day at three",
+		"document 6: CronWorkflow dangling":               "not-here",
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	for prefix, detail := range want {
