@@ -269,6 +269,13 @@ func workflowSpec(f *plan.Flow, pods []corev1.PodTemplateSpec) (wfv1.WorkflowSpe
 		spec.Arguments.Parameters = append(spec.Arguments.Parameters, wfv1.Parameter{Name: p.Name, Value: wfv1.AnyStringPtr(p.Value)})
 	}
 	var sh shared
+	// imagePullSecrets have no template field: the workflow's serve every step
+	// that needs no others.
+	if len(pods) > 0 && len(pods[0].Spec.ImagePullSecrets) > 0 && all(pods, func(p *corev1.PodTemplateSpec) bool {
+		return reflect.DeepEqual(p.Spec.ImagePullSecrets, pods[0].Spec.ImagePullSecrets)
+	}) {
+		sh.imagePullSecrets, spec.ImagePullSecrets = pods[0].Spec.ImagePullSecrets, pods[0].Spec.ImagePullSecrets
+	}
 	if len(pods) < 2 {
 		return spec, sh
 	}
@@ -283,11 +290,6 @@ func workflowSpec(f *plan.Flow, pods []corev1.PodTemplateSpec) (wfv1.WorkflowSpe
 	sh.serviceAccount = mostCommon(pods, func(p *corev1.PodTemplateSpec) string { return p.Spec.ServiceAccountName })
 	spec.NodeSelector, spec.Tolerations, spec.SecurityContext, spec.ServiceAccountName =
 		sh.nodeSelector, sh.tolerations, sh.securityContext, sh.serviceAccount
-	if secrets := pods[0].Spec.ImagePullSecrets; len(secrets) > 0 && all(pods, func(p *corev1.PodTemplateSpec) bool {
-		return reflect.DeepEqual(p.Spec.ImagePullSecrets, secrets)
-	}) {
-		sh.imagePullSecrets, spec.ImagePullSecrets = secrets, secrets
-	}
 
 	main := func(p *corev1.PodTemplateSpec) *corev1.Container { return &p.Spec.Containers[0] }
 	sh.container.Image = mostCommon(pods, func(p *corev1.PodTemplateSpec) string { return main(p).Image })

@@ -25,9 +25,9 @@ func TestRejectsBrokenObjects(t *testing.T) {
 	want := map[string]string{
 		"document 0: WorkflowTemplate missing-template":   "nowhere",
 		"document 1: WorkflowTemplate unknown-dependency": "b",
-		"document 2: WorkflowTemplate undeclared-param":   "workflow.parameters.nope",
+		"document 2: WorkflowTemplate undeclared-param":   "inputs.parameters.nope",
 		"document 3: WorkflowTemplate: decode":            "string",
-		"document 4: WorkflowTemplate: decode":            `unknown field "spec.templates[1].container.tolerations"`,
+		"document 4: WorkflowTemplate: decode":            `unknown field "tolerations"`,
 		"document 5: CronWorkflow bad-schedule":           "every day at three",
 		"document 6: CronWorkflow dangling":               "not-here",
 	}
