@@ -1,12 +1,14 @@
 package argo_test
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit/argo"
@@ -60,4 +62,19 @@ func foreachFlow() *sdk.Flow {
 		Step("split", sdk.Command("true")).
 		Step("work", sdk.Command("true"), sdk.After("split"), sdk.Foreach("a", "yes", "0123")).
 		Step("join", sdk.Command("true"), sdk.After("work"))
+}
+
+// decodeTemplate decodes, refusing unknown fields, the WorkflowTemplate that
+// follows the header comment of an emitted file.
+func decodeTemplate(t *testing.T, data []byte) *wfv1.WorkflowTemplate {
+	t.Helper()
+	docs := bytes.Split(data, []byte("\n---\n"))
+	if len(docs) < 2 {
+		t.Fatalf("no document after the header:\n%s", data)
+	}
+	var wt wfv1.WorkflowTemplate
+	if err := yaml.UnmarshalStrict(docs[1], &wt); err != nil {
+		t.Fatalf("%v\n%s", err, docs[1])
+	}
+	return &wt
 }
