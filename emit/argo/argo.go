@@ -17,7 +17,7 @@
 //   - timeout: the template's activeDeadlineSeconds, which bounds each attempt's pod.
 //
 // The output stays compact: a pod field that every step shares is written once,
-// at workflow level (podMetadata, nodeSelector, tolerations, securityContext,
+// at workflow level (podMetadata, nodeSelector, securityContext,
 // serviceAccountName, imagePullSecrets) or in templateDefaults (the container's
 // image, pull policy and the params' variables), only where Argo's controller gives
 // every step back exactly the pod emit.Pod built.
@@ -246,7 +246,6 @@ func task(s *plan.Step) (wfv1.DAGTask, error) {
 type shared struct {
 	labels, annotations map[string]string
 	nodeSelector        map[string]string
-	tolerations         []corev1.Toleration
 	securityContext     *corev1.PodSecurityContext
 	serviceAccount      string
 	imagePullSecrets    []corev1.LocalObjectReference
@@ -262,7 +261,8 @@ type shared struct {
 // template's metadata; imagePullSecrets exist only at workflow level; and
 // templateDefaults is strategically merged under every template. So a value moves
 // to workflow level only when no step lacks it (a step without its own would take
-// the workflow's), and a step keeps its own when it differs.
+// the workflow's), and a step keeps its own when it differs. Tolerations stay in
+// every template, beside the accelerator requests that need them.
 func workflowSpec(f *plan.Flow, pods []corev1.PodTemplateSpec) (wfv1.WorkflowSpec, shared) {
 	spec := wfv1.WorkflowSpec{Entrypoint: Entrypoint}
 	for _, p := range f.Params {
@@ -285,11 +285,9 @@ func workflowSpec(f *plan.Flow, pods []corev1.PodTemplateSpec) (wfv1.WorkflowSpe
 		spec.PodMetadata = &wfv1.Metadata{Labels: sh.labels, Annotations: sh.annotations}
 	}
 	sh.nodeSelector = mostCommon(pods, func(p *corev1.PodTemplateSpec) map[string]string { return p.Spec.NodeSelector })
-	sh.tolerations = mostCommon(pods, func(p *corev1.PodTemplateSpec) []corev1.Toleration { return p.Spec.Tolerations })
 	sh.securityContext = mostCommon(pods, func(p *corev1.PodTemplateSpec) *corev1.PodSecurityContext { return p.Spec.SecurityContext })
 	sh.serviceAccount = mostCommon(pods, func(p *corev1.PodTemplateSpec) string { return p.Spec.ServiceAccountName })
-	spec.NodeSelector, spec.Tolerations, spec.SecurityContext, spec.ServiceAccountName =
-		sh.nodeSelector, sh.tolerations, sh.securityContext, sh.serviceAccount
+	spec.NodeSelector, spec.SecurityContext, spec.ServiceAccountName = sh.nodeSelector, sh.securityContext, sh.serviceAccount
 
 	main := func(p *corev1.PodTemplateSpec) *corev1.Container { return &p.Spec.Containers[0] }
 	sh.container.Image = mostCommon(pods, func(p *corev1.PodTemplateSpec) string { return main(p).Image })
@@ -333,7 +331,7 @@ func stepTemplate(s *plan.Step, pod corev1.PodTemplateSpec, sh shared) (wfv1.Tem
 		Container:          &c,
 		Volumes:            spec.Volumes,
 		NodeSelector:       unless(spec.NodeSelector, sh.nodeSelector),
-		Tolerations:        unless(spec.Tolerations, sh.tolerations),
+		Tolerations:        spec.Tolerations,
 		SecurityContext:    unless(spec.SecurityContext, sh.securityContext),
 		ServiceAccountName: unless(spec.ServiceAccountName, sh.serviceAccount),
 		Affinity:           spec.Affinity,

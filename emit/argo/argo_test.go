@@ -238,14 +238,11 @@ func TestEmitIsDeterministicAndDecodesStrictly(t *testing.T) {
 // level, and a step that differs keeps its own.
 func TestSharedFieldsWrittenOnce(t *testing.T) {
 	wt := workflowTemplate(t, neuronFlow())
-	if len(wt.Spec.Tolerations) != 2 {
-		t.Errorf("workflow tolerations = %v, want the two that train and evaluate share", wt.Spec.Tolerations)
+	if len(wt.Spec.Tolerations) != 0 {
+		t.Errorf("workflow tolerations = %v; tolerations belong beside the requests that need them", wt.Spec.Tolerations)
 	}
-	if n := len(templateNamed(t, wt, "prepare").Tolerations); n != 1 {
-		t.Errorf("prepare has %d tolerations of its own, want 1 (it lacks the Neuron one)", n)
-	}
-	if templateNamed(t, wt, "train").Tolerations != nil {
-		t.Errorf("train repeats the workflow's tolerations")
+	if n := len(templateNamed(t, wt, "train").Tolerations); n != 2 {
+		t.Errorf("train has %d tolerations, want the flow's and the Neuron one", n)
 	}
 	if wt.Spec.TemplateDefaults == nil || wt.Spec.TemplateDefaults.Container.Image != "example.com/flow:v1" {
 		t.Errorf("templateDefaults = %+v", wt.Spec.TemplateDefaults)
