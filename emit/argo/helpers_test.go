@@ -2,27 +2,21 @@ package argo_test
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit/argo"
+	"github.com/manifoldflow/manifold/internal/testflows"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
 func mustCompile(t testing.TB, f *sdk.Flow) *plan.Flow {
 	t.Helper()
-	p, errs := compile.Compile(f, compile.Options{})
-	if len(errs) > 0 {
-		t.Fatalf("compile: %v", errs.ToAggregate())
-	}
-	return p
+	return testflows.Compile(t, f)
 }
 
 func workflowTemplate(t *testing.T, f *sdk.Flow) *wfv1.WorkflowTemplate {
@@ -37,15 +31,7 @@ func workflowTemplate(t *testing.T, f *sdk.Flow) *wfv1.WorkflowTemplate {
 // writeArgo compiles f, emits it, and writes the YAML to dir/name.yaml.
 func writeArgo(t *testing.T, f *sdk.Flow, dir, name string) string {
 	t.Helper()
-	files, errs := argo.Target{}.Emit(mustCompile(t, f))
-	if len(errs) > 0 {
-		t.Fatalf("%s: %v", name, errs.ToAggregate())
-	}
-	path := filepath.Join(dir, name+".yaml")
-	if err := os.WriteFile(path, files[0].Data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return testflows.Write(t, argo.Target{}, f, dir, name)
 }
 
 func neuronFlow() *sdk.Flow {

@@ -11,6 +11,7 @@ import (
 	"github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/internal/argopod"
+	"github.com/manifoldflow/manifold/internal/testflows"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -20,6 +21,7 @@ import (
 func parityFlows() map[string]*sdk.Flow {
 	return map[string]*sdk.Flow{
 		"neuron":  neuronFlow(),
+		"shared":  testflows.EveryOption(),
 		"foreach": foreachFlow(),
 		"every-option": sdk.NewFlow("every", sdk.Image("example.com/flow:v1"), sdk.Param("epochs", "3"), sdk.Param("lr", "0.1"),
 			sdk.Namespace("ml"), sdk.ServiceAccount("trainer"), sdk.ImagePullSecret("ecr"),

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/workflow/templateresolution"
@@ -76,8 +75,9 @@ func split(path string, data []byte) []document {
 		if err != nil {
 			return append(out, document{path: path, index: i, err: err})
 		}
-		if len(bytes.TrimSpace(stripComments(doc))) == 0 {
-			continue
+		var content any
+		if yaml.Unmarshal(doc, &content) == nil && content == nil {
+			continue // only comments, or nothing
 		}
 		out = append(out, document{path: path, index: i, data: doc})
 		i++
@@ -177,14 +177,4 @@ func (g getter) Get(name string) (*wfv1.WorkflowTemplate, error) {
 		return t, nil
 	}
 	return nil, fmt.Errorf("workflowTemplateRef %q: no WorkflowTemplate of that name in the linted files", name)
-}
-
-func stripComments(doc []byte) []byte {
-	var out []string
-	for _, line := range strings.Split(string(doc), "\n") {
-		if !strings.HasPrefix(strings.TrimSpace(line), "#") {
-			out = append(out, line)
-		}
-	}
-	return []byte(strings.Join(out, "\n"))
 }
