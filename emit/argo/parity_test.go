@@ -3,7 +3,6 @@ package argo_test
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -20,27 +19,9 @@ import (
 // per-template form are compared.
 func parityFlows() map[string]*sdk.Flow {
 	return map[string]*sdk.Flow{
-		"neuron":  neuronFlow(),
-		"shared":  testflows.EveryOption(),
-		"foreach": foreachFlow(),
-		"every-option": sdk.NewFlow("every", sdk.Image("example.com/flow:v1"), sdk.Param("epochs", "3"), sdk.Param("lr", "0.1"),
-			sdk.Namespace("ml"), sdk.ServiceAccount("trainer"), sdk.ImagePullSecret("ecr"),
-			sdk.Toleration("dedicated", "ml", "NoSchedule"), sdk.Label("team", "ml"), sdk.Annotation("example.com/owner", "ml")).
-			Step("train", sdk.Command("torchrun", "train.py"), sdk.InstanceType("trn1.32xlarge"),
-				sdk.Trainium(16), sdk.EFA(8), sdk.CPU("100"), sdk.Memory("400Gi"), sdk.Disk("500Gi"),
-				sdk.SharedMemory("64Gi"), sdk.Resource("example.com/license", 1),
-				sdk.NodeSelector("karpenter.sh/capacity-type", "on-demand"),
-				sdk.Env("A", "1"), sdk.SecretEnv("TOKEN", "hf", "token"), sdk.Secret("wandb"),
-				sdk.Label("role", "train"), sdk.Annotation("example.com/note", "big"),
-				sdk.Volume("data", "/data"), sdk.Volume("ckpt", "/checkpoints"), sdk.Port(29500),
-				sdk.RunAsUser(1000), sdk.RunAsNonRoot(true), sdk.ImagePullPolicy("IfNotPresent"),
-				sdk.Retry(3), sdk.RetryBackoff(time.Minute), sdk.Timeout(90*time.Minute+500*time.Millisecond)).
-			Step("serve", sdk.After("train"), sdk.Command("serve"), sdk.InstanceType("inf2.48xlarge"),
-				sdk.Resource("aws.amazon.com/neuroncore", 24), sdk.ServiceAccount("server")).
-			Step("gpu", sdk.After("train"), sdk.Command("nvidia-smi"), sdk.InstanceType("p5.48xlarge"),
-				sdk.GPU(8), sdk.EFAAll(), sdk.Foreach("a", "b")).
-			Step("amd", sdk.After("serve", "gpu"), sdk.Command("rocm-smi"), sdk.GPU(1), sdk.GPUVendor("amd"),
-				sdk.Image("rocm/pytorch:latest")),
+		"neuron":       neuronFlow(),
+		"every-option": testflows.EveryOption(),
+		"foreach":      foreachFlow(),
 		// Steps that differ in pull secrets: Argo has no template field for them.
 		"pull-secrets": sdk.NewFlow("pull", sdk.Image("busybox")).
 			Step("a", sdk.Command("true"), sdk.ImagePullSecret("one")).
