@@ -20,6 +20,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/internal/argolint"
 	"github.com/manifoldflow/manifold/internal/argopod"
@@ -227,7 +228,7 @@ func TestGoldenArgoPodsAreJobPods(t *testing.T) {
 					t.Fatalf("%s: job %s index %q", jobPath, j.Name, index)
 				}
 			}
-			got, err := argopod.Resolve(&wt, step, item)
+			got, err := argopod.Resolve(&wt, argo.TaskName(step), item)
 			if err != nil {
 				t.Fatalf("%s: step %s item %d: %v", path, step, item, err)
 			}

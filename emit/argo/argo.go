@@ -222,9 +222,24 @@ func noTags(at *field.Path, value string) field.ErrorList {
 
 func stepPath(s *plan.Step) *field.Path { return field.NewPath("steps").Key(s.Name) }
 
+// TaskName is the DAG task of the step called step: the step's name, or, when that
+// begins with a digit (which Argo refuses in a task that depends or is depended on),
+// the name after "S". Step names are lowercase, so the uppercase S never makes two
+// names equal.
+func TaskName(step string) string {
+	if step != "" && step[0] >= '0' && step[0] <= '9' {
+		return "S" + step
+	}
+	return step
+}
+
 // task is the DAG task that runs step s.
 func task(s *plan.Step) (wfv1.DAGTask, error) {
-	t := wfv1.DAGTask{Name: s.Name, Template: s.Name, Depends: strings.Join(s.After, " && ")}
+	after := make([]string, len(s.After))
+	for i, a := range s.After {
+		after[i] = TaskName(a)
+	}
+	t := wfv1.DAGTask{Name: TaskName(s.Name), Template: s.Name, Depends: strings.Join(after, " && ")}
 	if s.Foreach != nil {
 		t.Arguments.Parameters = []wfv1.Parameter{
 			{Name: InputItem, Value: wfv1.AnyStringPtr("{{item." + itemValue + "}}")},

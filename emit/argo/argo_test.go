@@ -254,3 +254,20 @@ func TestSharedFieldsWrittenOnce(t *testing.T) {
 		t.Errorf("podMetadata = %+v", wt.Spec.PodMetadata)
 	}
 }
+
+// TestTaskNamesStartWithALetter: Argo refuses a task name that begins with a digit
+// in a DAG that uses depends, so such a step's task gets a prefix no step name has.
+func TestTaskNamesStartWithALetter(t *testing.T) {
+	wt := workflowTemplate(t, sdk.NewFlow("f", sdk.Image("busybox")).
+		Step("1st", sdk.Command("true")).
+		Step("2nd", sdk.Command("true"), sdk.After("1st")).
+		Step("s1st", sdk.Command("true"), sdk.After("1st", "2nd")))
+	var got []string
+	for _, tk := range templateNamed(t, wt, argo.Entrypoint).DAG.Tasks {
+		got = append(got, tk.Name+"="+tk.Template+"<"+tk.Depends)
+	}
+	want := []string{"S1st=1st<", "S2nd=2nd<S1st", "s1st=s1st<S1st && S2nd"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tasks (-want +got):\n%s", diff)
+	}
+}

@@ -55,6 +55,11 @@ func lintFlows() map[string]*sdk.Flow {
 		Step(strings.Repeat("y", compile.MaxNameLength), sdk.Command("true"), sdk.After(long))
 	flows["cron"] = sdk.NewFlow("nightly", sdk.Image("busybox"), sdk.Schedule("@daily"), sdk.Namespace("ml"),
 		sdk.Param("p", "false")).Step("a", sdk.Command("true")).Step("b", sdk.Command("true"), sdk.After("a"))
+	// Task names with dashes and digits in depends, which Argo parses as an expression.
+	flows["dashes"] = sdk.NewFlow("dash-flow", sdk.Image("busybox")).
+		Step("pre-process", sdk.Command("true")).
+		Step("train-2", sdk.Command("true"), sdk.After("pre-process")).
+		Step("3-eval", sdk.Command("true"), sdk.After("pre-process", "train-2"), sdk.Foreach("a"))
 	for i, s := range adversarial {
 		flows[fmt.Sprintf("adversarial-%d", i)] = adversarialFlow(s)
 	}
@@ -87,7 +92,7 @@ func TestAdversarialValuesReachThePod(t *testing.T) {
 		for i := range p.Steps {
 			st := &p.Steps[i]
 			for item, j := range job.Jobs(p, st) {
-				got, err := argopod.Resolve(wt, st.Name, item)
+				got, err := argopod.Resolve(wt, argo.TaskName(st.Name), item)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -114,7 +119,7 @@ func TestResolvedPodsAcceptedByAPIServerValidation(t *testing.T) {
 		for i := range p.Steps {
 			s := &p.Steps[i]
 			for item := range max(1, len(s.Foreach)) {
-				pod, err := argopod.Resolve(wt, s.Name, item)
+				pod, err := argopod.Resolve(wt, argo.TaskName(s.Name), item)
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
