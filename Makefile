@@ -3,15 +3,18 @@ GO ?= go
 
 .PHONY: test fmt-check vet tools golden bench
 
-# Tests find the validator built here through MANIFOLD_KUBEVALIDATE; without it
-# (go test ./... by hand) each test process builds its own.
+# Tests find the checkers built here through MANIFOLD_KUBEVALIDATE and
+# MANIFOLD_ARGOLINT; without them (go test ./... by hand) each test process builds
+# its own.
 test: fmt-check vet tools
-	MANIFOLD_KUBEVALIDATE=$(CURDIR)/bin/kubevalidate $(GO) test -count=1 ./...
+	MANIFOLD_KUBEVALIDATE=$(CURDIR)/bin/kubevalidate MANIFOLD_ARGOLINT=$(CURDIR)/bin/argolint $(GO) test -count=1 ./...
 
-# tools/kubevalidate runs the API server's own validation; the first build on a
-# fresh machine takes a minute or two, later ones are cached by Go.
+# tools/kubevalidate runs the API server's own validation, tools/argolint Argo's
+# validator; the first build on a fresh machine takes a few minutes, later ones are
+# cached by Go.
 tools:
 	cd tools/kubevalidate && $(GO) build -o $(CURDIR)/bin/kubevalidate .
+	cd tools/argolint && $(GO) build -o $(CURDIR)/bin/argolint .
 
 fmt-check:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
@@ -20,6 +23,7 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 	cd tools/kubevalidate && $(GO) vet ./...
+	cd tools/argolint && $(GO) vet ./...
 
 # Rewrite the golden files; read `git diff golden/` before committing.
 golden:

@@ -27,6 +27,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/emit/jobset"
 	"github.com/manifoldflow/manifold/sdk"
@@ -40,7 +41,7 @@ const (
 )
 
 // targets are the emitters --target chooses from.
-var targets = []emit.Target{job.Target{}, jobset.Target{}}
+var targets = []emit.Target{job.Target{}, jobset.Target{}, argo.Target{}}
 
 // Main runs the flow program's command line and exits with its status.
 func Main(flow *sdk.Flow) {

@@ -9,9 +9,11 @@ import (
 )
 
 // noise names the keys whose empty values the API types serialize but say nothing:
-// creationTimestamp: null, status: {}, resources: {}. An empty map under any other
-// key (emptyDir: {}) means something and is kept.
-var noise = map[string]bool{"status": true, "resources": true, "metadata": true, "securityContext": true}
+// creationTimestamp: null, status: {}, resources: {}, and Argo's inputs: {},
+// outputs: {} and arguments: {}. An empty map under any other key (emptyDir: {})
+// means something and is kept.
+var noise = map[string]bool{"status": true, "resources": true, "metadata": true, "securityContext": true,
+	"inputs": true, "outputs": true, "arguments": true}
 
 // YAML returns objects as one multi-document YAML stream: keys sorted, nulls, empty
 // noise and each object's status removed, documents separated by "---", after an

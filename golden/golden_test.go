@@ -10,17 +10,24 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	"sigs.k8s.io/yaml"
 
+	"github.com/manifoldflow/manifold/emit/argo"
+	"github.com/manifoldflow/manifold/internal/argolint"
+	"github.com/manifoldflow/manifold/internal/argopod"
 	"github.com/manifoldflow/manifold/internal/exampletest"
 	"github.com/manifoldflow/manifold/internal/kubevalidate"
+	"github.com/manifoldflow/manifold/plan"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files from the current output")
@@ -29,6 +36,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	exampletest.Cleanup()
 	kubevalidate.Cleanup()
+	argolint.Cleanup()
 	os.Exit(code)
 }
 
@@ -178,6 +186,76 @@ func TestGoldenKubernetesDecodeStrictly(t *testing.T) {
 func TestGoldenAcceptedByAPIServerValidation(t *testing.T) {
 	if out, ok := kubevalidate.Run(t, kubeGoldens(t)...); !ok {
 		t.Errorf("the API server's validation refuses golden output:\n%s", out)
+	}
+}
+
+// TestGoldenAcceptedByArgoLint puts every Argo golden file through Argo's own
+// validator, with strict decoding (tools/argolint).
+func TestGoldenAcceptedByArgoLint(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("testdata", "*", "*.argo.yaml"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no argo golden files: %v", err)
+	}
+	if out, ok := argolint.Run(t, paths...); !ok {
+		t.Errorf("Argo's validator refuses golden output:\n%s", out)
+	}
+}
+
+// TestGoldenArgoPodsAreJobPods: for every example, every Job of the job target (one
+// per step, or per item of a foreach step) has the pod that Argo's controller would
+// build for the same step and item from the argo target's WorkflowTemplate
+// (internal/argopod, which leaves out what Argo adds for its executor). Empty and
+// absent lists compare equal, since both serialize to nothing.
+func TestGoldenArgoPodsAreJobPods(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("testdata", "*", "*.argo.yaml"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no argo golden files: %v", err)
+	}
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wt wfv1.WorkflowTemplate
+		if err := yaml.UnmarshalStrict(documents(data)[0], &wt); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		jobPath := strings.TrimSuffix(path, ".argo.yaml") + ".job.yaml"
+		jobData, err := os.ReadFile(jobPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs := documents(jobData)
+		for i, doc := range jobs {
+			var meta struct{ Kind string }
+			if err := yaml.Unmarshal(doc, &meta); err != nil {
+				t.Fatalf("%s document %d: %v", jobPath, i, err)
+			}
+			if meta.Kind == "Service" {
+				continue // a multi-node step's; TestGoldenKubernetesDecodeStrictly checks it
+			}
+			var j batchv1.Job
+			if err := yaml.UnmarshalStrict(doc, &j); err != nil {
+				t.Fatalf("%s document %d: %v", jobPath, i, err)
+			}
+			step := j.Spec.Template.Labels[plan.LabelStep]
+			item := 0
+			if index, ok := j.Labels[plan.LabelIndex]; ok {
+				if item, err = strconv.Atoi(index); err != nil {
+					t.Fatalf("%s: job %s index %q", jobPath, j.Name, index)
+				}
+			}
+			got, err := argopod.Resolve(&wt, argo.TaskName(step), item)
+			if err != nil {
+				t.Fatalf("%s: step %s item %d: %v", path, step, item, err)
+			}
+			if diff := cmp.Diff(j.Spec.Template, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s: step %s item %d: Argo's pod differs from Job %s's (-job +argo):\n%s", path, step, item, j.Name, diff)
+			}
+		}
+		if len(jobs) == 0 {
+			t.Errorf("%s holds no Jobs", jobPath)
+		}
 	}
 }
 

@@ -1,35 +1,18 @@
 package job_test
 
 import (
-	"fmt"
 	"testing"
-	"time"
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit/job"
-	"github.com/manifoldflow/manifold/sdk"
+	"github.com/manifoldflow/manifold/internal/testflows"
 )
-
-// wideFlow is a chain of n Trainium steps, each after the one before.
-func wideFlow(n int) *sdk.Flow {
-	f := sdk.NewFlow("bench", sdk.Image("example.com/flow:v1"), sdk.Param("epochs", "3"),
-		sdk.Toleration("dedicated", "ml", "NoSchedule"))
-	for i := range n {
-		opts := []sdk.StepOption{sdk.Command("torchrun", "train.py"), sdk.InstanceType("trn1.32xlarge"),
-			sdk.Trainium(16), sdk.EFA(8), sdk.Retry(2), sdk.Timeout(time.Hour), sdk.SharedMemory("64Gi")}
-		if i > 0 {
-			opts = append(opts, sdk.After(fmt.Sprintf("s%d", i-1)))
-		}
-		f.Step(fmt.Sprintf("s%d", i), opts...)
-	}
-	return f
-}
 
 // BenchmarkCompileAndEmit100 compiles and emits a 100-step flow, reporting the
 // bytes of YAML per step.
 func BenchmarkCompileAndEmit100(b *testing.B) {
 	const steps = 100
-	f := wideFlow(steps)
+	f := testflows.Wide(steps)
 	b.ReportAllocs()
 	var size int
 	for b.Loop() {

@@ -1,70 +1,34 @@
 // Package kubevalidate runs tools/kubevalidate, which checks manifests with the
-// Kubernetes API server's own decoding, defaulting and create validation, from tests.
+// Kubernetes API server's own decoding, defaulting and create validation (and custom
+// resources against their CRDs), from tests.
 package kubevalidate
 
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
 
-	"github.com/manifoldflow/manifold/internal/exampletest"
-)
-
-var (
-	once     sync.Once
-	bin      string
-	buildErr error
-	buildOut []byte
+	"github.com/manifoldflow/manifold/internal/toolbin"
 )
 
 // Env names a validator already built (make test builds one for every package).
 const Env = "MANIFOLD_KUBEVALIDATE"
 
+var tool = &toolbin.Tool{Name: "kubevalidate", Env: Env}
+
 // Build returns the validator: the one Env names, or one compiled once per test
 // process (the Go build cache makes later builds quick; the first one on a fresh
 // machine takes a minute or two).
-func Build(t testing.TB) string {
-	t.Helper()
-	once.Do(func() {
-		if prebuilt := os.Getenv(Env); prebuilt != "" {
-			if _, buildErr = os.Stat(prebuilt); buildErr == nil {
-				bin = prebuilt
-			}
-			return
-		}
-		dir, err := os.MkdirTemp("", "manifold-kubevalidate-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		bin = filepath.Join(dir, "kubevalidate")
-		cmd := exec.Command("go", "build", "-o", bin, ".")
-		cmd.Dir = filepath.Join(exampletest.Root(), "tools", "kubevalidate")
-		buildOut, buildErr = cmd.CombinedOutput()
-	})
-	if buildErr != nil {
-		t.Fatalf("building tools/kubevalidate: %v\n%s", buildErr, buildOut)
-	}
-	return bin
-}
+func Build(t testing.TB) string { return tool.Build(t) }
 
 // Run validates files and returns what the validator printed and whether every
 // object passed.
 func Run(t testing.TB, files ...string) (string, bool) {
 	t.Helper()
-	cmd := exec.Command(Build(t), append(CRDArgs(t), files...)...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 1 {
-			return string(out), false
-		}
-		t.Fatalf("kubevalidate: %v\n%s", err, out)
-	}
-	return string(out), true
+	return tool.Run(t, append(CRDArgs(t), files...)...)
 }
 
 // crds are the CustomResourceDefinitions of the custom resources Manifold emits, as
@@ -106,8 +70,4 @@ func CRDArgs(t testing.TB) []string {
 
 // Cleanup removes the validator this process built; call it from TestMain after
 // m.Run.
-func Cleanup() {
-	if bin != "" && os.Getenv(Env) == "" {
-		os.RemoveAll(filepath.Dir(bin))
-	}
-}
+func Cleanup() { tool.Cleanup() }

@@ -1,0 +1,251 @@
+// Package argopod works out, for tests, the pod Argo Workflows' controller
+// (v3.7.18) would create for a step of a WorkflowTemplate: the template with
+// templateDefaults strategically merged under it, parameters substituted, then the
+// pod assembled as workflow/controller/workflowpod.go's createWorkflowPod does
+// (template fields first, falling back to the workflow's; podMetadata overlaid by
+// the template's metadata; workflow imagePullSecrets; podSpecPatch applied last as a
+// strategic merge patch of the pod spec).
+//
+// It leaves out what the controller adds for its own executor, which no other
+// target has and which Manifold's steps never see: the init and wait containers,
+// the var-run-argo and tmp-dir-argo volumes and their mounts, the argoexec prefix
+// of the main container's command, the ARGO_* variables, and the workflow's own
+// pod labels and annotations (workflows.argoproj.io/...).
+package argopod
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strings"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+)
+
+// Resolve returns the pod of the DAG task named task in wt, for item index item of
+// a withItems task (ignored otherwise), with every parameter at its default.
+func Resolve(wt *wfv1.WorkflowTemplate, task string, item int) (corev1.PodTemplateSpec, error) {
+	spec := &wt.Spec
+	entry := template(spec, spec.Entrypoint)
+	if entry == nil || entry.DAG == nil {
+		return corev1.PodTemplateSpec{}, fmt.Errorf("entrypoint %q is not a DAG template", spec.Entrypoint)
+	}
+	var t *wfv1.DAGTask
+	for i := range entry.DAG.Tasks {
+		if entry.DAG.Tasks[i].Name == task {
+			t = &entry.DAG.Tasks[i]
+		}
+	}
+	if t == nil {
+		return corev1.PodTemplateSpec{}, fmt.Errorf("no task %q", task)
+	}
+	tmpl := template(spec, t.Template)
+	if tmpl == nil || tmpl.Container == nil {
+		return corev1.PodTemplateSpec{}, fmt.Errorf("task %q: template %q is not a container template", task, t.Template)
+	}
+	tmpl, err := withDefaults(tmpl, spec.TemplateDefaults)
+	if err != nil {
+		return corev1.PodTemplateSpec{}, err
+	}
+
+	// Parameters: the workflow's, then the template's inputs from the task's
+	// arguments, each with {{item...}} taken from the task's item.
+	params := map[string]string{}
+	for _, p := range spec.Arguments.Parameters {
+		params["workflow.parameters."+p.Name] = p.Value.String()
+	}
+	itemParams := map[string]string{}
+	if len(t.WithItems) > 0 {
+		if item < 0 || item >= len(t.WithItems) {
+			return corev1.PodTemplateSpec{}, fmt.Errorf("task %q has %d items, not %d", task, len(t.WithItems), item+1)
+		}
+		var fields map[string]string
+		if err := json.Unmarshal(t.WithItems[item].Value, &fields); err != nil {
+			return corev1.PodTemplateSpec{}, fmt.Errorf("task %q item %d: %v", task, item, err)
+		}
+		for k, v := range fields {
+			itemParams["item."+k] = v
+		}
+	}
+	for _, in := range tmpl.Inputs.Parameters {
+		arg := t.Arguments.GetParameterByName(in.Name)
+		if arg == nil || arg.Value == nil {
+			return corev1.PodTemplateSpec{}, fmt.Errorf("task %q passes no value for input %q", task, in.Name)
+		}
+		params["inputs.parameters."+in.Name] = substitute(arg.Value.String(), itemParams)
+	}
+	if err := substituteJSON(tmpl, params); err != nil {
+		return corev1.PodTemplateSpec{}, err
+	}
+
+	c := *tmpl.Container
+	c.Name = "main"
+	pod := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{}, Annotations: map[string]string{}},
+		Spec: corev1.PodSpec{
+			RestartPolicy:    corev1.RestartPolicyNever,
+			Volumes:          tmpl.Volumes,
+			ImagePullSecrets: spec.ImagePullSecrets,
+			Containers:       []corev1.Container{c},
+		},
+	}
+	if d := tmpl.ActiveDeadlineSeconds; d != nil {
+		v := int64(d.IntValue())
+		pod.Spec.ActiveDeadlineSeconds = &v
+	}
+	// The DAG template, the boundary between workflow and step, sets none of
+	// these, so the workflow's value is the fallback.
+	pod.Spec.ServiceAccountName = first(tmpl.ServiceAccountName, spec.ServiceAccountName)
+	pod.Spec.NodeSelector = first(tmpl.NodeSelector, spec.NodeSelector)
+	pod.Spec.Affinity = first(tmpl.Affinity, spec.Affinity)
+	pod.Spec.Tolerations = first(tmpl.Tolerations, spec.Tolerations)
+	pod.Spec.SchedulerName = first(tmpl.SchedulerName, spec.SchedulerName)
+	pod.Spec.PriorityClassName = first(tmpl.PriorityClassName, spec.PodPriorityClassName)
+	pod.Spec.SecurityContext = first(tmpl.SecurityContext, spec.SecurityContext)
+	if m := spec.PodMetadata; m != nil {
+		maps.Copy(pod.Annotations, m.Annotations)
+		maps.Copy(pod.Labels, m.Labels)
+	}
+	maps.Copy(pod.Annotations, tmpl.Metadata.Annotations)
+	maps.Copy(pod.Labels, tmpl.Metadata.Labels)
+	// Volumes of the workflow that the container mounts and the template lacks.
+	for _, m := range c.VolumeMounts {
+		for _, v := range spec.Volumes {
+			if v.Name == m.Name && !hasVolume(pod.Spec.Volumes, v.Name) {
+				pod.Spec.Volumes = append(pod.Spec.Volumes, v)
+			}
+		}
+	}
+
+	for _, patch := range []string{spec.PodSpecPatch, tmpl.PodSpecPatch} {
+		if patch == "" {
+			continue
+		}
+		if err := patchSpec(&pod.Spec, substitute(patch, params)); err != nil {
+			return corev1.PodTemplateSpec{}, err
+		}
+	}
+	if len(pod.Labels) == 0 {
+		pod.Labels = nil
+	}
+	if len(pod.Annotations) == 0 {
+		pod.Annotations = nil
+	}
+	return pod, nil
+}
+
+func template(spec *wfv1.WorkflowSpec, name string) *wfv1.Template {
+	for i := range spec.Templates {
+		if spec.Templates[i].Name == name {
+			return &spec.Templates[i]
+		}
+	}
+	return nil
+}
+
+// withDefaults merges defaults under tmpl as the controller's
+// mergedTemplateDefaultsInto does.
+func withDefaults(tmpl, defaults *wfv1.Template) (*wfv1.Template, error) {
+	out := tmpl.DeepCopy()
+	if defaults == nil {
+		return out, nil
+	}
+	d := defaults.DeepCopy()
+	// Defaults of another template type do not apply.
+	d.DAG, d.Steps, d.Script, d.Resource, d.Suspend, d.ContainerSet, d.Data, d.HTTP, d.Plugin = nil, nil, nil, nil, nil, nil, nil, nil, nil
+	base, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	patch, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	merged, err := strategicpatch.StrategicMergePatch(base, patch, wfv1.Template{})
+	if err != nil {
+		return nil, fmt.Errorf("templateDefaults: %v", err)
+	}
+	out = &wfv1.Template{}
+	if err := json.Unmarshal(merged, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// substituteJSON replaces {{name}} tags throughout tmpl.
+func substituteJSON(tmpl *wfv1.Template, params map[string]string) error {
+	data, err := json.Marshal(tmpl)
+	if err != nil {
+		return err
+	}
+	escaped := make(map[string]string, len(params))
+	for k, v := range params {
+		q, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		escaped[k] = string(q[1 : len(q)-1])
+	}
+	*tmpl = wfv1.Template{}
+	return json.Unmarshal([]byte(substitute(string(data), escaped)), tmpl)
+}
+
+// substitute replaces each {{name}} tag of s whose name is in params.
+func substitute(s string, params map[string]string) string {
+	var b strings.Builder
+	for {
+		start := strings.Index(s, "{{")
+		if start < 0 {
+			break
+		}
+		end := strings.Index(s[start:], "}}")
+		if end < 0 {
+			break
+		}
+		tag := s[start+2 : start+end]
+		b.WriteString(s[:start])
+		if v, ok := params[strings.TrimSpace(tag)]; ok {
+			b.WriteString(v)
+		} else {
+			b.WriteString(s[start : start+end+2])
+		}
+		s = s[start+end+2:]
+	}
+	b.WriteString(s)
+	return b.String()
+}
+
+func patchSpec(spec *corev1.PodSpec, patch string) error {
+	base, err := json.Marshal(spec)
+	if err != nil {
+		return err
+	}
+	merged, err := strategicpatch.StrategicMergePatch(base, []byte(patch), corev1.PodSpec{})
+	if err != nil {
+		return fmt.Errorf("podSpecPatch %q: %v", patch, err)
+	}
+	*spec = corev1.PodSpec{}
+	return json.Unmarshal(merged, spec)
+}
+
+// first returns a when it is set, else b.
+func first[T any](a, b T) T {
+	data, _ := json.Marshal(a)
+	switch string(data) {
+	case `""`, "null", "{}", "[]":
+		return b
+	}
+	return a
+}
+
+func hasVolume(vols []corev1.Volume, name string) bool {
+	for _, v := range vols {
+		if v.Name == name {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,81 @@
+// Package testflows holds the flows and helpers that the tests of several targets
+// share, so that every target is measured and validated on the same inputs.
+package testflows
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/manifoldflow/manifold/compile"
+	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/sdk"
+)
+
+// Wide is a chain of n Trainium steps, each after the one before: what the
+// bytes-per-step benchmarks emit.
+func Wide(n int) *sdk.Flow {
+	f := sdk.NewFlow("bench", sdk.Image("example.com/flow:v1"), sdk.Param("epochs", "3"),
+		sdk.Toleration("dedicated", "ml", "NoSchedule"))
+	for i := range n {
+		opts := []sdk.StepOption{sdk.Command("torchrun", "train.py"), sdk.InstanceType("trn1.32xlarge"),
+			sdk.Trainium(16), sdk.EFA(8), sdk.Retry(2), sdk.Timeout(time.Hour), sdk.SharedMemory("64Gi")}
+		if i > 0 {
+			opts = append(opts, sdk.After(fmt.Sprintf("s%d", i-1)))
+		}
+		f.Step(fmt.Sprintf("s%d", i), opts...)
+	}
+	return f
+}
+
+// EveryOption uses every pod option, on four steps that share some values and
+// differ in others (service account, image, foreach).
+func EveryOption() *sdk.Flow {
+	return sdk.NewFlow("every", sdk.Image("example.com/flow:v1"), sdk.Param("epochs", "3"), sdk.Param("lr", "0.1"),
+		sdk.Namespace("ml"), sdk.ServiceAccount("trainer"), sdk.ImagePullSecret("ecr"),
+		sdk.Toleration("dedicated", "ml", "NoSchedule"), sdk.Toleration("", "", ""),
+		sdk.Label("team", "ml"), sdk.Annotation("example.com/owner", "ml@example.com")).
+		Step("train", sdk.Command("torchrun", "train.py"), sdk.InstanceType("trn1.32xlarge"),
+			sdk.Trainium(16), sdk.EFA(8), sdk.CPU("100"), sdk.Memory("400Gi"), sdk.Disk("500Gi"),
+			sdk.SharedMemory("64Gi"), sdk.Resource("example.com/license", 1),
+			sdk.NodeSelector("karpenter.sh/capacity-type", "on-demand"),
+			sdk.Env("A", "1"), sdk.SecretEnv("TOKEN", "hf", "token"), sdk.Secret("wandb"),
+			sdk.Label("role", "train"), sdk.Annotation("example.com/note", "big"),
+			sdk.Volume("data", "/data"), sdk.Volume("ckpt", "/checkpoints"), sdk.Port(29500),
+			sdk.RunAsUser(1000), sdk.RunAsNonRoot(true), sdk.ImagePullPolicy("IfNotPresent"),
+			sdk.Retry(3), sdk.RetryBackoff(time.Minute), sdk.Timeout(90*time.Minute+500*time.Millisecond)).
+		Step("serve", sdk.After("train"), sdk.Command("serve"), sdk.InstanceType("inf2.48xlarge"),
+			sdk.Resource("aws.amazon.com/neuroncore", 24), sdk.ServiceAccount("server")).
+		Step("gpu", sdk.After("train"), sdk.Command("nvidia-smi"), sdk.InstanceType("p5.48xlarge"),
+			sdk.GPU(8), sdk.EFAAll(), sdk.Foreach("a", "b")).
+		Step("amd", sdk.After("serve", "gpu"), sdk.Command("rocm-smi"), sdk.GPU(1), sdk.GPUVendor("amd"),
+			sdk.Image("rocm/pytorch:latest"))
+}
+
+// Compile compiles f with default options, failing the test on any error.
+func Compile(t testing.TB, f *sdk.Flow) *plan.Flow {
+	t.Helper()
+	p, errs := compile.Compile(f, compile.Options{})
+	if len(errs) > 0 {
+		t.Fatalf("compile: %v", errs.ToAggregate())
+	}
+	return p
+}
+
+// Write compiles f, emits it for target, and writes its one file to
+// dir/name.yaml, returning that path.
+func Write(t testing.TB, target emit.Target, f *sdk.Flow, dir, name string) string {
+	t.Helper()
+	files, errs := target.Emit(Compile(t, f))
+	if len(errs) > 0 {
+		t.Fatalf("%s: %v", name, errs.ToAggregate())
+	}
+	path := filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(path, files[0].Data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
