@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+
+	"github.com/manifoldflow/manifold/internal/atomicfile"
 )
 
 // Context is what a Run body receives: the standard context (cancelled when the step
@@ -82,23 +84,7 @@ func (c *Context) Put(name string, v any) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+name+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, name+".json"))
+	return atomicfile.WriteSync(filepath.Join(dir, name+".json"), append(data, '\n'))
 }
 
 // Get decodes the artifact name of step into v.
