@@ -25,7 +25,11 @@ func Ignored(f *plan.Flow) (notes []string, refused field.ErrorList) {
 			refused = append(refused, field.Forbidden(path, what+": a local run has no accelerators; run without --strict to ignore the request, or run on a cluster"))
 		}
 		if s.Neuron > 0 {
-			ask(at.Child("trainium"), count(s.Neuron, neuronModel(s.InstanceType)+" device"))
+			model, option := neuronModel(s.InstanceType), "trainium"
+			if strings.HasPrefix(model, "Inferentia") {
+				option = "inferentia"
+			}
+			ask(at.Child(option), count(s.Neuron, model+" device"))
 		}
 		if s.GPU > 0 {
 			ask(at.Child("gpu"), count(s.GPU, gpuVendor(s.GPUResource)+" GPU"))

@@ -492,7 +492,11 @@ func (r *runner) ended(ctx context.Context, t *task, o outcome) (time.Duration, 
 		r.disp.event(t, true, "failed after %s: %s", count(rec.Attempts, "attempt"), rec.Error)
 	case Retrying:
 		delay := backoff(t.step.RetryBackoff, rec.Attempts)
-		r.disp.event(t, true, "attempt %d failed: %s; retrying in %s", rec.Attempts, rec.Error, human(delay))
+		when := "retrying in " + human(delay)
+		if delay == 0 {
+			when = "retrying"
+		}
+		r.disp.event(t, true, "attempt %d failed: %s; %s", rec.Attempts, rec.Error, when)
 		return delay, true
 	}
 	return 0, false
@@ -585,8 +589,11 @@ func (r *runner) failure(res *Result) error {
 	if len(labels) > 1 {
 		noun = "steps"
 	}
-	msg := fmt.Sprintf("%s %s failed; %s: %s (log: %s)", noun, strings.Join(labels, ", "), first.Label(), first.Error,
-		r.rel(filepath.Join(StateDir(r.dir, first.Step, index), StderrLog)))
+	msg := fmt.Sprintf("%s %s failed: ", noun, strings.Join(labels, ", "))
+	if len(labels) > 1 {
+		msg = fmt.Sprintf("%s %s failed; %s: ", noun, strings.Join(labels, ", "), first.Label())
+	}
+	msg += fmt.Sprintf("%s (log: %s)", first.Error, r.rel(filepath.Join(StateDir(r.dir, first.Step, index), StderrLog)))
 	if len(res.NotStarted) > 0 {
 		msg += "; not started: " + strings.Join(res.NotStarted, ", ")
 	}
