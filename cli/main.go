@@ -60,8 +60,9 @@ func Main(flow *sdk.Flow) {
 // Run runs the command line args (args[0] is the program name) for flow, writing to
 // stdout and stderr, and returns the exit status.
 func Run(ctx context.Context, flow *sdk.Flow, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 1 {
-		args = append(args, "run") // no command: run the flow
+	if len(args) == 1 || len(args) > 1 && strings.HasPrefix(args[1], "-") && !helpFlag(args[1]) {
+		// No command: run the flow, with the flags given.
+		args = append([]string{args[0], "run"}, args[1:]...)
 	}
 	arg0 := "flow"
 	if len(args) > 0 {
@@ -82,6 +83,14 @@ func Run(ctx context.Context, flow *sdk.Flow, args []string, stdout, stderr io.W
 		fmt.Fprintln(stderr, "error:", err)
 		return ExitUsage
 	}
+}
+
+func helpFlag(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help":
+		return true
+	}
+	return false
 }
 
 // exitError carries a status; err, when set, is printed as "error: …".

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -35,15 +34,14 @@ func runsCommand(flow *sdk.Flow) *ucli.Command {
 					if err != nil {
 						return invalidErr(err)
 					}
-					w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(w, "RUN\tFLOW\tSTATE\tSTARTED\tDURATION")
+					rows := [][]string{{"RUN", "FLOW", "STATE", "STARTED", "DURATION"}}
 					for _, r := range runs {
 						if !c.Bool("all") && r.Flow != flowName(flow) {
 							continue
 						}
-						fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Flow, r.State, r.Start.Local().Format(time.DateTime), span(r.State, r.Start, r.End))
+						rows = append(rows, []string{r.ID, r.Flow, string(r.State), r.Start.Local().Format(time.DateTime), span(r.State, r.Start, r.End)})
 					}
-					return w.Flush()
+					return writeTable(c.App.Writer, rows)
 				},
 			},
 			{
@@ -79,8 +77,7 @@ func showRun(out io.Writer, rec *local.Record, tasks []local.Task) error {
 		fmt.Fprintf(out, "error: %s\n", rec.Error)
 	}
 	fmt.Fprintln(out)
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "STEP\tITEM\tSTATE\tATTEMPTS\tDURATION\tEXIT\tERROR")
+	rows := [][]string{{"STEP", "ITEM", "STATE", "ATTEMPTS", "DURATION", "EXIT", "ERROR"}}
 	for _, t := range tasks {
 		exit := ""
 		if t.ExitCode != nil {
@@ -90,9 +87,9 @@ func showRun(out io.Writer, rec *local.Record, tasks []local.Task) error {
 		if !t.Start.IsZero() {
 			dur = span(t.State, t.Start, t.End)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", t.Label(), t.Item, t.State, t.Attempts, dur, exit, t.Error)
+		rows = append(rows, []string{t.Label(), t.Item, string(t.State), strconv.Itoa(t.Attempts), dur, exit, t.Error})
 	}
-	return w.Flush()
+	return writeTable(out, rows)
 }
 
 // span is the time from start to end, or to now while a run or step goes on.

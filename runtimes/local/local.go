@@ -306,9 +306,11 @@ func (r *runner) loop(ctx context.Context) {
 	var queue []*task
 	released := map[string]bool{}
 	running, waiting := 0, 0
-	stop := ctx.Done()
+	// stop is ctx.Done() until the run is interrupted, then nil. (It is nil from
+	// the start for a context that cannot end.)
+	stop, interrupted := ctx.Done(), false
 	for {
-		if stop != nil {
+		if !interrupted {
 			queue = r.release(queue, released)
 			for running < r.o.MaxParallel && len(queue) > 0 {
 				t := queue[0]
@@ -318,14 +320,14 @@ func (r *runner) loop(ctx context.Context) {
 				go func() { events <- event{t: t, out: r.attempt(ctx, t, n)} }()
 			}
 		}
-		if running == 0 && waiting == 0 && (stop == nil || len(queue) == 0) {
+		if running == 0 && waiting == 0 && (interrupted || len(queue) == 0) {
 			return
 		}
 		select {
 		case ev := <-events:
 			if ev.retry {
 				waiting--
-				if stop == nil {
+				if interrupted {
 					r.interrupt(ev.t)
 					continue
 				}
@@ -340,7 +342,7 @@ func (r *runner) loop(ctx context.Context) {
 				t.timer = time.AfterFunc(delay, func() { events <- event{t: t, retry: true} })
 			}
 		case <-stop:
-			stop = nil
+			stop, interrupted = nil, true
 			for _, t := range r.tasks {
 				if t.timer != nil && t.timer.Stop() {
 					t.timer = nil
@@ -536,9 +538,12 @@ func (r *runner) update(t *task, change func(*Task)) {
 // finish records how the run ended and reports it.
 func (r *runner) finish(ctx context.Context) (*Result, error) {
 	res := &Result{ID: r.id, Dir: r.dir, State: Succeeded}
+	var never []string
 	r.mu.Lock()
 	for _, t := range r.tasks {
 		switch t.rec.State {
+		case Pending:
+			never = append(never, t.label)
 		case Failed:
 			res.Failed = append(res.Failed, t.rec)
 		case Skipped:
@@ -561,6 +566,11 @@ func (r *runner) finish(ctx context.Context) (*Result, error) {
 	case writeErr != nil:
 		res.State = Failed
 		err = fmt.Errorf("run %s: recording step state: %w", r.id, writeErr)
+	case len(never) > 0:
+		// Every step ends somehow unless the run is interrupted; a step still
+		// pending here must never pass for a success.
+		res.State = Failed
+		err = fmt.Errorf("run %s: %s never started", r.id, strings.Join(never, ", "))
 	}
 	r.rec.State, r.rec.End = res.State, time.Now().UTC()
 	if err != nil {

@@ -727,3 +727,15 @@ func TestRunID(t *testing.T) {
 		}
 	}
 }
+
+// TestBackgroundContext runs with a context that can never end, as cli.Run's
+// callers may pass.
+func TestBackgroundContext(t *testing.T) {
+	flow := sdk.NewFlow("calm", sdk.Image("registry.example.com/calm:v1")).
+		Step("a", sdk.Command("sh", "-c", `touch "$MANIFOLD_ARTIFACTS/ran"`))
+	r := runFlow(t, context.Background(), flow, local.Options{})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	readFile(t, r.artifactDir("a", -1), "ran")
+}
