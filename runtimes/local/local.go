@@ -123,6 +123,8 @@ type task struct {
 	// earlier is set when an earlier runner of this run already succeeded.
 	earlier bool
 	timer   *time.Timer
+	// dirMade is set once stateDir exists; only the scheduling loop uses it.
+	dirMade bool
 }
 
 type runner struct {
@@ -278,12 +280,14 @@ func (r *runner) addTasks(s *plan.Step, resumed bool) error {
 				t.rec, t.earlier = prev, true
 			}
 		}
-		if !t.earlier {
-			if err := os.MkdirAll(t.stateDir, 0o755); err != nil {
-				return err
-			}
-			if err := writeJSON(filepath.Join(t.stateDir, stateFile), t.rec); err != nil {
-				return err
+		if resumed && !t.earlier {
+			// What an earlier runner recorded of a task that runs again is stale. (A
+			// task without state.json reads as pending.)
+			path := filepath.Join(t.stateDir, stateFile)
+			if _, err := os.Stat(path); err == nil {
+				if err := writeJSON(path, t.rec); err != nil {
+					return err
+				}
 			}
 		}
 		r.tasks = append(r.tasks, t)
@@ -412,30 +416,38 @@ func (r *runner) stepState(step string) State {
 // to retry, else failed if any failed, and so on; succeeded when all did. Callers
 // hold runner.mu.
 func summary(ts []*task) State {
-	count := map[State]int{}
+	var running, retrying, final, failed, interrupted, skipped int
 	for _, t := range ts {
-		count[t.rec.State]++
-	}
-	final := 0
-	for s, n := range count {
-		if s.Final() {
-			final += n
+		switch st := t.rec.State; st {
+		case Running:
+			running++
+		case Retrying:
+			retrying++
+		case Failed:
+			failed++
+		case Interrupted:
+			interrupted++
+		case Skipped:
+			skipped++
+		}
+		if t.rec.State.Final() {
+			final++
 		}
 	}
 	switch {
-	case count[Running] > 0:
+	case running > 0:
 		return Running
-	case count[Retrying] > 0:
+	case retrying > 0:
 		return Retrying
 	case final < len(ts) && final > 0:
 		return Running // some items done, others queued
 	case final < len(ts):
 		return Pending
-	case count[Failed] > 0:
+	case failed > 0:
 		return Failed
-	case count[Interrupted] > 0:
+	case interrupted > 0:
 		return Interrupted
-	case count[Skipped] > 0:
+	case skipped > 0:
 		return Skipped
 	}
 	return Succeeded
@@ -520,13 +532,22 @@ func backoff(d time.Duration, n int) time.Duration {
 	return d
 }
 
-// update changes t's record under the lock and writes its state.json.
+// update changes t's record under the lock and writes its state.json. Only the
+// scheduling loop calls it.
 func (r *runner) update(t *task, change func(*Task)) {
 	r.mu.Lock()
 	change(&t.rec)
 	rec := t.rec
 	r.mu.Unlock()
-	if err := writeJSON(filepath.Join(t.stateDir, stateFile), rec); err != nil {
+	var err error
+	if !t.dirMade {
+		err = os.MkdirAll(t.stateDir, 0o755)
+		t.dirMade = err == nil
+	}
+	if err == nil {
+		err = writeJSON(filepath.Join(t.stateDir, stateFile), rec)
+	}
+	if err != nil {
 		r.mu.Lock()
 		if r.writeErr == nil {
 			r.writeErr = err

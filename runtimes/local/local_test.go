@@ -85,7 +85,7 @@ func runFlow(t *testing.T, ctx context.Context, flow *sdk.Flow, o local.Options)
 	return runPlan(t, ctx, p, o)
 }
 
-func compileFlow(t *testing.T, flow *sdk.Flow, params map[string]string) *plan.Flow {
+func compileFlow(t testing.TB, flow *sdk.Flow, params map[string]string) *plan.Flow {
 	t.Helper()
 	p, errs := compile.Compile(flow, compile.Options{Params: params})
 	if len(errs) > 0 {
@@ -187,7 +187,6 @@ func TestEnvironment(t *testing.T) {
 		t.Errorf("stdout.log of once = %q", got)
 	}
 }
-
 
 // TestFailure: a failing step stops what waits for it, an independent branch
 // finishes, and the error names the step, its exit status and its last words.
@@ -436,7 +435,9 @@ func TestInterrupt(t *testing.T) {
 	defer cancel()
 	root := t.TempDir()
 	done := make(chan run, 1)
-	go func() { done <- runFlow(t, ctx, writerFlow, local.Options{Root: root, KillGrace: 300 * time.Millisecond}) }()
+	go func() {
+		done <- runFlow(t, ctx, writerFlow, local.Options{Root: root, KillGrace: 300 * time.Millisecond})
+	}()
 
 	// Wait until both steps are under way: the artifact written, the child started.
 	var runDir string

@@ -117,11 +117,10 @@ func (r *runner) attempt(ctx context.Context, t *task, n int) outcome {
 	if err := os.MkdirAll(t.artifacts, 0o755); err != nil {
 		return outcome{err: err}
 	}
-	logs, err := openLogs(t.stateDir, n)
-	if err != nil {
-		return outcome{err: err}
-	}
-	defer logs.close()
+	outLog := &logFile{path: filepath.Join(t.stateDir, StdoutLog), attempt: n}
+	errLog := &logFile{path: filepath.Join(t.stateDir, StderrLog), attempt: n}
+	defer outLog.close()
+	defer errLog.close()
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return outcome{err: err}
@@ -144,8 +143,8 @@ func (r *runner) attempt(ctx context.Context, t *task, n int) outcome {
 	var copying sync.WaitGroup
 	stdout := &lines{emit: func(line string) { r.disp.output(t, false, line) }}
 	stderr := &lines{emit: func(line string) { r.disp.output(t, true, line) }}
-	copying.Go(func() { pump(outR, logs.out, stdout) })
-	copying.Go(func() { pump(errR, logs.err, stderr) })
+	copying.Go(func() { pump(outR, outLog, stdout) })
+	copying.Go(func() { pump(errR, errLog, stderr) })
 
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
@@ -207,7 +206,7 @@ func (r *runner) drain(copying *sync.WaitGroup, pipes ...*os.File) {
 
 // pump copies a step's output into its log and the line splitter.
 func pump(src io.Reader, log io.Writer, l *lines) {
-	buf := make([]byte, 32<<10)
+	buf := make([]byte, 8<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
@@ -267,33 +266,31 @@ func indexNewline(p []byte) int {
 	return -1
 }
 
-// logFiles are a task's stdout.log and stderr.log, appended to by each attempt.
-type logFiles struct{ out, err *os.File }
-
-func openLogs(dir string, attempt int) (*logFiles, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	var l logFiles
-	var err error
-	if l.out, err = os.OpenFile(filepath.Join(dir, StdoutLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err != nil {
-		return nil, err
-	}
-	if l.err, err = os.OpenFile(filepath.Join(dir, StderrLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err != nil {
-		l.out.Close()
-		return nil, err
-	}
-	// Each attempt after the first in a log starts with a line saying so.
-	marker := fmt.Sprintf("--- attempt %d, %s ---\n", attempt, time.Now().UTC().Format(time.RFC3339))
-	for _, f := range []*os.File{l.out, l.err} {
-		if info, err := f.Stat(); err == nil && info.Size() > 0 {
-			_, _ = io.WriteString(f, marker)
-		}
-	}
-	return &l, nil
+// logFile is a task's stdout.log or stderr.log, appended to by each attempt. It
+// is opened at the first write, so a step that prints nothing costs no file.
+type logFile struct {
+	path    string
+	attempt int
+	f       *os.File
+	err     error
 }
 
-func (l *logFiles) close() {
-	l.out.Close()
-	l.err.Close()
+func (l *logFile) Write(p []byte) (int, error) {
+	if l.f == nil && l.err == nil {
+		l.f, l.err = os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		// In a log that already holds output, say where this attempt's begins.
+		if info, err := os.Stat(l.path); l.err == nil && err == nil && info.Size() > 0 {
+			_, _ = fmt.Fprintf(l.f, "--- attempt %d, %s ---\n", l.attempt, time.Now().UTC().Format(time.RFC3339))
+		}
+	}
+	if l.err != nil {
+		return 0, l.err
+	}
+	return l.f.Write(p)
+}
+
+func (l *logFile) close() {
+	if l.f != nil {
+		l.f.Close()
+	}
 }
