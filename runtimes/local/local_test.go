@@ -246,7 +246,7 @@ func TestFailure(t *testing.T) {
 func TestRetrySucceedsOnSecondAttempt(t *testing.T) {
 	flow := sdk.NewFlow("retryflow", sdk.Image("registry.example.com/retry:v1")).
 		Step("shaky", sdk.Retry(3), sdk.RetryBackoff(10*time.Millisecond), sdk.Command("sh", "-c",
-			`if [ -e "$MANIFOLD_ARTIFACTS/tried" ]; then echo second; exit 0; fi; touch "$MANIFOLD_ARTIFACTS/tried"; echo first >&2; exit 1`))
+			`if [ -e "$MANIFOLD_ARTIFACTS/tried" ]; then echo second; echo again >&2; exit 0; fi; touch "$MANIFOLD_ARTIFACTS/tried"; echo first >&2; exit 1`))
 	r := runFlow(t, t.Context(), flow, local.Options{})
 	if r.err != nil {
 		t.Fatalf("run: %v\n%s", r.err, r.stdout)
@@ -256,7 +256,7 @@ func TestRetrySucceedsOnSecondAttempt(t *testing.T) {
 		t.Errorf("shaky: %+v, want succeeded on attempt 2", got)
 	}
 	// A log that already holds output marks where the next attempt's begins.
-	if log := readFile(t, local.StateDir(r.res.Dir, "shaky", -1), local.StderrLog); !regexp.MustCompile(`\Afirst\n--- attempt 2, \S+ ---\n\z`).MatchString(log) {
+	if log := readFile(t, local.StateDir(r.res.Dir, "shaky", -1), local.StderrLog); !regexp.MustCompile(`\Afirst\n--- attempt 2, \S+ ---\nagain\n\z`).MatchString(log) {
 		t.Errorf("stderr.log = %q, want both attempts", log)
 	}
 	if log := readFile(t, local.StateDir(r.res.Dir, "shaky", -1), local.StdoutLog); log != "second\n" {
