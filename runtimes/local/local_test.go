@@ -153,9 +153,9 @@ func TestEnvironment(t *testing.T) {
 	t.Setenv("KEEP_ME", "kept")
 	flow := sdk.NewFlow("envflow", sdk.Image("registry.example.com/env:v1"), sdk.Param("who", "world")).
 		Step("once", sdk.Env("GREETING", "hi $(MANIFOLD_PARAM_WHO) $(UNKNOWN) $$(MANIFOLD_PARAM_WHO)"),
-			sdk.Command("sh", "-c", `env | grep -E '^(MANIFOLD_|GREETING=|KEEP_ME=)' | sort > "$MANIFOLD_ARTIFACTS/env.txt"; printf '%s\n' "$1"`, "sh", "argv $(MANIFOLD_PARAM_WHO) $(GREETING)")).
+			sdk.Command("sh", "-c", `env | grep -E '^(MANIFOLD_(PARAM_|ITEM|INDEX|RUN_DIR|ARTIFACTS)|GREETING=|KEEP_ME=)' | sort > "$MANIFOLD_ARTIFACTS/env.txt"; printf '%s\n' "$1"`, "sh", "argv $(MANIFOLD_PARAM_WHO) $(GREETING)")).
 		Step("each", sdk.Foreach("x", "y"), sdk.After("once"),
-			sdk.Command("sh", "-c", `env | grep -E '^MANIFOLD_' | sort > "$MANIFOLD_ARTIFACTS/env.txt"`))
+			sdk.Command("sh", "-c", `env | grep -E '^MANIFOLD_(PARAM_|ITEM|INDEX|RUN_DIR|ARTIFACTS)' | sort > "$MANIFOLD_ARTIFACTS/env.txt"`))
 	r := runFlow(t, t.Context(), flow, local.Options{})
 	if r.err != nil {
 		t.Fatalf("run: %v\n%s", r.err, r.stdout)
