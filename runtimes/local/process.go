@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/manifoldflow/manifold/emit"
@@ -112,7 +111,7 @@ func (r *runner) attempt(ctx context.Context, t *task, n int) outcome {
 		cmd = exec.Command(argv[0], argv[1:]...)
 	}
 	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	newGroup(cmd)
 
 	if err := os.MkdirAll(t.artifacts, 0o755); err != nil {
 		return outcome{err: err}
@@ -154,18 +153,18 @@ func (r *runner) attempt(ctx context.Context, t *task, n int) outcome {
 	case err = <-waited:
 	case <-ctx.Done():
 		stopped = context.Cause(ctx)
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		signalGroup(pgid, false)
 		grace := time.NewTimer(r.o.KillGrace)
 		select {
 		case err = <-waited:
 		case <-grace.C:
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			signalGroup(pgid, true)
 			err = <-waited
 		}
 		grace.Stop()
 	}
 	// Whatever the step left running in its group goes with it.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	signalGroup(pgid, true)
 	r.drain(&copying, outR, errR)
 	stdout.flush()
 	stderr.flush()

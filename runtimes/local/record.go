@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/manifoldflow/manifold/internal/atomicfile"
@@ -224,18 +223,14 @@ func writeJSON(path string, v any) error {
 	return atomicfile.Write(path, append(data, '\n'))
 }
 
-// lock takes the run directory's lock for this process, or says which process
-// holds it. The lock goes with the process, however it ends.
+// lock takes the run directory's lock for this process, or returns errBusy.
 func lock(dir string) (*os.File, error) {
 	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := tryLock(f, true); err != nil {
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, errBusy
-		}
 		return nil, err
 	}
 	return f, nil
@@ -250,8 +245,5 @@ func locked(dir string) bool {
 		return false
 	}
 	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
-		return errors.Is(err, syscall.EWOULDBLOCK)
-	}
-	return false
+	return errors.Is(tryLock(f, false), errBusy)
 }
