@@ -57,7 +57,7 @@ func runCommand(flow *sdk.Flow, arg0 string) *ucli.Command {
 			if err != nil {
 				return invalidErr(fmt.Errorf("finding this program, which runs the Run steps: %w", err))
 			}
-			width, live := terminal(c.App.Writer)
+			width, height, live := terminal(c.App.Writer)
 			res, err := local.Run(c.Context, p, local.Options{
 				RunID:       c.String("run-id"),
 				MaxParallel: c.Int("max-parallel"),
@@ -68,6 +68,7 @@ func runCommand(flow *sdk.Flow, arg0 string) *ucli.Command {
 				Stderr:      c.App.ErrWriter,
 				Live:        live,
 				Width:       width,
+				Height:      height,
 			})
 			var refused *local.RefusedError
 			switch {
@@ -88,15 +89,15 @@ func runCommand(flow *sdk.Flow, arg0 string) *ucli.Command {
 }
 
 // terminal reports whether w is a terminal that can show the live view, and its
-// width.
-func terminal(w io.Writer) (int, bool) {
-	f, ok := w.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) || os.Getenv("TERM") == "dumb" {
-		return 0, false
+// size.
+func terminal(w io.Writer) (width, height int, ok bool) {
+	f, isFile := w.(*os.File)
+	if !isFile || !term.IsTerminal(int(f.Fd())) || os.Getenv("TERM") == "dumb" {
+		return 0, 0, false
 	}
-	width, _, err := term.GetSize(int(f.Fd()))
+	width, height, err := term.GetSize(int(f.Fd()))
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
-	return width, true
+	return width, height, true
 }

@@ -23,6 +23,7 @@ type display struct {
 	out    io.Writer
 	errOut io.Writer
 	width  int
+	height int
 	// pad aligns the "|" of output lines.
 	pad int
 	// drawn is how many lines of the live view are on the screen.
@@ -33,9 +34,12 @@ type display struct {
 }
 
 func newDisplay(r *runner) *display {
-	d := &display{r: r, live: r.o.Live, out: r.o.Stdout, errOut: r.o.Stderr, width: r.o.Width}
+	d := &display{r: r, live: r.o.Live, out: r.o.Stdout, errOut: r.o.Stderr, width: r.o.Width, height: r.o.Height}
 	if d.width <= 0 {
 		d.width = 80
+	}
+	if d.height <= 0 {
+		d.height = 24
 	}
 	for _, t := range r.tasks {
 		d.pad = max(d.pad, utf8.RuneCountInString(t.label))
@@ -189,6 +193,7 @@ func (d *display) view(now time.Time) []string {
 		rows = append(rows, []string{s.Name, string(state), dur, strings.Join(detail, ", ")})
 	}
 	lines := []string{fmt.Sprintf("run %s: %d/%d steps done, %s", r.id, done, len(r.flow.Steps), human(now.Sub(r.rec.Start).Truncate(100*time.Millisecond)))}
+	rows = d.fewer(rows)
 	widths := make([]int, 3)
 	for _, row := range rows {
 		for c := range widths {
@@ -207,6 +212,40 @@ func (d *display) view(now time.Time) []string {
 		lines = append(lines, strings.TrimRight(b.String(), " "))
 	}
 	return lines
+}
+
+// fewer keeps the view within the terminal's height (the cursor cannot go back up
+// to lines that scrolled away): when the steps do not fit, the running and failed
+// ones come first, and one last row counts the rest by state.
+func (d *display) fewer(rows [][]string) [][]string {
+	room := max(d.height-2, 2) // the run's line, and a line for the cursor
+	if len(rows) <= room {
+		return rows
+	}
+	var kept, rest [][]string
+	for _, row := range rows {
+		switch State(row[1]) {
+		case Running, Retrying, Failed:
+			if len(kept) < room-1 {
+				kept = append(kept, row)
+				continue
+			}
+		}
+		rest = append(rest, row)
+	}
+	count := map[string]int{}
+	var order []string
+	for _, row := range rest {
+		if count[row[1]] == 0 {
+			order = append(order, row[1])
+		}
+		count[row[1]]++
+	}
+	var parts []string
+	for _, st := range order {
+		parts = append(parts, fmt.Sprintf("%d %s", count[st], st))
+	}
+	return append(kept, []string{fmt.Sprintf("%d more", len(rest)), strings.Join(parts, ", "), "", ""})
 }
 
 // fit cuts s to n runes, so that no line of the view wraps.

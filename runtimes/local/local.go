@@ -66,9 +66,11 @@ type Options struct {
 	// standard error; io.Discard when nil.
 	Stdout, Stderr io.Writer
 	// Live redraws one line per step in place on Stdout, a terminal Width columns
-	// wide; otherwise every event is a timestamped line.
-	Live  bool
-	Width int
+	// wide and Height lines high (when there are more steps than lines, it shows
+	// those running or failed, and counts the others); otherwise every event is a
+	// timestamped line.
+	Live          bool
+	Width, Height int
 	// KillGrace is how long a stopped step has between SIGTERM and SIGKILL; 5s
 	// when 0.
 	KillGrace time.Duration

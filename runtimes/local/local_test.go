@@ -740,3 +740,46 @@ func TestBackgroundContext(t *testing.T) {
 	}
 	readFile(t, r.artifactDir("a", -1), "ran")
 }
+
+// TestLiveViewHeight: with more steps than the terminal has lines, the view keeps
+// to its height, showing the running step and counting the others.
+func TestLiveViewHeight(t *testing.T) {
+	flow := sdk.NewFlow("tall", sdk.Image("registry.example.com/tall:v1"))
+	for i := range 12 {
+		opts := []sdk.StepOption{sdk.Command("true")}
+		if i > 0 {
+			opts = append(opts, sdk.After(fmt.Sprintf("s%02d", i-1)))
+		}
+		flow.Step(fmt.Sprintf("s%02d", i), opts...)
+	}
+	r := runFlow(t, t.Context(), flow, local.Options{Live: true, Width: 80, Height: 6})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	// Each drawing follows a "clear to the end of the screen".
+	blocks := strings.Split(r.stdout, "\x1b[J")[1:]
+	if len(blocks) < 12 {
+		t.Fatalf("%d drawings, want one at least per step start:\n%q", len(blocks), r.stdout)
+	}
+	sawRunning := false
+	for _, b := range blocks {
+		b = regexp.MustCompile(`\x1b\[\d+F$`).ReplaceAllString(b, "")
+		lines := strings.Split(strings.TrimSuffix(b, "\n"), "\n")
+		if strings.HasPrefix(lines[len(lines)-1], "run "+r.res.ID+" succeeded") {
+			lines = lines[:len(lines)-1] // the summary, after the last drawing
+		}
+		if len(lines) > 5 {
+			t.Errorf("a drawing of %d lines on a terminal of 6:\n%s", len(lines), b)
+		}
+		if regexp.MustCompile(`(?m)^  s\d\d +running`).MatchString(b) && regexp.MustCompile(`(?m)^  \d+ more +\d+ (pending|succeeded)`).MatchString(b) {
+			sawRunning = true
+		}
+	}
+	if !sawRunning {
+		t.Errorf("no drawing shows the running step and counts the rest:\n%s", r.stdout)
+	}
+	last := blocks[len(blocks)-1]
+	if !strings.Contains(last, "  12 more  12 succeeded\n") {
+		t.Errorf("last drawing:\n%s", last)
+	}
+}
