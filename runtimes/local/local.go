@@ -562,9 +562,12 @@ func (r *runner) update(t *task, change func(*Task)) {
 func (r *runner) finish(ctx context.Context) (*Result, error) {
 	res := &Result{ID: r.id, Dir: r.dir, State: Succeeded}
 	var never []string
+	stopped := false
 	r.mu.Lock()
 	for _, t := range r.tasks {
 		switch t.rec.State {
+		case Interrupted:
+			stopped = true
 		case Pending:
 			never = append(never, t.label)
 		case Failed:
@@ -580,7 +583,8 @@ func (r *runner) finish(ctx context.Context) (*Result, error) {
 
 	var err error
 	switch {
-	case ctx.Err() != nil:
+	case ctx.Err() != nil && (stopped || len(never) > 0):
+		// (An interrupt that came after the last step ended stopped nothing.)
 		res.State = Interrupted
 		err = fmt.Errorf("run %s %w; resume it with --run-id %s", r.id, ErrInterrupted, r.id)
 	case len(res.Failed) > 0:
