@@ -10,6 +10,10 @@
 // Timeout apply to each step as declared. A step that fails stops the steps that
 // wait for it; independent steps finish.
 //
+// On Unix each step leads a process group of its own, and the whole group ends
+// with the step: a timeout or an interrupt sends it SIGTERM, then SIGKILL after
+// Options.KillGrace, and what a step leaves running when it exits is killed.
+//
 // A run keeps everything under <root>/<run id>/:
 //
 //	run.json                          the run: flow, params, steps, state, start and end
@@ -94,6 +98,7 @@ type Result struct {
 // RefusedError lists what a flow asks that a strict local run refuses.
 type RefusedError struct{ Problems field.ErrorList }
 
+// Error lists the problems, one per line.
 func (e *RefusedError) Error() string {
 	msgs := make([]string, len(e.Problems))
 	for i, p := range e.Problems {
