@@ -17,6 +17,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/manifoldflow/manifold/cli"
+	"github.com/manifoldflow/manifold/internal/proctest"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -211,9 +212,7 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Fatalf("%s did not appear", path)
 }
 
-// cmdGone waits for the process whose ID a file holds to end: `gone PIDFILE`. A
-// zombie counts as gone: nothing here reaps a process reparented to an init that
-// does not.
+// cmdGone waits for the process whose ID a file holds to end: `gone PIDFILE`.
 func cmdGone(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: gone PIDFILE")
@@ -222,14 +221,5 @@ func cmdGone(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
 	ts.Check(err)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return
-		}
-		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && i+2 < len(stat) && (stat[i+2] == 'Z' || stat[i+2] == 'X') {
-			return
-		}
-	}
-	ts.Fatalf("process %d still runs", pid)
+	ts.Check(proctest.WaitGone(pid, 10*time.Second))
 }

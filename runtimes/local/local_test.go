@@ -20,6 +20,7 @@ import (
 
 	"github.com/manifoldflow/manifold/cli"
 	"github.com/manifoldflow/manifold/compile"
+	"github.com/manifoldflow/manifold/internal/proctest"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/local"
 	"github.com/manifoldflow/manifold/sdk"
@@ -338,29 +339,13 @@ func pidIn(t *testing.T, dir, name string) int {
 	return pid
 }
 
-// waitGone waits for process pid to end: to be gone, or a zombie (which nothing
-// here reaps when it was reparented to an init that does not).
+// waitGone waits for process pid to end, and kills it if it does not.
 func waitGone(t *testing.T, what string, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("%s (pid %d) still runs after its step ended", what, pid)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := proctest.WaitGone(pid, 10*time.Second); err != nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("%s: %v", what, err)
 	}
-}
-
-func alive(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return syscall.Kill(pid, 0) == nil
-	}
-	// The state follows the command name in parentheses.
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || (s[i+2] != 'Z' && s[i+2] != 'X')
 }
 
 // TestResume runs a flow whose item b fails, then resumes the run: only b and
