@@ -6,15 +6,18 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/manifoldflow/manifold/cli"
+	"github.com/manifoldflow/manifold/internal/proctest"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -97,21 +100,36 @@ var cronFlow = sdk.NewFlow("cronflow", sdk.Image("registry.example.com/cron:v1")
 	Step("extract", sdk.Run(noop)).
 	Step("load", sdk.Run(noop), sdk.After("extract"))
 
+// sleepyFlow runs until it is interrupted: a Command step with a grandchild that
+// sleeps, and a Run step that keeps rewriting an artifact until its context ends.
+var sleepyFlow = sdk.NewFlow("sleepyflow", sdk.Image("registry.example.com/sleepy:v1")).
+	Step("nap", sdk.Command("sh", "-c", `sleep 300 & echo $! > "$MANIFOLD_ARTIFACTS/child"; wait`)).
+	Step("scribble", sdk.Run(func(ctx *sdk.Context) error {
+		for i := 0; ctx.Err() == nil; i++ {
+			if err := ctx.Put("count", i); err != nil {
+				return err
+			}
+		}
+		return ctx.Err()
+	})).
+	Step("never", sdk.After("nap", "scribble"), sdk.Command("true"))
+
 // envStatus names the file where a flow command records its exit status, for the
 // scripts' status command.
 const envStatus = "CLITEST_STATUS"
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"trainflow": flowMain(trainFlow),
-		"fanflow":   flowMain(fanFlow),
-		"badflow":   flowMain(badFlow),
-		"panicflow": flowMain(panicFlow),
-		"cronflow":  flowMain(cronFlow),
+		"trainflow":  flowMain(trainFlow),
+		"fanflow":    flowMain(fanFlow),
+		"badflow":    flowMain(badFlow),
+		"panicflow":  flowMain(panicFlow),
+		"cronflow":   flowMain(cronFlow),
+		"sleepyflow": flowMain(sleepyFlow),
 	})
 }
 
-// flowMain is what cli.Main does, with the exit status also written where the status
+// flowMain is what cli.Main does (signals included), with the exit status also written where the status
 // command reads it. The previous status is removed first, so a status that cli.Run
 // did not return (a crash) is never recorded, and never mistaken for an older one.
 func flowMain(flow *sdk.Flow) func() {
@@ -123,7 +141,9 @@ func flowMain(flow *sdk.Flow) func() {
 				os.Exit(100)
 			}
 		}
-		code := cli.Run(context.Background(), flow, os.Args, os.Stdout, os.Stderr)
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := cli.Run(ctx, flow, os.Args, os.Stdout, os.Stderr)
+		stop()
 		if path != "" {
 			if err := os.WriteFile(path, []byte(strconv.Itoa(code)), 0o644); err != nil {
 				fmt.Fprintln(os.Stderr, "recording the exit status:", err)
@@ -144,7 +164,9 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
-			"status": cmdStatus,
+			"status":   cmdStatus,
+			"waitfile": cmdWaitFile,
+			"gone":     cmdGone,
 		},
 	})
 }
@@ -174,4 +196,30 @@ func cmdStatus(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("exit status %d, want %d", got, want)
 	}
+}
+
+// cmdWaitFile waits for a file to exist: `waitfile PATH`.
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitfile PATH")
+	}
+	path := ts.MkAbs(args[0])
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+	}
+	ts.Fatalf("%s did not appear", path)
+}
+
+// cmdGone waits for the process whose ID a file holds to end: `gone PIDFILE`.
+func cmdGone(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: gone PIDFILE")
+	}
+	data, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	ts.Check(err)
+	ts.Check(proctest.WaitGone(pid, 10*time.Second))
 }

@@ -9,6 +9,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/internal/atomicfile"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -86,30 +87,10 @@ func writeFiles(c *ucli.Context, dir string, files []emit.File) error {
 	}
 	for _, f := range files {
 		path := filepath.Join(dir, f.Name)
-		if err := writeAtomic(path, f.Data); err != nil {
+		if err := atomicfile.Write(path, f.Data); err != nil {
 			return invalidErr(err)
 		}
 		fmt.Fprintf(c.App.Writer, "wrote %s\n", path)
 	}
 	return nil
-}
-
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

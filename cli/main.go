@@ -2,15 +2,23 @@
 //
 //	func main() { cli.Main(flow) }
 //
-// and the program then compiles, validates, draws and runs that flow:
+// and the program then runs, compiles, validates and draws that flow:
 //
+//	hello                       # run it on this machine (the same as `hello run`)
+//	hello run --param name=you --max-parallel 4
+//	hello runs list             # the local runs; `hello runs show RUN` shows one
 //	hello compile --target job -o out/
 //	hello validate --set train.efa=4
 //	hello graph --format dot
 //	hello step greet            # what a step's container runs
 //
+// run executes the flow with the local runtime (package runtimes/local): steps in
+// dependency order, Run steps through `step NAME` of this same program, Command
+// steps as processes, with a live view on a terminal and everything kept under
+// .manifold/runs/<run id>/.
+//
 // Exit status: 0 on success, 1 when the flow (or its config) is invalid or a step
-// fails, 2 when the command line is wrong.
+// fails, 2 when the command line is wrong, 130 when a run is interrupted.
 package cli
 
 import (
@@ -54,7 +62,15 @@ func Main(flow *sdk.Flow) {
 // Run runs the command line args (args[0] is the program name) for flow, writing to
 // stdout and stderr, and returns the exit status.
 func Run(ctx context.Context, flow *sdk.Flow, args []string, stdout, stderr io.Writer) int {
-	app := newApp(flow, stdout, stderr)
+	if len(args) == 1 || len(args) > 1 && strings.HasPrefix(args[1], "-") && !helpFlag(args[1]) {
+		// No command: run the flow, with the flags given.
+		args = append([]string{args[0], "run"}, args[1:]...)
+	}
+	arg0 := "flow"
+	if len(args) > 0 {
+		arg0 = args[0]
+	}
+	app := newApp(flow, arg0, stdout, stderr)
 	err := app.RunContext(ctx, args)
 	var ex *exitError
 	switch {
@@ -69,6 +85,14 @@ func Run(ctx context.Context, flow *sdk.Flow, args []string, stdout, stderr io.W
 		fmt.Fprintln(stderr, "error:", err)
 		return ExitUsage
 	}
+}
+
+func helpFlag(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help":
+		return true
+	}
+	return false
 }
 
 // exitError carries a status; err, when set, is printed as "error: …".
@@ -93,7 +117,7 @@ func invalidErr(err error) error { return &exitError{code: ExitInvalid, err: err
 // silentInvalid is returned after the errors were printed one per line.
 var silentInvalid = &exitError{code: ExitInvalid}
 
-func newApp(flow *sdk.Flow, stdout, stderr io.Writer) *ucli.App {
+func newApp(flow *sdk.Flow, arg0 string, stdout, stderr io.Writer) *ucli.App {
 	name := "flow"
 	if flow != nil && flow.Name() != "" {
 		name = flow.Name()
@@ -110,6 +134,8 @@ func newApp(flow *sdk.Flow, stdout, stderr io.Writer) *ucli.App {
 			return usageErr("%v", err)
 		},
 		Commands: []*ucli.Command{
+			runCommand(flow, arg0),
+			runsCommand(flow),
 			compileCommand(flow),
 			validateCommand(flow),
 			graphCommand(flow),
@@ -118,6 +144,9 @@ func newApp(flow *sdk.Flow, stdout, stderr io.Writer) *ucli.App {
 	}
 	for _, c := range app.Commands {
 		c.OnUsageError = app.OnUsageError
+		for _, sub := range c.Subcommands {
+			sub.OnUsageError = app.OnUsageError
+		}
 	}
 	app.Action = func(c *ucli.Context) error {
 		if c.Args().Present() {

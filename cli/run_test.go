@@ -17,6 +17,10 @@ func TestRunWriters(t *testing.T) {
 	quiet := sdk.NewFlow("quiet", sdk.Image("registry.example.com/quiet:v1")).
 		Step("one", sdk.Run(func(*sdk.Context) error { return nil }), sdk.CPU("1"))
 
+	// Run steps would start this test binary again; a Command step runs as is.
+	shell := sdk.NewFlow("shell", sdk.Image("registry.example.com/shell:v1")).
+		Step("say", sdk.Command("sh", "-c", "echo out; echo err >&2"))
+
 	tests := []struct {
 		name   string
 		flow   *sdk.Flow
@@ -30,6 +34,8 @@ func TestRunWriters(t *testing.T) {
 		{name: "graph", flow: quiet, args: []string{"graph", "--format", "dot"}, code: cli.ExitOK, stdout: `digraph "quiet"`},
 		{name: "help", flow: quiet, args: []string{"--help"}, code: cli.ExitOK, stdout: "COMMANDS:"},
 		{name: "step", flow: quiet, args: []string{"step", "one"}, code: cli.ExitOK},
+		{name: "run", flow: shell, args: []string{"run"}, code: cli.ExitOK, stdout: "say | out", stderr: "say | err"},
+		{name: "runs", flow: shell, args: []string{"runs", "list"}, code: cli.ExitOK, stdout: "RUN"},
 		{name: "invalid", flow: badFlow, args: []string{"validate"}, code: cli.ExitInvalid, stderr: "steps[train].trainium: Invalid value: 0"},
 		{name: "usage", flow: quiet, args: []string{"compile", "--set", "one.cpu"}, code: cli.ExitUsage, stderr: `error: --set "one.cpu"`},
 		{name: "flag", flow: quiet, args: []string{"compile", "--bogus"}, code: cli.ExitUsage, stderr: "flag provided but not defined"},

@@ -18,7 +18,7 @@ import (
 // Environment of the step command.
 const (
 	// EnvRunDir is the run directory that holds artifacts.
-	EnvRunDir = "MANIFOLD_RUN_DIR"
+	EnvRunDir = plan.EnvRunDir
 	// DefaultRunDir is the run directory when EnvRunDir is unset.
 	DefaultRunDir = ".manifold/runs/default"
 )

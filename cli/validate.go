@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 
@@ -39,19 +40,12 @@ func validateCommand(flow *sdk.Flow) *ucli.Command {
 				return err
 			}
 			fmt.Fprintf(c.App.Writer, "flow %s is valid: %d steps\n", p.Name, len(p.Steps))
-			var b strings.Builder
-			w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+			var rows [][]string
 			for i := range p.Steps {
-				fmt.Fprintf(w, "  %s\t%s\n", p.Steps[i].Name, describe(&p.Steps[i]))
+				rows = append(rows, []string{"  " + p.Steps[i].Name, describe(&p.Steps[i])})
 			}
-			if err := w.Flush(); err != nil {
+			if err := writeTable(c.App.Writer, rows); err != nil {
 				return err
-			}
-			for _, line := range strings.SplitAfter(b.String(), "\n") {
-				fmt.Fprint(c.App.Writer, strings.TrimRight(line, " \n"))
-				if strings.HasSuffix(line, "\n") {
-					fmt.Fprintln(c.App.Writer)
-				}
 			}
 			failed := false
 			for _, t := range targets {
@@ -75,4 +69,26 @@ func validateCommand(flow *sdk.Flow) *ucli.Command {
 			return nil
 		},
 	}
+}
+
+// writeTable writes rows as aligned columns, two spaces apart, without trailing
+// blanks.
+func writeTable(out io.Writer, rows [][]string) error {
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	for _, row := range rows {
+		fmt.Fprintln(w, strings.Join(row, "\t"))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	for _, line := range strings.SplitAfter(b.String(), "\n") {
+		if line == "" {
+			continue
+		}
+		if _, err := fmt.Fprintln(out, strings.TrimRight(line, " \n")); err != nil {
+			return err
+		}
+	}
+	return nil
 }

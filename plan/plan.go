@@ -33,6 +33,11 @@ const (
 	EnvIndex = "MANIFOLD_INDEX"
 	// EnvParamPrefix starts the variable that carries each flow param.
 	EnvParamPrefix = "MANIFOLD_PARAM_"
+	// EnvRunDir is the run directory that holds every step's artifacts.
+	EnvRunDir = "MANIFOLD_RUN_DIR"
+	// EnvArtifacts is a step's own artifact directory, <run dir>/<step>[/<index>],
+	// where a Command step keeps what it makes.
+	EnvArtifacts = "MANIFOLD_ARTIFACTS"
 
 	// The rendezvous variables every node of a multi-node step gets.
 	EnvNodeRank      = "MANIFOLD_NODE_RANK"

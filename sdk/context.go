@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+
+	"github.com/manifoldflow/manifold/internal/atomicfile"
 )
 
 // Context is what a Run body receives: the standard context (cancelled when the step
@@ -66,7 +68,7 @@ func (c *Context) Item() string { return c.item }
 func (c *Context) Index() int { return c.index }
 
 // ArtifactDir returns the directory where this step's artifacts are kept.
-func (c *Context) ArtifactDir() string { return artifactDir(c.runDir, c.step, c.index) }
+func (c *Context) ArtifactDir() string { return ArtifactDir(c.runDir, c.step, c.index) }
 
 // Put stores v, encoded as JSON, as this step's artifact name. The write is atomic: a
 // reader sees the old artifact or the new one, never part of one.
@@ -82,23 +84,7 @@ func (c *Context) Put(name string, v any) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+name+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, name+".json"))
+	return atomicfile.WriteSync(filepath.Join(dir, name+".json"), append(data, '\n'))
 }
 
 // Get decodes the artifact name of step into v.
@@ -121,7 +107,7 @@ func (c *Context) get(step string, index int, name string, v any) error {
 	if err := checkArtifactName(step); err != nil {
 		return fmt.Errorf("step %q: %w", step, err)
 	}
-	path := filepath.Join(artifactDir(c.runDir, step, index), name+".json")
+	path := filepath.Join(ArtifactDir(c.runDir, step, index), name+".json")
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("step %q has no artifact %q (looked for %s): did it run and Put it?", step, name, path)
@@ -135,7 +121,11 @@ func (c *Context) get(step string, index int, name string, v any) error {
 	return nil
 }
 
-func artifactDir(runDir, step string, index int) string {
+// ArtifactDir returns where a step keeps its artifacts in the run directory runDir:
+// <run dir>/<step>, or <run dir>/<step>/<index> for item index of a foreach step
+// (index is -1 for a step without Foreach). Runtimes give a Command step this
+// directory as MANIFOLD_ARTIFACTS.
+func ArtifactDir(runDir, step string, index int) string {
 	if index < 0 {
 		return filepath.Join(runDir, step)
 	}

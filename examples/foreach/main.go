@@ -1,5 +1,6 @@
 // Command foreach fans a step out over a list of regions, then joins the results.
 //
+//	go run ./examples/foreach run -j 3
 //	go run ./examples/foreach compile --target job
 package main
 

@@ -1,7 +1,8 @@
 // Command hello is the smallest Manifold flow: two Go steps that pass data through
 // artifacts, then a shell command. It asks for no accelerators.
 //
-//	go run ./examples/hello compile --target job
+//	go run ./examples/hello run                    # on this machine
+//	go run ./examples/hello compile --target job   # as Kubernetes Jobs
 package main
 
 import (

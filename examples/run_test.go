@@ -1,0 +1,92 @@
+package examples_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/manifoldflow/manifold/internal/exampletest"
+)
+
+// run runs `<example> run --run-id test args...` in a fresh directory, as a user
+// would, and returns the run directory and what the program printed.
+func run(t *testing.T, example string, args ...string) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command(exampletest.Build(t)[example], append([]string{"run", "--run-id", "test"}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s run: %v\n%s", example, err, out)
+	}
+	return filepath.Join(dir, ".manifold", "runs", "test"), string(out)
+}
+
+func TestHelloRuns(t *testing.T) {
+	runDir, out := run(t, "hello", "--param", "name=manifold")
+	if got := artifact[string](t, runDir, "greet", "greeting"); got != "hello, manifold" {
+		t.Errorf("greeting = %q", got)
+	}
+	if got := artifact[string](t, runDir, "shout", "shout"); got != "HELLO, MANIFOLD!" {
+		t.Errorf("shout = %q", got)
+	}
+	// The Command step's $(MANIFOLD_PARAM_NAME) is expanded as on Kubernetes.
+	log, err := os.ReadFile(filepath.Join(runDir, "_steps", "echo", "stdout.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(log) != "hello, manifold, from a Command step\n" {
+		t.Errorf("echo printed %q", log)
+	}
+	for _, want := range []string{"greet | hello, manifold\n", "shout | HELLO, MANIFOLD!\n", "echo  | hello, manifold, from a Command step\n", "run test succeeded in "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestForeachRuns(t *testing.T) {
+	runDir, _ := run(t, "foreach", "--max-parallel", "3")
+	want := "us-east-1: 100 objects\nus-west-2: 200 objects\neu-west-1: 300 objects"
+	if diff := cmp.Diff(want, artifact[string](t, runDir, "report", "summary")); diff != "" {
+		t.Errorf("summary (-want +got):\n%s", diff)
+	}
+	for i, region := range []string{"us-east-1", "us-west-2", "eu-west-1"} {
+		got := artifact[string](t, runDir, "process", strconv.Itoa(i), "result")
+		if !strings.HasPrefix(got, region+": ") {
+			t.Errorf("item %d result = %q", i, got)
+		}
+	}
+}
+
+// TestNeuronTrainRunsLocally: the accelerators are reported and ignored; the Run
+// steps work, and train fails for want of torchrun, which stops evaluate.
+func TestNeuronTrainRunsLocally(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(exampletest.Build(t)["neuron-train"], "run", "--run-id", "test")
+	cmd.Dir = dir
+	// A PATH without torchrun, whatever this machine has.
+	cmd.Env = append(os.Environ(), "PATH="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); err == nil || code != 1 {
+		t.Fatalf("exit %d (%v), want 1:\n%s", code, err, out)
+	}
+	for _, want := range []string{
+		"train asks 16 Trainium devices and 8 EFA: ignored locally",
+		"prepare: succeeded",
+		"evaluate: not started: train failed",
+		"error: step train failed: ",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if got := artifact[[]string](t, dir, ".manifold", "runs", "test", "prepare", "shards"); len(got) != 4 {
+		t.Errorf("shards = %q", got)
+	}
+}

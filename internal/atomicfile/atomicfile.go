@@ -1,0 +1,76 @@
+// Package atomicfile writes files so that a reader sees the old content or the new,
+// never part of either, even when the writer is killed half-way: the data goes to a
+// temporary file in the same directory, which is then renamed into place.
+package atomicfile
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// tempSuffix ends the name of every temporary file; with the leading dot it marks
+// what a killed writer may leave behind (see RemoveTemps).
+const tempSuffix = ".tmp"
+
+// Write writes data to path through a temporary file renamed into place, with mode
+// 0644. It survives a killed writer, not a power loss: see WriteSync.
+func Write(path string, data []byte) error { return write(path, data, false) }
+
+// WriteSync is Write with the data flushed to the disk before the rename, so the
+// file also survives a crash of the machine.
+func WriteSync(path string, data []byte) error { return write(path, data, true) }
+
+func write(path string, data []byte, sync bool) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*"+tempSuffix)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if sync {
+		if err := tmp.Sync(); err != nil {
+			tmp.Close()
+			return err
+		}
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// IsTemp reports whether a file name is one of Write's temporary files.
+func IsTemp(name string) bool {
+	return strings.HasPrefix(name, ".") && strings.HasSuffix(name, tempSuffix)
+}
+
+// RemoveTemps removes the temporary files that writers killed during Write left in
+// dir (not in its subdirectories), and returns how many it removed. A directory
+// that does not exist holds none.
+func RemoveTemps(dir string) (int, error) {
+	entries, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range entries {
+		if e.Type().IsRegular() && IsTemp(e.Name()) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !os.IsNotExist(err) {
+				return n, err
+			}
+			n++
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,89 @@
+package atomicfile
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func TestWriteReplaces(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.json")
+	for _, write := range []func(string, []byte) error{Write, WriteSync} {
+		for _, data := range []string{"first\n", "second, longer\n", "3\n"} {
+			if err := write(path, []byte(data)); err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != data {
+				t.Errorf("read %q after writing %q", got, data)
+			}
+		}
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v, want 0644", info.Mode().Perm())
+	}
+	if names := list(t, dir); !slices.Equal(names, []string{"state.json"}) {
+		t.Errorf("directory holds %q, want only state.json", names)
+	}
+}
+
+func TestWriteMissingDirectory(t *testing.T) {
+	if err := Write(filepath.Join(t.TempDir(), "no", "such", "f"), nil); err == nil {
+		t.Error("Write into a missing directory succeeded")
+	}
+}
+
+// TestRemoveTemps leaves what a killed writer leaves (its temporary file, made the
+// way Write makes it) beside finished files, and checks only the former goes.
+func TestRemoveTemps(t *testing.T) {
+	dir := t.TempDir()
+	if err := Write(filepath.Join(dir, "model.json"), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	tmp, err := os.CreateTemp(dir, ".model.json.*"+tempSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp.Close()
+	for _, keep := range []string{".hidden", "data.tmp", ".cache.tmp.d"} {
+		if err := os.WriteFile(filepath.Join(dir, keep), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !IsTemp(filepath.Base(tmp.Name())) {
+		t.Fatalf("IsTemp(%q) = false", filepath.Base(tmp.Name()))
+	}
+	n, err := RemoveTemps(dir)
+	if err != nil || n != 1 {
+		t.Fatalf("RemoveTemps = %d, %v; want 1, nil", n, err)
+	}
+	want := []string{".cache.tmp.d", ".hidden", "data.tmp", "model.json"}
+	if names := list(t, dir); !slices.Equal(names, want) {
+		t.Errorf("after RemoveTemps: %q, want %q", names, want)
+	}
+	if n, err := RemoveTemps(filepath.Join(dir, "missing")); n != 0 || err != nil {
+		t.Errorf("RemoveTemps of a missing directory = %d, %v", n, err)
+	}
+}
+
+func list(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}

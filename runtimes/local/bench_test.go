@@ -1,0 +1,56 @@
+package local_test
+
+import (
+	"fmt"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/manifoldflow/manifold/runtimes/local"
+	"github.com/manifoldflow/manifold/sdk"
+)
+
+// BenchmarkOverhead runs a chain of 200 steps that each run `true`, one at a time,
+// and compares it with starting `true` 200 times directly. overhead-ms/step is
+// what the runner adds to each step: ordering, environment, process group, pipes,
+// logs and state files. The goal is under 5 ms.
+func BenchmarkOverhead(b *testing.B) {
+	const steps = 200
+	flow := sdk.NewFlow("bench", sdk.Image("registry.example.com/bench:v1"))
+	for i := range steps {
+		opts := []sdk.StepOption{sdk.Command("true")}
+		if i > 0 {
+			opts = append(opts, sdk.After(fmt.Sprintf("s%03d", i-1)))
+		}
+		flow.Step(fmt.Sprintf("s%03d", i), opts...)
+	}
+	p := compileFlow(b, flow, nil)
+	root := b.TempDir()
+	var runs, direct time.Duration
+	n := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		start := time.Now()
+		res, err := local.Run(b.Context(), p, local.Options{Root: root, MaxParallel: 1})
+		if err != nil || res.State != local.Succeeded {
+			b.Fatalf("run: %v", err)
+		}
+		runs += time.Since(start)
+
+		b.StopTimer()
+		start = time.Now()
+		for range steps {
+			if err := exec.Command("true").Run(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		direct += time.Since(start)
+		n++
+		b.StartTimer()
+	}
+	perStep := float64(runs.Microseconds()) / 1000 / float64(n*steps)
+	perProcess := float64(direct.Microseconds()) / 1000 / float64(n*steps)
+	b.ReportMetric(perStep, "ms/step")
+	b.ReportMetric(perProcess, "ms/process")
+	b.ReportMetric(perStep-perProcess, "overhead-ms/step")
+}

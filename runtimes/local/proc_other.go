@@ -1,0 +1,21 @@
+//go:build !unix
+
+package local
+
+import (
+	"os"
+	"os/exec"
+)
+
+// Without process groups, a step's own process is all the runner stops, and
+// without file locks two runners could resume one run at once.
+
+func newGroup(*exec.Cmd) {}
+
+func signalGroup(pid int, _ bool) {
+	if p, err := os.FindProcess(pid); err == nil {
+		_ = p.Kill()
+	}
+}
+
+func tryLock(*os.File, bool) error { return nil }

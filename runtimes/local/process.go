@@ -1,0 +1,298 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/internal/atomicfile"
+	"github.com/manifoldflow/manifold/plan"
+)
+
+// Reasons an attempt ends other than its own exit.
+var (
+	errTimeout     = errors.New("timed out")
+	errInterrupted = errors.New("interrupted")
+)
+
+// outcome is how one attempt ended.
+type outcome struct {
+	// exitCode is the process's exit status, -1 if a signal ended it, nil if it
+	// never started.
+	exitCode *int
+	// err is nil on success; errTimeout or errInterrupted (wrapped) when the
+	// runner stopped it.
+	err error
+	// lastErr is the last line the attempt wrote to stderr, for the error message.
+	lastErr string
+}
+
+// command returns the argv and environment of task t: the step's pod environment
+// from emit.Env, with $(NAME) references expanded as the kubelet expands them,
+// over this process's environment minus the variables Manifold sets.
+func (r *runner) command(t *task) (argv, env []string) {
+	vars := map[string]string{
+		plan.EnvRunDir:    r.dir,
+		plan.EnvArtifacts: t.artifacts,
+	}
+	names := []string{plan.EnvRunDir, plan.EnvArtifacts}
+	var item *emit.Item
+	if t.index >= 0 {
+		item = emit.ItemAt(t.step, t.index)
+	}
+	// A multi-node step runs once here, as a single node: no rendezvous.
+	single := *t.step
+	single.Nodes = 1
+	for _, e := range emit.Env(r.flow, &single, emit.PodOptions{Item: item}) {
+		if e.ValueFrom != nil {
+			// A Secret's value: what this environment has under that name, if any.
+			if v, ok := os.LookupEnv(e.Name); ok {
+				vars[e.Name] = v
+				names = append(names, e.Name)
+			}
+			continue
+		}
+		if _, seen := vars[e.Name]; !seen {
+			names = append(names, e.Name)
+		}
+		vars[e.Name] = expand(e.Value, vars)
+	}
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !managed(name) {
+			env = append(env, kv)
+		}
+	}
+	for _, n := range names {
+		env = append(env, n+"="+vars[n])
+	}
+	for _, a := range t.step.Command {
+		argv = append(argv, expand(a, vars))
+	}
+	return argv, env
+}
+
+// managed reports whether name is a variable the runner sets for a step; a value
+// inherited from the runner's own environment must not reach the step.
+func managed(name string) bool {
+	switch name {
+	case plan.EnvItem, plan.EnvIndex, plan.EnvRunDir, plan.EnvArtifacts:
+		return true
+	}
+	return strings.HasPrefix(name, plan.EnvParamPrefix)
+}
+
+// attempt runs task t once. The process leads a process group of its own, and
+// the whole group is killed when the attempt ends, whichever way: a step's
+// processes never outlive it, as in a container. A timeout or the run's
+// interruption sends SIGTERM to the group, then SIGKILL after the grace period.
+func (r *runner) attempt(ctx context.Context, t *task, n int) outcome {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if t.step.Timeout > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeoutCause(ctx, t.step.Timeout, fmt.Errorf("%w after %s", errTimeout, t.step.Timeout))
+		defer stop()
+	}
+
+	argv, env := r.command(t)
+	var cmd *exec.Cmd
+	if t.step.Body == plan.BodyRun {
+		// The flow program runs the step, through the same `step NAME` contract
+		// its container uses.
+		cmd = exec.Command(r.o.Program, argv[1:]...)
+		cmd.Args[0] = r.o.Arg0
+	} else {
+		cmd = exec.Command(argv[0], argv[1:]...)
+	}
+	cmd.Env = env
+	newGroup(cmd)
+
+	if err := os.MkdirAll(t.artifacts, 0o755); err != nil {
+		return outcome{err: err}
+	}
+	outLog := &logFile{path: filepath.Join(t.stateDir, StdoutLog), attempt: n}
+	errLog := &logFile{path: filepath.Join(t.stateDir, StderrLog), attempt: n}
+	defer outLog.close()
+	defer errLog.close()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return outcome{err: err}
+	}
+	defer outR.Close()
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outW.Close()
+		return outcome{err: err}
+	}
+	defer errR.Close()
+	cmd.Stdout, cmd.Stderr = outW, errW
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		return outcome{err: err}
+	}
+
+	var copying sync.WaitGroup
+	stdout := &lines{emit: func(line string) { r.disp.output(t, false, line) }}
+	stderr := &lines{emit: func(line string) { r.disp.output(t, true, line) }}
+	copying.Go(func() { pump(outR, outLog, stdout) })
+	copying.Go(func() { pump(errR, errLog, stderr) })
+
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	pgid := cmd.Process.Pid
+	var stopped error
+	select {
+	case err = <-waited:
+	case <-ctx.Done():
+		stopped = context.Cause(ctx)
+		signalGroup(pgid, false)
+		grace := time.NewTimer(r.o.KillGrace)
+		select {
+		case err = <-waited:
+		case <-grace.C:
+			signalGroup(pgid, true)
+			err = <-waited
+		}
+		grace.Stop()
+	}
+	// Whatever the step left running in its group goes with it.
+	signalGroup(pgid, true)
+	r.drain(&copying, outR, errR)
+	stdout.flush()
+	stderr.flush()
+
+	code := cmd.ProcessState.ExitCode()
+	o := outcome{exitCode: &code, lastErr: stderr.last}
+	switch {
+	case stopped != nil:
+		o.err = stopped
+	case err != nil:
+		o.err = err
+	}
+	// A write the step did not finish leaves a temporary file, never an artifact.
+	if _, err := atomicfile.RemoveTemps(t.artifacts); err != nil && o.err == nil {
+		o.err = err
+	}
+	return o
+}
+
+// drain waits for the output of an ended attempt. A process that left the step's
+// process group may still hold the pipes open; after a while the runner stops
+// reading rather than wait for it.
+func (r *runner) drain(copying *sync.WaitGroup, pipes ...*os.File) {
+	done := make(chan struct{})
+	go func() {
+		copying.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(r.o.KillGrace):
+		for _, p := range pipes {
+			p.Close()
+		}
+		<-done
+	}
+}
+
+// pump copies a step's output into its log and the line splitter.
+func pump(src io.Reader, log io.Writer, l *lines) {
+	buf := make([]byte, 8<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			_, _ = log.Write(buf[:n])
+			l.write(buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// maxLine bounds a line kept in memory; a longer one is passed on in pieces.
+const maxLine = 64 << 10
+
+// lines splits output into lines for the display and keeps the last one.
+type lines struct {
+	emit    func(string)
+	partial []byte
+	last    string
+}
+
+func (l *lines) write(p []byte) {
+	for len(p) > 0 {
+		i := indexNewline(p)
+		if i < 0 {
+			l.partial = append(l.partial, p...)
+			if len(l.partial) >= maxLine {
+				l.flush()
+			}
+			return
+		}
+		l.partial = append(l.partial, p[:i]...)
+		l.flush()
+		p = p[i+1:]
+	}
+}
+
+func (l *lines) flush() {
+	if len(l.partial) == 0 {
+		return
+	}
+	line := strings.TrimSuffix(string(l.partial), "\r")
+	l.partial = l.partial[:0]
+	if strings.TrimSpace(line) != "" {
+		l.last = line
+	}
+	l.emit(line)
+}
+
+func indexNewline(p []byte) int {
+	for i, c := range p {
+		if c == '\n' {
+			return i
+		}
+	}
+	return -1
+}
+
+// logFile is a task's stdout.log or stderr.log, appended to by each attempt. It
+// is opened at the first write, so a step that prints nothing costs no file.
+type logFile struct {
+	path    string
+	attempt int
+	f       *os.File
+	err     error
+}
+
+func (l *logFile) Write(p []byte) (int, error) {
+	if l.f == nil && l.err == nil {
+		l.f, l.err = os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		// In a log that already holds output, say where this attempt's begins.
+		if info, err := os.Stat(l.path); l.err == nil && err == nil && info.Size() > 0 {
+			_, _ = fmt.Fprintf(l.f, "--- attempt %d, %s ---\n", l.attempt, time.Now().UTC().Format(time.RFC3339))
+		}
+	}
+	if l.err != nil {
+		return 0, l.err
+	}
+	return l.f.Write(p)
+}
+
+func (l *logFile) close() {
+	if l.f != nil {
+		l.f.Close()
+	}
+}
