@@ -27,6 +27,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/emit/airflow"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -39,7 +40,7 @@ const (
 )
 
 // targets are the emitters --target chooses from.
-var targets = []emit.Target{job.Target{}}
+var targets = []emit.Target{airflow.Target{}, job.Target{}}
 
 // Main runs the flow program's command line and exits with its status.
 func Main(flow *sdk.Flow) {
