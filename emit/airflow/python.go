@@ -347,7 +347,7 @@ func quote(s string) string {
 			b.WriteString(`\t`)
 		case r >= 0x20 && r < 0x7f, r > 0x7f && unicode.IsPrint(r) && r != utf8.RuneError:
 			b.WriteRune(r)
-		case r <= 0xff:
+		case r < 0x80:
 			fmt.Fprintf(&b, `\x%02x`, r)
 		case r <= 0xffff:
 			fmt.Fprintf(&b, `\u%04x`, r)
