@@ -40,7 +40,7 @@ const (
 )
 
 // targets are the emitters --target chooses from.
-var targets = []emit.Target{airflow.Target{}, job.Target{}}
+var targets = []emit.Target{job.Target{}, airflow.Target{}}
 
 // Main runs the flow program's command line and exits with its status.
 func Main(flow *sdk.Flow) {
