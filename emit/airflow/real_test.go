@@ -386,9 +386,7 @@ func TestRealAirflow(t *testing.T) {
 			if d.Schedule != nil || d.Catchup || d.StartDate != airflow.StartDate.Format("2006-01-02T15:04:05-07:00") {
 				t.Errorf("schedule %v, catchup %v, start_date %s", d.Schedule, d.Catchup, d.StartDate)
 			}
-			if name != "adversarial" {
-				checkPodsFromJSON(t, r, name, d)
-			}
+			checkPodsFromJSON(t, r, name, d)
 		})
 	}
 	t.Run("retries", func(t *testing.T) {

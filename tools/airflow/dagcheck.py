@@ -157,6 +157,32 @@ MODELS = {
     "security_context": "V1PodSecurityContext",
 }
 DURATIONS = {"retry_delay", "max_retry_delay", "execution_timeout"}
+# The templated arguments that may hold free text. The others (volumes,
+# volume_mounts, env_from, container_resources) hold only names and quantities.
+TEXT = {"image", "name", "namespace", "cmds", "arguments", "labels", "annotations", "node_selector"}
+
+
+def literal_text(key, value):
+    """Wraps the free text of a templated argument in literal(), as README says a
+    DAG built from the JSON must: every string but a MANIFOLD_PARAM_ variable's
+    value (a template of the DAG's params) reaches the pod as written."""
+    from airflow.sdk import literal
+
+    if key == "env_vars":
+        for env in value:
+            env.name = literal(env.name)
+            if env.value is not None and not env.name.value.startswith("MANIFOLD_PARAM_"):
+                env.value = literal(env.value)
+        return value
+    if key not in TEXT:
+        return value
+    if isinstance(value, str):
+        return literal(value)
+    if isinstance(value, list):
+        return [literal(v) for v in value]
+    if isinstance(value, dict):
+        return {k: literal(v) for k, v in value.items()}
+    return value
 
 
 def pods_from_json(path):
@@ -188,6 +214,7 @@ def pods_from_json(path):
                 kwargs = dict(args)
                 if env is not None:
                     kwargs["env_vars"] = env
+                kwargs = {k: literal_text(k, v) for k, v in kwargs.items()}
                 kwargs["task_id"] = "%s-%d" % (task["task_id"], i)
                 op = KubernetesPodOperator(**kwargs)
                 ti = types.SimpleNamespace(map_index=-1, task=op)
