@@ -72,10 +72,13 @@ type DAG struct {
 	Tasks []Task
 }
 
-// Task is one KubernetesPodOperator task.
+// Task is one operator task.
 type Task struct {
 	ID       string
 	Upstream []string
+	// Operator is the operator's class, a key of Operators: KubernetesPodOperator
+	// for every step today (a multi-node step will take another).
+	Operator string
 	// Args are the operator's arguments, in the order they are written.
 	Args []Arg
 	// Items holds a foreach step's environment for each item: the task is mapped
@@ -84,6 +87,25 @@ type Task struct {
 	// Params is how many variables, at the start of the environment, carry the
 	// flow params as Airflow templates (ParamRef); every other value is literal.
 	Params int
+}
+
+// Operators maps each operator class the target uses to its module.
+var Operators = map[string]string{
+	PodOperator: "airflow.providers.cncf.kubernetes.operators.pod",
+}
+
+// PodOperator runs a step's pod.
+const PodOperator = "KubernetesPodOperator"
+
+// podNameSuffix is what the operator appends to a pod's name: "-" and 8 random
+// characters, within Kubernetes' 63.
+const podNameSuffix = 9
+
+// PodName is the name the operator gives step s's pods before its random suffix,
+// short enough that the suffix never cuts it (and with it the hash that keeps long
+// names apart).
+func PodName(f *plan.Flow, s *plan.Step) string {
+	return emit.Name(emit.MaxNameLength-podNameSuffix, f.Name, s.Name)
 }
 
 // Arg is one operator argument: its Python keyword and its value (a string, int,
@@ -126,7 +148,7 @@ func Build(f *plan.Flow) (*DAG, field.ErrorList) {
 }
 
 func task(f *plan.Flow, s *plan.Step) (Task, error) {
-	t := Task{ID: s.Name, Upstream: s.After, Params: len(f.Params)}
+	t := Task{ID: s.Name, Upstream: s.After, Operator: PodOperator, Params: len(f.Params)}
 	if s.Foreach == nil {
 		pod := emit.Pod(f, s, emit.PodOptions{Param: ParamRef})
 		if err := paramsFirst(f, pod); err != nil {
@@ -191,7 +213,7 @@ func operatorArgs(f *plan.Flow, s *plan.Step, pod corev1.PodTemplateSpec, withEn
 		}
 	}
 	add("task_id", s.Name)
-	add("name", emit.Name(emit.MaxNameLength, f.Name, s.Name))
+	add("name", PodName(f, s))
 	add("namespace", s.Namespace)
 	add("image", take(&c.Image))
 	add("image_pull_policy", string(take(&c.ImagePullPolicy)))

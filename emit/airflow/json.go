@@ -7,9 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// OperatorClass is the operator every task uses.
-const OperatorClass = "airflow.providers.cncf.kubernetes.operators.pod.KubernetesPodOperator"
-
 // KPOFile is the form of <flow>.kpo.json: the DAG's settings and each task's
 // operator arguments. Kubernetes objects are in their API JSON form (what
 // kubernetes.client's ApiClient().sanitize_for_serialization gives), durations are
@@ -19,7 +16,6 @@ type KPOFile struct {
 	DAGID    string            `json:"dag_id"`
 	Schedule *string           `json:"schedule"`
 	Params   map[string]string `json:"params"`
-	Operator string            `json:"operator"`
 	Tasks    []KPOTask         `json:"tasks"`
 }
 
@@ -27,6 +23,8 @@ type KPOFile struct {
 type KPOTask struct {
 	TaskID   string   `json:"task_id"`
 	Upstream []string `json:"upstream"`
+	// Operator is the operator's module and class.
+	Operator string `json:"operator"`
 	// Arguments are the operator's keyword arguments; for a mapped task, those of
 	// partial().
 	Arguments map[string]any `json:"arguments"`
@@ -37,7 +35,7 @@ type KPOTask struct {
 
 // JSON returns the .kpo.json file.
 func (d *DAG) JSON() ([]byte, error) {
-	out := KPOFile{DAGID: d.ID, Params: map[string]string{}, Operator: OperatorClass, Tasks: []KPOTask{}}
+	out := KPOFile{DAGID: d.ID, Params: map[string]string{}, Tasks: []KPOTask{}}
 	if d.Schedule != "" {
 		out.Schedule = &d.Schedule
 	}
@@ -45,7 +43,7 @@ func (d *DAG) JSON() ([]byte, error) {
 		out.Params[p.Name] = p.Value
 	}
 	for _, t := range d.Tasks {
-		kt := KPOTask{TaskID: t.ID, Upstream: append([]string{}, t.Upstream...), Arguments: map[string]any{}}
+		kt := KPOTask{TaskID: t.ID, Upstream: append([]string{}, t.Upstream...), Operator: Operators[t.Operator] + "." + t.Operator, Arguments: map[string]any{}}
 		for _, a := range t.Args {
 			v := a.Value
 			if d, ok := v.(time.Duration); ok {

@@ -76,6 +76,12 @@ func stepsOfJobs(t *testing.T, jobs []*batchv1.Job) map[string]*step {
 	return steps
 }
 
+// podName is what airflow.PodName gives for the step.
+func podName(flow, step string) string {
+	f := &plan.Flow{Name: flow, Steps: []plan.Step{{Name: step}}}
+	return airflow.PodName(f, &f.Steps[0])
+}
+
 // checkDAG compares the DAG Airflow loaded with the Job target's steps: task ids,
 // dependencies, and for every task and map index the pod the operator built.
 func checkDAG(t *testing.T, d airflowtest.DAG, flow string, steps map[string]*step) {
@@ -106,10 +112,10 @@ func checkDAG(t *testing.T, d airflowtest.DAG, flow string, steps map[string]*st
 		if task.Operator != "KubernetesPodOperator" || task.Mapped != s.foreach {
 			t.Errorf("task %s: %s, mapped %v; want KubernetesPodOperator, mapped %v", name, task.Operator, task.Mapped, s.foreach)
 		}
-		if diff := cmp.Diff(sorted(s.after), task.Upstream, cmpopts.EquateEmpty()); diff != "" {
+		if diff := cmp.Diff(slices.Sorted(slices.Values(s.after)), task.Upstream, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("task %s upstream (-want +got):\n%s", name, diff)
 		}
-		if diff := cmp.Diff(sorted(downstream[name]), task.Downstream, cmpopts.EquateEmpty()); diff != "" {
+		if diff := cmp.Diff(slices.Sorted(slices.Values(downstream[name])), task.Downstream, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("task %s downstream (-want +got):\n%s", name, diff)
 		}
 		if len(task.Instances) != len(s.pods) {
@@ -122,7 +128,7 @@ func checkDAG(t *testing.T, d airflowtest.DAG, flow string, steps map[string]*st
 				t.Errorf("%s: Airflow could not render it or build its pod:\n%s", what, in.Error)
 				continue
 			}
-			comparePods(t, what, s.pods[i], in.Pod, emit.Name(emit.MaxNameLength, flow, name), s.namespace)
+			comparePods(t, what, s.pods[i], in.Pod, podName(flow, name), s.namespace)
 			if in.Retries != s.retries {
 				t.Errorf("%s: retries = %d, want %d", what, in.Retries, s.retries)
 			}
@@ -163,7 +169,7 @@ func comparePods(t *testing.T, what string, want corev1.PodTemplateSpec, got *co
 		return
 	}
 	got = got.DeepCopy()
-	if !strings.HasPrefix(got.Name, name+"-") || len(got.Name) > emit.MaxNameLength {
+	if !strings.HasPrefix(got.Name, name+"-") || len(got.Name) != len(name)+9 || len(got.Name) > emit.MaxNameLength {
 		t.Errorf("%s: pod name %q does not start with %q", what, got.Name, name+"-")
 	}
 	if namespace == "" {
@@ -196,12 +202,6 @@ func comparePods(t *testing.T, what string, want corev1.PodTemplateSpec, got *co
 	if diff := cmp.Diff(want, gotTemplate, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("%s: Airflow's pod differs from the Job's (-job +airflow):\n%s", what, diff)
 	}
-}
-
-func sorted(s []string) []string {
-	out := slices.Clone(s)
-	slices.Sort(out)
-	return out
 }
 
 // decodeJobs reads a Job target YAML stream.
@@ -339,7 +339,11 @@ func TestRealAirflow(t *testing.T) {
 		exampleJobs[name] = decodeJobs(t, data)
 	}
 	flows := map[string]*plan.Flow{}
-	for _, f := range []*sdk.Flow{everyOption(), adversarialFlow("adversarial", adversarial)} {
+	long := strings.Repeat("x", compile.MaxNameLength)
+	longest := sdk.NewFlow(long, sdk.Image("busybox")).
+		Step(long, sdk.Command("true"), sdk.Foreach("a", "b")).
+		Step(strings.Repeat("y", compile.MaxNameLength), sdk.Command("true"), sdk.After(long))
+	for _, f := range []*sdk.Flow{everyOption(), adversarialFlow("adversarial", adversarial), longest} {
 		p := compileFlow(t, f)
 		flows[p.Name] = p
 		writeAirflow(t, p, dir)

@@ -201,6 +201,9 @@ def pods_from_json(path):
     out = {}
     with DAG(dag_id=spec["dag_id"] + "-from-json", schedule=None, params=spec["params"]) as dag:
         for task in spec["tasks"]:
+            operator = KubernetesPodOperator.__module__ + "." + KubernetesPodOperator.__name__
+            if task["operator"] != operator:
+                raise ValueError("task %s: operator %s, not %s" % (task["task_id"], task["operator"], operator))
             args = {}
             for key, value in task["arguments"].items():
                 if key in MODELS:
