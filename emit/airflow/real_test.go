@@ -118,6 +118,9 @@ func checkDAG(t *testing.T, d airflowtest.DAG, flow string, steps map[string]*st
 		if diff := cmp.Diff(slices.Sorted(slices.Values(downstream[name])), task.Downstream, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("task %s downstream (-want +got):\n%s", name, diff)
 		}
+		if s.foreach && task.ScheduledMapCount != len(s.pods) {
+			t.Errorf("task %s: the scheduler maps it to %d instances, want %d", name, task.ScheduledMapCount, len(s.pods))
+		}
 		if len(task.Instances) != len(s.pods) {
 			t.Errorf("task %s has %d instances, want %d", name, len(task.Instances), len(s.pods))
 			continue

@@ -84,6 +84,9 @@ type Task struct {
 	Upstream   []string   `json:"upstream"`
 	Downstream []string   `json:"downstream"`
 	Instances  []Instance `json:"instances"`
+	// ScheduledMapCount is, for a mapped task, how many instances the scheduler
+	// makes of it, reading the DAG as the DAG processor stored it.
+	ScheduledMapCount int `json:"scheduled_map_count"`
 }
 
 // Instance is a task (one map index of a mapped task) as a worker runs it: its

@@ -7,7 +7,8 @@ Usage: python dagcheck.py DIR OUT
 For every DIR/*.py: whether Python parses it, and its syntax tree with every
 constant blanked (its shape, which no value may change). Then, for the DagBag of
 DIR: the import errors, and for every DAG its settings, whether it serializes as
-the DAG processor would store it, and for every task its dependencies, its retry
+the DAG processor would store it (and how many instances the scheduler makes of a
+mapped task from the stored DAG), and for every task its dependencies, its retry
 and timeout arguments, and for each map index the pod that the operator's own
 build_pod_request_obj() builds after rendering the task's templated fields with
 the DAG's default params. For every DIR/*.kpo.json: the same pods, built by
@@ -79,13 +80,18 @@ def describe_dag(dag):
         "fileloc": os.path.basename(dag.fileloc),
         "tasks": {},
     }
+    stored = None
     try:
-        DagSerialization.to_dict(dag)
+        stored = DagSerialization.from_dict(DagSerialization.to_dict(dag))
         out["serialization_error"] = None
     except Exception:
         out["serialization_error"] = traceback.format_exc()
     for task in dag.tasks:
         out["tasks"][task.task_id] = describe_task(dag, task)
+        if stored is not None and out["tasks"][task.task_id]["mapped"]:
+            # What the scheduler, which reads the stored DAG, expands the task to.
+            count = stored.get_task(task.task_id).get_parse_time_mapped_ti_count()
+            out["tasks"][task.task_id]["scheduled_map_count"] = count
     return out
 
 
