@@ -115,16 +115,6 @@ type Arg struct {
 	Value any
 }
 
-// Arg returns the value of the argument called name, or nil.
-func (t *Task) Arg(name string) any {
-	for _, a := range t.Args {
-		if a.Name == name {
-			return a.Value
-		}
-	}
-	return nil
-}
-
 // ParamRef is the Airflow template of flow param p's value. It indexes params
 // rather than naming an attribute: names may hold '-', and Jinja would resolve
 // params.items or params.keys to the mapping's methods.
