@@ -1,13 +1,17 @@
 # The test command is `make test`: formatting, vet, then every test.
 GO ?= go
 
-.PHONY: test fmt-check vet tools golden bench
+.PHONY: test fmt-check vet tools airflow golden bench
 
 # Tests find the checkers built here through MANIFOLD_KUBEVALIDATE and
-# MANIFOLD_ARGOLINT; without them (go test ./... by hand) each test process builds
-# its own.
-test: fmt-check vet tools
-	MANIFOLD_KUBEVALIDATE=$(CURDIR)/bin/kubevalidate MANIFOLD_ARGOLINT=$(CURDIR)/bin/argolint $(GO) test -count=1 ./...
+# MANIFOLD_ARGOLINT, and the Airflow environment through MANIFOLD_AIRFLOW_PYTHON;
+# without them (go test ./... by hand) each test process builds its own checkers and
+# finds or builds the cached Airflow environment itself.
+test: fmt-check vet tools airflow
+	MANIFOLD_KUBEVALIDATE=$(CURDIR)/bin/kubevalidate \
+	MANIFOLD_ARGOLINT=$(CURDIR)/bin/argolint \
+	MANIFOLD_AIRFLOW_PYTHON=$$(tools/airflow/venv.sh) \
+	$(GO) test -count=1 ./...
 
 # tools/kubevalidate runs the API server's own validation, tools/argolint Argo's
 # validator; the first build on a fresh machine takes a few minutes, later ones are
@@ -15,6 +19,12 @@ test: fmt-check vet tools
 tools:
 	cd tools/kubevalidate && $(GO) build -o $(CURDIR)/bin/kubevalidate .
 	cd tools/argolint && $(GO) build -o $(CURDIR)/bin/argolint .
+
+# The Airflow test environment: apache-airflow and its cncf.kubernetes provider,
+# pinned by tools/airflow/constraints.txt, from PyPI. Built once (a few minutes)
+# and cached under $$HOME/.cache/manifold/airflow/<hash of the constraints>/.
+airflow:
+	tools/airflow/venv.sh >/dev/null
 
 fmt-check:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \

@@ -35,6 +35,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/emit/airflow"
 	"github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/emit/jobset"
@@ -49,7 +50,7 @@ const (
 )
 
 // targets are the emitters --target chooses from.
-var targets = []emit.Target{job.Target{}, jobset.Target{}, argo.Target{}}
+var targets = []emit.Target{job.Target{}, jobset.Target{}, argo.Target{}, airflow.Target{}}
 
 // Main runs the flow program's command line and exits with its status.
 func Main(flow *sdk.Flow) {

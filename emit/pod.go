@@ -21,7 +21,7 @@ const SharedMemoryVolume = "dshm"
 // PodOptions says how a target renders the values that differ between targets.
 type PodOptions struct {
 	// Param renders a flow param's value; nil uses the compiled value (p.Value).
-	// Argo passes "{{workflow.parameters.NAME}}", Airflow "{{ params.NAME }}".
+	// Argo passes "{{workflow.parameters.NAME}}", Airflow "{{ params['NAME'] }}".
 	Param func(p plan.Param) string
 	// Item, when set, gives a foreach step's MANIFOLD_ITEM and MANIFOLD_INDEX.
 	Item *Item

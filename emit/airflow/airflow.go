@@ -1,0 +1,275 @@
+// Package airflow emits a flow as an Airflow 3 DAG of KubernetesPodOperator tasks
+// (<flow>.py), and the same operator arguments as plain JSON (<flow>.kpo.json) for
+// teams that write their own DAGs. Both files are written from one DAG value.
+//
+// Each task runs its step's pod from the shared builder (emit.Pod), passed through
+// the operator's own arguments (image, cmds, env_vars, container_resources,
+// tolerations, ...), so Airflow builds exactly that pod. A pod field with no
+// operator argument is an error, never a silent drop. A foreach step is one mapped
+// task: KubernetesPodOperator.partial(...).expand(env_vars=[...]), one environment
+// per item. Flow params are DAG params and reach the pod through Airflow
+// templating; every other value reaches it literally.
+package airflow
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/plan"
+)
+
+// OnFinishAction is what the operator does with a pod that has finished: delete it
+// when it succeeded, keep it when it failed so its logs and events stay readable.
+const OnFinishAction = "delete_succeeded_pod"
+
+// Without sdk.RetryBackoff, retries wait as Kubernetes makes a Job's retries wait:
+// 10 seconds, doubling, at most 6 minutes, so the job and airflow targets agree.
+const (
+	retryDelay      = 10 * time.Second
+	retryMultiplier = 2.0
+	maxRetryDelay   = 6 * time.Minute
+)
+
+// Target is the airflow target.
+type Target struct{}
+
+var _ emit.Target = Target{}
+
+// Name returns "airflow".
+func (Target) Name() string { return "airflow" }
+
+// Emit returns <flow>.py and <flow>.kpo.json.
+func (Target) Emit(f *plan.Flow) ([]emit.File, field.ErrorList) {
+	d, errs := Build(f)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	py, err := d.Python()
+	if err != nil {
+		return nil, field.ErrorList{field.InternalError(nil, err)}
+	}
+	js, err := d.JSON()
+	if err != nil {
+		return nil, field.ErrorList{field.InternalError(nil, err)}
+	}
+	return []emit.File{{Name: f.Name + ".py", Data: py}, {Name: f.Name + ".kpo.json", Data: js}}, nil
+}
+
+// DAG is a flow as Airflow runs it; Python and JSON write it out.
+type DAG struct {
+	ID string
+	// Schedule is a cron expression, "" for none.
+	Schedule string
+	Params   []plan.Param
+	// Tasks are in the flow's dependency order.
+	Tasks []Task
+}
+
+// Task is one operator task.
+type Task struct {
+	ID       string
+	Upstream []string
+	// Operator is the operator's class, a key of Operators: KubernetesPodOperator
+	// for every step today (a multi-node step will take another).
+	Operator string
+	// Args are the operator's arguments, in the order they are written.
+	Args []Arg
+	// Items holds a foreach step's environment for each item: the task is mapped
+	// over them (expand(env_vars=Items)), and Args then has no env_vars.
+	Items [][]corev1.EnvVar
+	// Params is how many variables, at the start of the environment, carry the
+	// flow params as Airflow templates (ParamRef); every other value is literal.
+	Params int
+}
+
+// Operators maps each operator class the target uses to its module.
+var Operators = map[string]string{
+	PodOperator: "airflow.providers.cncf.kubernetes.operators.pod",
+}
+
+// PodOperator runs a step's pod.
+const PodOperator = "KubernetesPodOperator"
+
+// podNameSuffix is what the operator appends to a pod's name: "-" and 8 random
+// characters, within Kubernetes' 63.
+const podNameSuffix = 9
+
+// PodName is the name the operator gives step s's pods before its random suffix,
+// short enough that the suffix never cuts it (and with it the hash that keeps long
+// names apart).
+func PodName(f *plan.Flow, s *plan.Step) string {
+	return emit.Name(emit.MaxNameLength-podNameSuffix, f.Name, s.Name)
+}
+
+// Arg is one operator argument: its Python keyword and its value (a string, int,
+// time.Duration, map[string]string, or a core/v1 value or slice of them).
+type Arg struct {
+	Name  string
+	Value any
+}
+
+// ParamRef is the Airflow template of flow param p's value. It indexes params
+// rather than naming an attribute: names may hold '-', and Jinja would resolve
+// params.items or params.keys to the mapping's methods.
+func ParamRef(p plan.Param) string {
+	return "{{ params['" + p.Name + "'] }}"
+}
+
+// Build turns f into the DAG both files are written from.
+func Build(f *plan.Flow) (*DAG, field.ErrorList) {
+	d := &DAG{ID: f.Name, Schedule: f.Schedule, Params: f.Params}
+	var errs field.ErrorList
+	for i := range f.Steps {
+		if s := &f.Steps[i]; s.Nodes > 1 {
+			errs = append(errs, field.Forbidden(field.NewPath("steps").Key(s.Name).Child("nodes"),
+				"the airflow target does not run multi-node steps yet; compile with --target jobset or --target job"))
+			continue
+		}
+		t, err := task(f, &f.Steps[i])
+		if err != nil {
+			errs = append(errs, field.InternalError(field.NewPath("steps").Key(f.Steps[i].Name), err))
+			continue
+		}
+		d.Tasks = append(d.Tasks, t)
+	}
+	return d, errs
+}
+
+func task(f *plan.Flow, s *plan.Step) (Task, error) {
+	t := Task{ID: s.Name, Upstream: s.After, Operator: PodOperator, Params: len(f.Params)}
+	if s.Foreach == nil {
+		pod := emit.Pod(f, s, emit.PodOptions{Param: ParamRef})
+		if err := paramsFirst(f, pod); err != nil {
+			return t, err
+		}
+		args, err := operatorArgs(f, s, pod, true)
+		t.Args = args
+		return t, err
+	}
+	// Items differ only in their environment: the pod of item 0 without it gives
+	// the operator's partial arguments, and every item's pod must agree.
+	var first corev1.PodTemplateSpec
+	for i := range s.Foreach {
+		pod := emit.Pod(f, s, emit.PodOptions{Param: ParamRef, Item: emit.ItemAt(s, i)})
+		if err := paramsFirst(f, pod); err != nil {
+			return t, err
+		}
+		t.Items = append(t.Items, pod.Spec.Containers[0].Env)
+		pod.Spec.Containers[0].Env = nil
+		if i == 0 {
+			first = pod
+		} else if !reflect.DeepEqual(first, pod) {
+			return t, fmt.Errorf("foreach item %d's pod differs from item 0's in more than its environment", i)
+		}
+	}
+	args, err := operatorArgs(f, s, first, false)
+	t.Args = args
+	return t, err
+}
+
+// paramsFirst checks what Task.Params relies on: the pod's single container starts
+// its environment with the flow params' templates (emit.Env puts them first).
+func paramsFirst(f *plan.Flow, pod corev1.PodTemplateSpec) error {
+	if len(pod.Spec.Containers) != 1 {
+		return fmt.Errorf("the pod has %d containers; a KubernetesPodOperator runs one", len(pod.Spec.Containers))
+	}
+	env := pod.Spec.Containers[0].Env
+	for i, p := range f.Params {
+		if i >= len(env) || env[i] != (corev1.EnvVar{Name: p.Env, Value: ParamRef(p)}) {
+			return fmt.Errorf("the pod's environment does not start with flow param %s", p.Name)
+		}
+	}
+	return nil
+}
+
+// operatorArgs passes pod through KubernetesPodOperator's arguments, and adds the
+// task's own (retries, timeouts). Every field it reads is cleared from a copy of
+// the pod; a field left over has no argument, and is an error rather than a pod
+// that silently differs from the other targets'.
+func operatorArgs(f *plan.Flow, s *plan.Step, pod corev1.PodTemplateSpec, withEnv bool) ([]Arg, error) {
+	rest := *pod.DeepCopy()
+	if len(rest.Spec.Containers) != 1 {
+		return nil, fmt.Errorf("the pod has %d containers; a KubernetesPodOperator runs one", len(rest.Spec.Containers))
+	}
+	c := rest.Spec.Containers[0]
+	rest.Spec.Containers = nil
+
+	var args []Arg
+	add := func(name string, v any) {
+		if !reflect.ValueOf(v).IsZero() {
+			args = append(args, Arg{name, v})
+		}
+	}
+	add("task_id", s.Name)
+	add("name", PodName(f, s))
+	add("namespace", s.Namespace)
+	add("image", take(&c.Image))
+	add("image_pull_policy", string(take(&c.ImagePullPolicy)))
+	add("cmds", take(&c.Command))
+	add("arguments", take(&c.Args))
+	env := take(&c.Env)
+	if withEnv {
+		add("env_vars", env)
+	}
+	add("env_from", take(&c.EnvFrom))
+	add("ports", take(&c.Ports))
+	add("container_resources", take(&c.Resources))
+	add("volume_mounts", take(&c.VolumeMounts))
+	add("container_security_context", take(&c.SecurityContext))
+	// The operator reads the logs of its base container, "base" unless named.
+	add("base_container_name", take(&c.Name))
+	add("labels", take(&rest.Labels))
+	add("annotations", take(&rest.Annotations))
+	add("node_selector", take(&rest.Spec.NodeSelector))
+	add("tolerations", take(&rest.Spec.Tolerations))
+	add("affinity", take(&rest.Spec.Affinity))
+	add("volumes", take(&rest.Spec.Volumes))
+	add("service_account_name", take(&rest.Spec.ServiceAccountName))
+	add("image_pull_secrets", take(&rest.Spec.ImagePullSecrets))
+	add("security_context", take(&rest.Spec.SecurityContext))
+	add("active_deadline_seconds", take(&rest.Spec.ActiveDeadlineSeconds))
+	if rest.Spec.RestartPolicy == corev1.RestartPolicyNever {
+		rest.Spec.RestartPolicy = "" // the operator's pods never restart
+	}
+	if !reflect.ValueOf(c).IsZero() {
+		return nil, leftover("container", c)
+	}
+	if !reflect.ValueOf(rest).IsZero() {
+		return nil, leftover("pod", rest)
+	}
+
+	args = append(args, Arg{"retries", s.Retry})
+	if s.Retry > 0 {
+		if s.RetryBackoff > 0 {
+			args = append(args, Arg{"retry_delay", s.RetryBackoff})
+		} else {
+			args = append(args, Arg{"retry_delay", retryDelay}, Arg{"retry_exponential_backoff", retryMultiplier}, Arg{"max_retry_delay", maxRetryDelay})
+		}
+	}
+	add("execution_timeout", s.Timeout)
+	args = append(args, Arg{"on_finish_action", OnFinishAction})
+	return args, nil
+}
+
+// take returns *p and clears it.
+func take[T any](p *T) T {
+	v := *p
+	var zero T
+	*p = zero
+	return v
+}
+
+func leftover(what string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%s fields %s have no KubernetesPodOperator argument; the airflow target would drop them", what, strings.TrimSpace(string(data)))
+}

@@ -1,0 +1,102 @@
+package airflow
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/plan"
+)
+
+// quoteCases cover every branch of quote; real_test.go has Python itself read the
+// adversarial values back.
+var quoteCases = []string{
+	"", "plain", `"`, `\`, `'`, `"""`, "\n", "\r\n", "\t", "\x00", "\x1f", "\x7f", "\u0080", "\u00a0",
+	"é", "✓", "🚀", "\u2028", "\u0085", "\ufeff", "\U000e0001", "\ufffd", `{{ x }}`,
+}
+
+// TestQuoteIsOneLineAndReadsBack: Python's and Go's string literals share the
+// escapes quote writes (\\, \", \n, \r, \t, \xNN below 0x80, \uNNNN, \UNNNNNNNN),
+// so Go's own parser reads the literal back; and the literal never spans lines.
+func TestQuoteIsOneLineAndReadsBack(t *testing.T) {
+	for _, s := range quoteCases {
+		checkQuote(t, s)
+	}
+}
+
+func FuzzQuote(f *testing.F) {
+	for _, s := range quoteCases {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			// A plan holds only UTF-8 (compile refuses the rest); the printer
+			// refuses it too rather than quote something else.
+			p := &printer{uses: map[string]bool{}}
+			if p.str(s, false); p.err == nil {
+				t.Errorf("the printer wrote %q, which is not UTF-8", s)
+			}
+			return
+		}
+		checkQuote(t, s)
+	})
+}
+
+func checkQuote(t *testing.T, s string) {
+	t.Helper()
+	q := quote(s)
+	if strings.ContainsAny(q, "\n\r\u2028\u0085") {
+		t.Errorf("quote(%q) = %s spans lines", s, q)
+	}
+	back, err := strconv.Unquote(q)
+	if err != nil || back != s {
+		t.Errorf("quote(%q) = %s reads back as %q (%v)", s, q, back, err)
+	}
+}
+
+func TestSnake(t *testing.T) {
+	for in, want := range map[string]string{
+		"name": "name", "claimName": "claim_name", "mountPath": "mount_path", "runAsNonRoot": "run_as_non_root",
+		"hostIPC": "host_ipc", "podIP": "pod_ip", "seLinuxOptions": "se_linux_options", "httpGet": "http_get",
+		"fsGroupChangePolicy": "fs_group_change_policy", "terminationGracePeriodSeconds": "termination_grace_period_seconds",
+	} {
+		if got := snake(in); got != want {
+			t.Errorf("snake(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestPodFieldWithoutArgumentIsAnError: a pod field the operator has no argument
+// for stops the emit instead of vanishing from the Airflow pod.
+func TestPodFieldWithoutArgumentIsAnError(t *testing.T) {
+	f := &plan.Flow{Name: "f", Steps: []plan.Step{{Name: "a", Image: "busybox", Command: []string{"true"}}}}
+	s := &f.Steps[0]
+	base := emit.Pod(f, s, emit.PodOptions{Param: ParamRef})
+	if _, err := operatorArgs(f, s, base, true); err != nil {
+		t.Fatalf("the shared pod itself: %v", err)
+	}
+	for name, change := range map[string]func(*corev1.PodTemplateSpec){
+		"hostNetwork":              func(p *corev1.PodTemplateSpec) { p.Spec.HostNetwork = true },
+		"restartPolicy":            func(p *corev1.PodTemplateSpec) { p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure },
+		"terminationMessagePath":   func(p *corev1.PodTemplateSpec) { p.Spec.Containers[0].TerminationMessagePath = "/x" },
+		"initContainers":           func(p *corev1.PodTemplateSpec) { p.Spec.InitContainers = []corev1.Container{{Name: "init"}} },
+		"finalizers":               func(p *corev1.PodTemplateSpec) { p.Finalizers = []string{"x"} },
+		"priorityClassName":        func(p *corev1.PodTemplateSpec) { p.Spec.PriorityClassName = "high" },
+		"a second container (has)": func(p *corev1.PodTemplateSpec) { p.Spec.Containers = append(p.Spec.Containers, corev1.Container{}) },
+	} {
+		pod := *base.DeepCopy()
+		change(&pod)
+		_, err := operatorArgs(f, s, pod, true)
+		want := name
+		if i := strings.Index(name, " ("); i >= 0 {
+			want = name[i+2 : len(name)-1]
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one naming %q", name, err, want)
+		}
+	}
+}

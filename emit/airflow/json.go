@@ -1,0 +1,64 @@
+package airflow
+
+import (
+	"encoding/json"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// KPOFile is the form of <flow>.kpo.json: the DAG's settings and each task's
+// operator arguments. Kubernetes objects are in their API JSON form (what
+// kubernetes.client's ApiClient().sanitize_for_serialization gives), durations are
+// seconds. Every string is meant literally except the values of the
+// MANIFOLD_PARAM_ variables, which are Airflow templates of the DAG's params.
+type KPOFile struct {
+	DAGID    string            `json:"dag_id"`
+	Schedule *string           `json:"schedule"`
+	Params   map[string]string `json:"params"`
+	Tasks    []KPOTask         `json:"tasks"`
+}
+
+// KPOTask is one task of KPOFile.
+type KPOTask struct {
+	TaskID   string   `json:"task_id"`
+	Upstream []string `json:"upstream"`
+	// Operator is the operator's module and class.
+	Operator string `json:"operator"`
+	// Arguments are the operator's keyword arguments; for a mapped task, those of
+	// partial().
+	Arguments map[string]any `json:"arguments"`
+	// Expand, for a foreach step, holds the mapped arguments: env_vars, one list
+	// per item.
+	Expand map[string][][]corev1.EnvVar `json:"expand,omitempty"`
+}
+
+// JSON returns the .kpo.json file.
+func (d *DAG) JSON() ([]byte, error) {
+	out := KPOFile{DAGID: d.ID, Params: map[string]string{}, Tasks: []KPOTask{}}
+	if d.Schedule != "" {
+		out.Schedule = &d.Schedule
+	}
+	for _, p := range d.Params {
+		out.Params[p.Name] = p.Value
+	}
+	for _, t := range d.Tasks {
+		kt := KPOTask{TaskID: t.ID, Upstream: append([]string{}, t.Upstream...), Operator: Operators[t.Operator] + "." + t.Operator, Arguments: map[string]any{}}
+		for _, a := range t.Args {
+			v := a.Value
+			if d, ok := v.(time.Duration); ok {
+				v = d.Seconds()
+			}
+			kt.Arguments[a.Name] = v
+		}
+		if t.Items != nil {
+			kt.Expand = map[string][][]corev1.EnvVar{"env_vars": t.Items}
+		}
+		out.Tasks = append(out.Tasks, kt)
+	}
+	data, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
+}
