@@ -40,10 +40,11 @@ func YAML(header string, objects ...any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// JSON returns obj as one line of JSON, cleaned as YAML cleans it: keys sorted,
-// nulls, empty noise and status removed, and no HTML escaping of <, > and &. The
-// same object always gives the same bytes.
-func JSON(obj any) ([]byte, error) {
+// JSON returns obj as JSON, each level indented by indent (all on one line when
+// indent is ""), cleaned as YAML cleans it: keys sorted, nulls, empty noise and
+// status removed, and no HTML escaping of <, > and &. The same object always gives
+// the same bytes.
+func JSON(obj any, indent string) ([]byte, error) {
 	tree, err := clean(obj)
 	if err != nil {
 		return nil, err
@@ -51,6 +52,7 @@ func JSON(obj any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
+	enc.SetIndent("", indent)
 	if err := enc.Encode(tree); err != nil {
 		return nil, err
 	}
