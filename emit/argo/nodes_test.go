@@ -1,6 +1,7 @@
 package argo_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -510,4 +512,81 @@ func TestBrokenMultiNodeTemplateRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConditionsReadTheObjectsStatus: Argo's executor (its label selector parser
+// and gjson, through argolint -conditions) reads the templates' conditions on
+// JobSets and Jobs in each state as the step's outcome: a node that is retried
+// does not fail the step, a Job suspended by a queue first still fails it.
+func TestConditionsReadTheObjectsStatus(t *testing.T) {
+	now := metav1.Now()
+	cond := func(types ...batchv1.JobConditionType) []batchv1.JobCondition {
+		var cs []batchv1.JobCondition
+		for _, ty := range types {
+			status := corev1.ConditionTrue
+			if ty == batchv1.JobSuspended {
+				status = corev1.ConditionFalse
+			}
+			cs = append(cs, batchv1.JobCondition{Type: ty, Status: status, LastTransitionTime: now})
+		}
+		return cs
+	}
+	jobs := []struct {
+		name   string
+		status batchv1.JobStatus
+		want   string
+	}{
+		{"running", batchv1.JobStatus{Active: 2}, "waiting"},
+		{"a node retried", batchv1.JobStatus{Active: 2, Failed: 1, FailedIndexes: new("")}, "waiting"},
+		{"failing", batchv1.JobStatus{Failed: 1, FailedIndexes: new("1"), Conditions: cond(batchv1.JobFailureTarget)}, "failed"},
+		{"failed", batchv1.JobStatus{Failed: 1, Conditions: cond(batchv1.JobFailureTarget, batchv1.JobFailed)}, "failed"},
+		{"failed after a queue", batchv1.JobStatus{Failed: 1, Conditions: cond(batchv1.JobSuspended, batchv1.JobFailureTarget, batchv1.JobFailed)}, "failed"},
+		{"deadline, older cluster", batchv1.JobStatus{Conditions: cond(batchv1.JobFailed)}, "failed"},
+		{"succeeding", batchv1.JobStatus{Succeeded: 2, Conditions: cond(batchv1.JobSuccessCriteriaMet)}, "waiting"},
+		{"complete", batchv1.JobStatus{Succeeded: 2, CompletionTime: &now, Conditions: cond(batchv1.JobSuccessCriteriaMet, batchv1.JobComplete)}, "succeeded"},
+	}
+	sets := []struct {
+		name   string
+		status jobsetv1.JobSetStatus
+		want   string
+	}{
+		{"running", jobsetv1.JobSetStatus{Restarts: 1}, "waiting"},
+		{"completed", jobsetv1.JobSetStatus{TerminalState: string(jobsetv1.JobSetCompleted)}, "succeeded"},
+		{"failed", jobsetv1.JobSetStatus{Restarts: 2, TerminalState: string(jobsetv1.JobSetFailed)}, "failed"},
+	}
+	dir := t.TempDir()
+	check := func(kind, success, failure string, objects []any, want []string) {
+		var docs []string
+		for _, o := range objects {
+			data, err := json.Marshal(o) // with status, which emit.YAML drops
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs = append(docs, string(data))
+		}
+		path := filepath.Join(dir, kind+".yaml")
+		if err := os.WriteFile(path, []byte(strings.Join(docs, "\n---\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, ok := argolint.Conditions(t, success, failure, path)
+		if !ok {
+			t.Fatalf("%s: %s", kind, out)
+		}
+		if diff := cmp.Diff(want, strings.Fields(out)); diff != "" {
+			t.Errorf("%s outcomes (-want +got):\n%s", kind, diff)
+		}
+	}
+	var objects []any
+	var want []string
+	for _, j := range jobs {
+		objects = append(objects, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: j.name}, Status: j.status})
+		want = append(want, j.want)
+	}
+	check("jobs", argo.JobSuccess, argo.JobFailure, objects, want)
+	objects, want = nil, nil
+	for _, s := range sets {
+		objects = append(objects, &jobsetv1.JobSet{ObjectMeta: metav1.ObjectMeta{Name: s.name}, Status: s.status})
+		want = append(want, s.want)
+	}
+	check("jobsets", argo.JobSetSuccess, argo.JobSetFailure, objects, want)
 }

@@ -36,3 +36,11 @@ func Manifests(t testing.TB, uid string, files ...string) (string, bool) {
 	t.Helper()
 	return tool.Run(t, append([]string{"-manifests", uid}, files...)...)
 }
+
+// Conditions returns what the linter prints with -conditions: for each object in
+// file, whether Argo's executor would take it as failed, succeeded or still
+// waiting under the success and failure conditions of a resource template.
+func Conditions(t testing.TB, success, failure, file string) (string, bool) {
+	t.Helper()
+	return tool.Run(t, "-conditions", success, failure, file)
+}

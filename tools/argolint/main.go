@@ -7,6 +7,7 @@
 //
 //	argolint FILE...
 //	argolint -manifests UID FILE...
+//	argolint -conditions SUCCESS FAILURE FILE
 //
 // It prints one line per problem, prefixed with the file, document and object, and
 // exits 1 if there is any (2 for a file it cannot read). It lives in a module of its
@@ -18,6 +19,10 @@
 // into the task's arguments), with every parameter at its default and UID as the
 // workflow's uid. Each document follows a comment line naming the template, task
 // and item.
+//
+// With -conditions it prints, for each object in FILE, what Argo's executor makes
+// of a resource template's successCondition and failureCondition on it: failed,
+// succeeded or waiting.
 package main
 
 import (
@@ -39,11 +44,18 @@ import (
 
 func main() {
 	files, uid, manifests := os.Args[1:], "", false
+	if len(files) == 4 && files[0] == "-conditions" {
+		if err := printConditions(os.Stdout, files[1], files[2], files[3]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(files) > 1 && files[0] == "-manifests" {
 		uid, files, manifests = files[1], files[2:], true
 	}
 	if len(files) < 1 {
-		fmt.Fprintln(os.Stderr, "usage: argolint FILE...\n       argolint -manifests UID FILE...")
+		fmt.Fprintln(os.Stderr, "usage: argolint FILE...\n       argolint -manifests UID FILE...\n       argolint -conditions SUCCESS FAILURE FILE")
 		os.Exit(2)
 	}
 	var docs []document
