@@ -94,7 +94,9 @@ func multiNodeFlows() map[string]*sdk.Flow {
 	return flows
 }
 
-func templateOf(t *testing.T, wt *wfv1.WorkflowTemplate, name string) *wfv1.Template { return templateNamed(t, wt, name) }
+func templateOf(t *testing.T, wt *wfv1.WorkflowTemplate, name string) *wfv1.Template {
+	return templateNamed(t, wt, name)
+}
 
 func tasksOf(wt *wfv1.WorkflowTemplate) map[string]wfv1.DAGTask {
 	tasks := map[string]wfv1.DAGTask{}
@@ -487,7 +489,7 @@ func TestBrokenMultiNodeTemplateRefused(t *testing.T) {
 	dir := t.TempDir()
 	for name, breakIt := range map[string]func(r *wfv1.ResourceTemplate){
 		"unclosed": func(r *wfv1.ResourceTemplate) { r.Manifest = strings.TrimSuffix(r.Manifest, "}") },
-		"action":    func(r *wfv1.ResourceTemplate) { r.Action = "launch" },
+		"action":   func(r *wfv1.ResourceTemplate) { r.Action = "launch" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			wt, errs := argo.WorkflowTemplate(compileMode(t, trainNodes(), plan.ArgoJobSet))
