@@ -94,10 +94,6 @@ func multiNodeFlows() map[string]*sdk.Flow {
 	return flows
 }
 
-func templateOf(t *testing.T, wt *wfv1.WorkflowTemplate, name string) *wfv1.Template {
-	return templateNamed(t, wt, name)
-}
-
 func tasksOf(wt *wfv1.WorkflowTemplate) map[string]wfv1.DAGTask {
 	tasks := map[string]wfv1.DAGTask{}
 	for _, tmpl := range wt.Spec.Templates {
@@ -116,7 +112,7 @@ func TestMultiNodeJobSetTemplate(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	train := templateOf(t, wt, "train")
+	train := templateNamed(t, wt, "train")
 	if train.Container != nil || train.Resource == nil {
 		t.Fatalf("train is not a resource template: %+v", train)
 	}
@@ -169,7 +165,7 @@ func TestMultiNodeJobTemplates(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	svc, train := templateOf(t, wt, "train"+argo.ServiceSuffix), templateOf(t, wt, "train")
+	svc, train := templateNamed(t, wt, "train"+argo.ServiceSuffix), templateNamed(t, wt, "train")
 	for _, tmpl := range []*wfv1.Template{svc, train} {
 		if tmpl.Resource == nil || tmpl.Resource.Action != "create" || !tmpl.Resource.SetOwnerReference || tmpl.RetryStrategy != nil {
 			t.Errorf("template %s: %+v", tmpl.Name, tmpl)
@@ -295,7 +291,7 @@ func TestExecutorGetsNoAcceleratorSelector(t *testing.T) {
 		t.Errorf("workflow nodeSelector %v, tolerations %v reach the executor pod", wt.Spec.NodeSelector, wt.Spec.Tolerations)
 	}
 	for _, step := range []string{"prepare", "check", "evaluate"} {
-		if sel := templateOf(t, wt, step).NodeSelector; sel[plan.LabelInstanceType] != "trn1.32xlarge" {
+		if sel := templateNamed(t, wt, step).NodeSelector; sel[plan.LabelInstanceType] != "trn1.32xlarge" {
 			t.Errorf("%s lost its instance type: %v", step, sel)
 		}
 		pod, err := argopod.Resolve(wt, step, 0)
@@ -496,7 +492,7 @@ func TestBrokenMultiNodeTemplateRefused(t *testing.T) {
 			if len(errs) > 0 {
 				t.Fatal(errs)
 			}
-			breakIt(templateOf(t, wt, "train").Resource)
+			breakIt(templateNamed(t, wt, "train").Resource)
 			data, err := emit.YAML("", wt)
 			if err != nil {
 				t.Fatal(err)

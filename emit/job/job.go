@@ -155,7 +155,6 @@ const rendezvousPort = "rendezvous"
 // derived from the name. Targets that create the Job themselves (Argo) pass their
 // own name, params and item.
 func New(f *plan.Flow, s *plan.Step, name string, o emit.PodOptions) *batchv1.Job {
-	item := o.Item
 	o.MasterAddr = ""
 	if s.Nodes > 1 {
 		o.MasterAddr = MasterAddr(name)
@@ -166,7 +165,7 @@ func New(f *plan.Flow, s *plan.Step, name string, o emit.PodOptions) *batchv1.Jo
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Namespace:   s.Namespace,
-			Labels:      emit.ObjectLabels(pod.Labels, item),
+			Labels:      emit.ObjectLabels(pod.Labels, o.Item),
 			Annotations: emit.AfterAnnotations(s),
 		},
 		Spec: batchv1.JobSpec{
