@@ -14,13 +14,30 @@
 //   - retry: retryStrategy with retryPolicy Always (like a Job's backoffLimit, any
 //     failed attempt is retried, whether the container failed or the pod did) and a
 //     backoff doubling from RetryBackoff, or from Kubernetes' 10s capped at 6m;
-//   - timeout: the template's activeDeadlineSeconds, which bounds each attempt's pod.
+//   - timeout: the template's activeDeadlineSeconds, which bounds each attempt's pod;
+//   - multi-node (Nodes > 1): a resource template (action create, setOwnerReference,
+//     so deleting the workflow deletes the object) whose manifest is the jobset
+//     target's JobSet for the step, one replicated job per foreach item and no
+//     withItems, waited on through status.terminalState. With manifold.toml's
+//     argo_multi_node = "job" it is instead the job target's headless Service and
+//     Indexed Job, created by two resource templates (Argo's takes one object),
+//     the Job's task after the Service's and dependents after the Job's, foreach
+//     items through withItems. The objects' names end in RunToken, the first
+//     characters of the workflow's uid, so each run has its own, and MASTER_ADDR
+//     names them. Retry is the object's own (the JobSet's failurePolicy.maxRestarts,
+//     restarting every node together; the Job's backoffLimitPerIndex, retrying each
+//     node alone), never a retryStrategy: a retry of the template would create an
+//     object of a name that exists. A JobSet needs the JobSet controller; either
+//     way the workflow's service account needs RBAC to create and get the objects.
 //
 // The output stays compact: a pod field that every step shares is written once,
 // at workflow level (podMetadata, nodeSelector, securityContext,
 // serviceAccountName, imagePullSecrets) or in templateDefaults (the container's
 // image, pull policy and the params' variables), only where Argo's controller gives
-// every step back exactly the pod emit.Pod built.
+// every step back exactly the pod emit.Pod built. The executor pod of a resource
+// template takes the workflow-level fields too, so they are computed from the
+// container steps alone, and a nodeSelector is not shared when a multi-node step
+// exists.
 package argo
 
 import (
