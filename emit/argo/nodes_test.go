@@ -80,6 +80,9 @@ func multiNodeFlows() map[string]*sdk.Flow {
 				sdk.Env("A", "1"), sdk.SecretEnv("TOKEN", "hf", "token"), sdk.Secret("wandb"), sdk.Volume("data", "/data"),
 				sdk.Annotation("example.com/note", "big"), sdk.RunAsUser(1000), sdk.Retry(3), sdk.Timeout(90*time.Minute)).
 			Step("publish", sdk.After("train"), sdk.Command("true")),
+		// Every scheduled run is a workflow of its own uid, so its objects' names.
+		"cron": sdk.NewFlow("nightly", sdk.Image("busybox"), sdk.Schedule("@daily"), sdk.Namespace("ml")).
+			Step("a", sdk.Command("true")).Step("b", sdk.Command("true"), sdk.After("a"), sdk.Nodes(2)),
 		// Only multi-node steps: nothing is hoisted.
 		"only-nodes": sdk.NewFlow("only", sdk.Image("busybox")).Step("a", sdk.Command("true"), sdk.Nodes(2)),
 		"digit-step": sdk.NewFlow("digits", sdk.Image("busybox")).
@@ -319,31 +322,50 @@ func TestExecutorGetsNoAcceleratorSelector(t *testing.T) {
 // TestMultiNodeShapesAcceptedByArgoLint: Argo's validator accepts every
 // multi-node flow in both modes.
 func TestMultiNodeShapesAcceptedByArgoLint(t *testing.T) {
-	paths := writeMultiNode(t)
+	var paths []string
+	for _, e := range emitMultiNode(t) {
+		paths = append(paths, e.path)
+	}
 	if out, ok := argolint.Run(t, paths...); !ok {
 		t.Errorf("Argo's validator refuses multi-node output:\n%s", out)
 	}
 }
 
-// writeMultiNode writes every multi-node flow in both modes and returns the paths.
-func writeMultiNode(t *testing.T) []string {
+// emitted is a multi-node flow compiled in one mode, emitted and written to path.
+type emitted struct {
+	name string
+	p    *plan.Flow
+	data []byte
+	path string
+}
+
+// emitMultiNode emits every multi-node flow in both modes.
+func emitMultiNode(t *testing.T) []emitted {
 	t.Helper()
 	dir := t.TempDir()
-	var paths []string
+	var out []emitted
 	for name, f := range multiNodeFlows() {
 		for _, mode := range modes {
-			files, errs := argo.Target{}.Emit(compileMode(t, f, mode))
+			p := compileMode(t, f, mode)
+			files, errs := argo.Target{}.Emit(p)
 			if len(errs) > 0 {
 				t.Fatalf("%s: %v", name, errs.ToAggregate())
 			}
-			path := filepath.Join(dir, name+"."+mode+".yaml")
-			if err := os.WriteFile(path, files[0].Data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			paths = append(paths, path)
+			name := name + " " + mode
+			out = append(out, emitted{name, p, files[0].Data, writeFile(t, dir, name, files[0].Data)})
 		}
 	}
-	return paths
+	return out
+}
+
+// writeFile writes data to dir/name.yaml and returns that path.
+func writeFile(t *testing.T, dir, name string, data []byte) string {
+	t.Helper()
+	path := filepath.Join(dir, strings.ReplaceAll(name, " ", ".")+".yaml")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // TestMultiNodeManifests: Argo's own substitution (tools/argolint -manifests)
@@ -356,60 +378,48 @@ func writeMultiNode(t *testing.T) []string {
 //   - and is exactly the jobset (or job) target's object for that name: every
 //     adversarial param and item reaches the pods as written.
 func TestMultiNodeManifests(t *testing.T) {
-	dir := t.TempDir()
 	var all []string
-	for name, f := range multiNodeFlows() {
-		for _, mode := range modes {
-			p := compileMode(t, f, mode)
-			files, errs := argo.Target{}.Emit(p)
-			if len(errs) > 0 {
-				t.Fatal(errs)
-			}
-			path := filepath.Join(dir, name+"."+mode+".yaml")
-			if err := os.WriteFile(path, files[0].Data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			out, ok := argolint.Manifests(t, runUID, path)
-			if !ok {
-				t.Fatalf("%s %s: argolint -manifests: %s", name, mode, out)
-			}
-			docs := manifestDocs(out)
-			wt := decodeTemplate(t, files[0].Data)
-			var fromModel []string
-			for i := range p.Steps {
-				s := &p.Steps[i]
-				if s.Nodes < 2 {
-					continue
-				}
-				items := 1
-				if mode == plan.ArgoJob && s.Foreach != nil {
-					items = len(s.Foreach)
-				}
-				tasks := []string{argo.TaskName(s.Name)}
-				if mode == plan.ArgoJob {
-					tasks = []string{argo.TaskName(s.Name) + argo.ServiceSuffix, argo.TaskName(s.Name)}
-				}
-				for _, tk := range tasks {
-					for item := range items {
-						m, err := argopod.Manifest(wt, tk, item, runUID)
-						if err != nil {
-							t.Fatal(err)
-						}
-						fromModel = append(fromModel, m)
-					}
-				}
-				checkObjects(t, name+" "+mode, p, s, docs[len(fromModel)-len(tasks)*items:len(fromModel)])
-			}
-			if diff := cmp.Diff(fromModel, docs); diff != "" {
-				t.Errorf("%s %s: argopod's manifests differ from Argo's (-argopod +argo):\n%s", name, mode, diff)
-			}
-			all = append(all, docs...)
+	for _, e := range emitMultiNode(t) {
+		out, ok := argolint.Manifests(t, runUID, e.path)
+		if !ok {
+			t.Fatalf("%s: argolint -manifests: %s", e.name, out)
 		}
+		docs := manifestDocs(out)
+		wt := decodeTemplate(t, e.data)
+		var fromModel []string
+		for i := range e.p.Steps {
+			s := &e.p.Steps[i]
+			if s.Nodes < 2 {
+				continue
+			}
+			items := 1
+			if e.p.ArgoMultiNode == plan.ArgoJob && s.Foreach != nil {
+				items = len(s.Foreach)
+			}
+			tasks := []string{argo.TaskName(s.Name)}
+			if e.p.ArgoMultiNode == plan.ArgoJob {
+				tasks = []string{argo.TaskName(s.Name) + argo.ServiceSuffix, argo.TaskName(s.Name)}
+			}
+			for _, tk := range tasks {
+				for item := range items {
+					m, err := argopod.Manifest(wt, tk, item, runUID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					fromModel = append(fromModel, m)
+				}
+			}
+			if len(docs) < len(fromModel) {
+				t.Fatalf("%s: argolint -manifests gave %d manifests, want at least %d", e.name, len(docs), len(fromModel))
+			}
+			checkObjects(t, e.name, e.p, s, docs[len(fromModel)-len(tasks)*items:len(fromModel)])
+		}
+		if diff := cmp.Diff(fromModel, docs); diff != "" {
+			t.Errorf("%s: argopod's manifests differ from Argo's (-argopod +argo):\n%s", e.name, diff)
+		}
+		all = append(all, docs...)
 	}
-	path := filepath.Join(dir, "manifests.yaml")
-	if err := os.WriteFile(path, []byte(strings.Join(all, "\n---\n")), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := writeFile(t, t.TempDir(), "manifests", []byte(strings.Join(all, "\n---\n")))
 	if out, ok := kubevalidate.Run(t, path); !ok {
 		t.Errorf("the API server's validation refuses the objects multi-node steps create:\n%s", out)
 	}
@@ -497,11 +507,7 @@ func TestBrokenMultiNodeTemplateRefused(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join(dir, name+".yaml")
-			if err := os.WriteFile(path, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			out, ok := argolint.Run(t, path)
+			out, ok := argolint.Run(t, writeFile(t, dir, name, data))
 			if ok {
 				t.Fatalf("a broken multi-node template passed:\n%s", out)
 			}
@@ -562,11 +568,7 @@ func TestConditionsReadTheObjectsStatus(t *testing.T) {
 			}
 			docs = append(docs, string(data))
 		}
-		path := filepath.Join(dir, kind+".yaml")
-		if err := os.WriteFile(path, []byte(strings.Join(docs, "\n---\n")), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		out, ok := argolint.Conditions(t, success, failure, path)
+		out, ok := argolint.Conditions(t, success, failure, writeFile(t, dir, kind, []byte(strings.Join(docs, "\n---\n"))))
 		if !ok {
 			t.Fatalf("%s: %s", kind, out)
 		}
