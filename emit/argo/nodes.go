@@ -62,8 +62,7 @@ func multiNode(f *plan.Flow, s *plan.Step) ([]wfv1.Template, []wfv1.DAGTask, err
 	if f.ArgoMultiNode != plan.ArgoJob {
 		// One JobSet holds every foreach item, each a replicated job.
 		o.Item = nil
-		name := emit.Name(jobset.MaxName(s)-len("-")-RunTokenLength, f.Name, s.Name) + "-" + RunToken
-		js := jobset.Build(f, s, name, o)
+		js := jobset.Build(f, s, runName(jobset.MaxName(s), f, s, ""), o)
 		m, err := manifest(f, js)
 		if err != nil {
 			return nil, nil, err
@@ -81,10 +80,9 @@ func multiNode(f *plan.Flow, s *plan.Step) ([]wfv1.Template, []wfv1.DAGTask, err
 	max, index := job.MaxName(s), ""
 	if s.Foreach != nil {
 		index = "-" + o.Item.Index
-		max -= len("-" + strconv.Itoa(len(s.Foreach)-1))
+		max -= len("-" + strconv.Itoa(len(s.Foreach)-1)) // the longest index Argo puts there
 	}
-	name := emit.Name(max-len("-")-RunTokenLength, f.Name, s.Name) + index + "-" + RunToken
-	j := job.New(f, s, name, o)
+	j := job.New(f, s, runName(max, f, s, index), o)
 	jm, err := manifest(f, j)
 	if err != nil {
 		return nil, nil, err
@@ -110,6 +108,14 @@ func multiNode(f *plan.Flow, s *plan.Step) ([]wfv1.Template, []wfv1.DAGTask, err
 	svcTask.Name, svcTask.Template = TaskName(s.Name)+ServiceSuffix, st.Name
 	jobTask.Depends = svcTask.Name
 	return []wfv1.Template{st, jt}, []wfv1.DAGTask{svcTask, jobTask}, nil
+}
+
+// runName names an object that a run of step s creates: the flow's and step's
+// names shortened as emit.Name shortens them, then suffix, then RunToken, in at
+// most max characters once Argo has replaced the token (and any tag in suffix,
+// which max leaves room for).
+func runName(max int, f *plan.Flow, s *plan.Step, suffix string) string {
+	return emit.Name(max-len("-")-RunTokenLength, f.Name, s.Name) + suffix + "-" + RunToken
 }
 
 // resourceTemplate creates the object manifest holds, owned by the workflow so
