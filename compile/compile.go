@@ -45,7 +45,13 @@ func Compile(f *sdk.Flow, o Options) (*plan.Flow, field.ErrorList) {
 	}
 	spec := f.Spec()
 	var errs field.ErrorList
-	p := &plan.Flow{Name: spec.Name}
+	p := &plan.Flow{Name: spec.Name, ArgoMultiNode: o.Config.ArgoMultiNode}
+	if p.ArgoMultiNode == "" {
+		p.ArgoMultiNode = plan.ArgoJobSet
+	}
+	if !validArgoMultiNode(o.Config.ArgoMultiNode) {
+		errs = append(errs, field.Invalid(field.NewPath("config", "argo_multi_node"), o.Config.ArgoMultiNode, argoMultiNodeChoice))
+	}
 
 	errs = append(errs, checkName(field.NewPath("name"), spec.Name, "flow")...)
 	p.Params, errs = compileParams(spec.Params, o.Params, errs)

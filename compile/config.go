@@ -9,6 +9,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -25,6 +26,7 @@ const ConfigFile = "manifold.toml"
 //	image_pull_policy = "IfNotPresent"
 //	image_pull_secrets = ["ecr"]
 //	gpu_toleration = false
+//	argo_multi_node = "jobset"
 //
 //	[labels]
 //	team = "ml"
@@ -50,6 +52,9 @@ type Config struct {
 	// GPUToleration, when false, stops GPU steps from tolerating the
 	// nvidia.com/gpu or amd.com/gpu taint. It is on when unset.
 	GPUToleration *bool `toml:"gpu_toleration"`
+	// ArgoMultiNode is how the argo target runs a multi-node step: "jobset" (the
+	// default) creates its JobSet, "job" its Indexed Job and headless Service.
+	ArgoMultiNode string `toml:"argo_multi_node"`
 }
 
 // ConfigToleration is a toleration in manifold.toml. Operator defaults to Equal
@@ -83,9 +88,19 @@ func LoadConfig(path string) (Config, error) {
 		for i, k := range undecoded {
 			keys[i] = k.String()
 		}
-		return Config{}, fmt.Errorf("%s: unknown keys %s; known keys are namespace, image, entrypoint, service_account, image_pull_policy, image_pull_secrets, gpu_toleration, labels, annotations, node_selector and tolerations", path, strings.Join(keys, ", "))
+		return Config{}, fmt.Errorf("%s: unknown keys %s; known keys are namespace, image, entrypoint, service_account, image_pull_policy, image_pull_secrets, gpu_toleration, argo_multi_node, labels, annotations, node_selector and tolerations", path, strings.Join(keys, ", "))
+	}
+	if !validArgoMultiNode(c.ArgoMultiNode) {
+		return Config{}, fmt.Errorf("%s: argo_multi_node = %q: %s", path, c.ArgoMultiNode, argoMultiNodeChoice)
 	}
 	return c, nil
+}
+
+// argoMultiNodeChoice says what argo_multi_node may be.
+const argoMultiNodeChoice = `choose "` + plan.ArgoJobSet + `" (the argo target creates a multi-node step's JobSet, which needs the JobSet controller) or "` + plan.ArgoJob + `" (its Indexed Job and headless Service)`
+
+func validArgoMultiNode(v string) bool {
+	return v == "" || v == plan.ArgoJobSet || v == plan.ArgoJob
 }
 
 // stepDefaults returns the config's defaults as a step spec, the lowest layer of

@@ -46,6 +46,7 @@ service_account = "trainer"
 image_pull_policy = "IfNotPresent"
 image_pull_secrets = ["ecr", "ghcr"]
 gpu_toleration = false
+argo_multi_node = "job"
 
 [labels]
 team = "ml"
@@ -80,6 +81,7 @@ operator = "Exists"
 					{Key: "spot", Operator: "Exists"},
 				},
 				GPUToleration: &off,
+				ArgoMultiNode: "job",
 			},
 		},
 	} {
@@ -105,6 +107,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{name: "unknown toleration key", text: "[[tolerations]]\nkey = \"k\"\nefect = \"NoSchedule\"\n", mention: "efect"},
 		{name: "wrong type", text: "gpu_toleration = \"no\"\n", mention: "gpu_toleration"},
 		{name: "not toml", text: "namespace = \n", mention: "manifold.toml"},
+		{name: "argo multi-node mode", text: "argo_multi_node = \"jobsets\"\n", mention: `argo_multi_node = "jobsets": choose "jobset"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := compile.LoadConfig(writeConfig(t, tc.text))
@@ -150,6 +153,17 @@ func TestConfigApplies(t *testing.T) {
 	})
 	if diff := cmp.Diff(want, got, planOpts); diff != "" {
 		t.Errorf("step (-want +got):\n%s", diff)
+	}
+}
+
+// TestArgoMultiNodeReachesThePlan: the plan carries manifold.toml's
+// argo_multi_node, and "jobset" when it is unset.
+func TestArgoMultiNodeReachesThePlan(t *testing.T) {
+	f := sdk.NewFlow("f", sdk.Image(img)).Step("s", sdk.Command("true"))
+	for set, want := range map[string]string{"": plan.ArgoJobSet, "jobset": plan.ArgoJobSet, "job": plan.ArgoJob} {
+		if got := mustCompile(t, f, compile.Options{Config: compile.Config{ArgoMultiNode: set}}).ArgoMultiNode; got != want {
+			t.Errorf("argo_multi_node %q: plan has %q, want %q", set, got, want)
+		}
 	}
 }
 
@@ -239,6 +253,12 @@ func TestConfigErrors(t *testing.T) {
 			flow: sdk.NewFlow("f").Step("a", sdk.Command("true")).Step("b", sdk.Command("true")),
 			opts: cfg(compile.Config{Image: "ubuntu latest"}),
 			want: field.ErrorList{field.Invalid(field.NewPath("config", "image"), nil, "")},
+		},
+		{
+			name: "argo multi-node mode",
+			flow: two,
+			opts: cfg(compile.Config{ArgoMultiNode: "pods"}),
+			want: field.ErrorList{field.Invalid(field.NewPath("config", "argo_multi_node"), nil, "")},
 		},
 		{
 			name: "a bad config value is reported while any step uses it",

@@ -13,8 +13,10 @@ import (
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/emit/jobset"
+	"github.com/manifoldflow/manifold/internal/argopod"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -35,9 +37,65 @@ var mechanism = map[string]func(*corev1.PodTemplateSpec){
 	"job": func(p *corev1.PodTemplateSpec) { p.Spec.Subdomain = "" },
 	// JobSet sets the subdomain itself when it creates the Jobs.
 	"jobset": func(*corev1.PodTemplateSpec) {},
+	// The argo target creates the jobset target's JobSet, or (argo_multi_node =
+	// "job") the job target's Indexed Job and Service, so its mechanisms are theirs.
+	"argo":     func(*corev1.PodTemplateSpec) {},
+	"argo-job": func(p *corev1.PodTemplateSpec) { p.Spec.Subdomain = "" },
+}
+
+// runUID stands for the uid Argo gives a workflow run.
+const runUID = "0f3c9a7e-5b1d-4e2a-9c8f-7a6b5c4d3e2f"
+
+// argoPods returns the pods the argo target runs in mode (argo_multi_node): each
+// container step's pod as Argo's controller builds it, and each pod in the objects
+// a multi-node step's resource templates create, after Argo's substitution.
+func argoPods(t *testing.T, p *plan.Flow, mode string) []runPod {
+	t.Helper()
+	q := *p
+	q.ArgoMultiNode = mode
+	wt, errs := argo.WorkflowTemplate(&q)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	var out []runPod
+	for i := range q.Steps {
+		s := &q.Steps[i]
+		items := max(1, len(s.Foreach))
+		if s.Nodes > 1 && mode == plan.ArgoJobSet {
+			items = 1 // one JobSet, a replicated job per item
+		}
+		for item := range items {
+			var pods []corev1.PodTemplateSpec
+			if s.Nodes > 1 {
+				m, err := argopod.Manifest(wt, argo.TaskName(s.Name), item, runUID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if pods, err = argopod.ManifestPods(m); err != nil {
+					t.Fatalf("%s: %v\n%s", s.Name, err, m)
+				}
+			} else {
+				pod, err := argopod.Resolve(wt, argo.TaskName(s.Name), item)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pods = []corev1.PodTemplateSpec{pod}
+			}
+			for k, pod := range pods {
+				index := -1
+				if s.Foreach != nil {
+					index = item + k
+				}
+				out = append(out, runPod{s.Name, index, pod})
+			}
+		}
+	}
+	return out
 }
 
 var podsOf = map[string]func(t *testing.T, p *plan.Flow) []runPod{
+	"argo":     func(t *testing.T, p *plan.Flow) []runPod { return argoPods(t, p, plan.ArgoJobSet) },
+	"argo-job": func(t *testing.T, p *plan.Flow) []runPod { return argoPods(t, p, plan.ArgoJob) },
 	"job": func(t *testing.T, p *plan.Flow) []runPod {
 		objs, errs := job.Objects(p)
 		if len(errs) > 0 {

@@ -24,25 +24,11 @@ func YAML(header string, objects ...any) ([]byte, error) {
 		fmt.Fprintf(&b, "# %s\n", header)
 	}
 	for i, obj := range objects {
-		data, err := json.Marshal(obj)
+		tree, err := clean(obj)
 		if err != nil {
 			return nil, err
 		}
-		// Numbers stay exact (json.Number, then int64), and the tree goes to the
-		// YAML encoder directly: re-reading JSON as YAML would refuse characters
-		// such as DEL that the encoder writes escaped.
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.UseNumber()
-		var tree any
-		if err := dec.Decode(&tree); err != nil {
-			return nil, err
-		}
-		// An object's status is the controller's to write; some API types
-		// serialize zero counters there (JobSet's restarts: 0).
-		if m, ok := tree.(map[string]any); ok {
-			delete(m, "status")
-		}
-		out, err := yaml.Marshal(prune(tree))
+		out, err := yaml.Marshal(tree)
 		if err != nil {
 			return nil, err
 		}
@@ -52,6 +38,48 @@ func YAML(header string, objects ...any) ([]byte, error) {
 		b.Write(out)
 	}
 	return b.Bytes(), nil
+}
+
+// JSON returns obj as JSON, each level indented by indent (all on one line when
+// indent is ""), cleaned as YAML cleans it: keys sorted, nulls, empty noise and
+// status removed, and no HTML escaping of <, > and &. The same object always gives
+// the same bytes.
+func JSON(obj any, indent string) ([]byte, error) {
+	tree, err := clean(obj)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", indent)
+	if err := enc.Encode(tree); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// clean returns obj as a generic tree without nulls, empty noise or status.
+func clean(obj any) (any, error) {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	// Numbers stay exact (json.Number, then int64), and the tree goes to the
+	// encoder directly: re-reading JSON as YAML would refuse characters such as DEL
+	// that the YAML encoder writes escaped.
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var tree any
+	if err := dec.Decode(&tree); err != nil {
+		return nil, err
+	}
+	// An object's status is the controller's to write; some API types serialize
+	// zero counters there (JobSet's restarts: 0).
+	if m, ok := tree.(map[string]any); ok {
+		delete(m, "status")
+	}
+	return prune(tree), nil
 }
 
 // prune removes nulls everywhere and the empty noise maps, and turns numbers into

@@ -80,3 +80,30 @@ func TestYAMLDropsStatus(t *testing.T) {
 		t.Errorf("YAML = %q, want %q", got, want)
 	}
 }
+
+// TestJSONDropsNoiseLikeYAML: JSON cleans an object as YAML does, keeps <, > and &
+// as they are, and indents each level as asked.
+func TestJSONDropsNoiseLikeYAML(t *testing.T) {
+	job := &batchv1.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{Name: "j", Annotations: map[string]string{"a": "<b> & c"}},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "main"}},
+		}}},
+	}
+	got, err := emit.JSON(job, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"apiVersion":"batch/v1","kind":"Job","metadata":{"annotations":{"a":"<b> & c"},"name":"j"},"spec":{"template":{"spec":{"containers":[{"name":"main"}]}}}}`
+	if diff := cmp.Diff(want, string(got)); diff != "" {
+		t.Errorf("JSON (-want +got):\n%s", diff)
+	}
+	indented, err := emit.JSON(job, " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(indented), "{\n \"apiVersion\": \"batch/v1\",\n \"kind\": \"Job\",\n") || strings.HasSuffix(string(indented), "\n") {
+		t.Errorf("indented JSON:\n%s", indented)
+	}
+}

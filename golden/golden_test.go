@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/manifoldflow/manifold/emit/argo"
+	"github.com/manifoldflow/manifold/emit/jobset"
 	"github.com/manifoldflow/manifold/internal/argolint"
 	"github.com/manifoldflow/manifold/internal/argopod"
 	"github.com/manifoldflow/manifold/internal/exampletest"
@@ -204,8 +205,10 @@ func TestGoldenAcceptedByArgoLint(t *testing.T) {
 // TestGoldenArgoPodsAreJobPods: for every example, every Job of the job target (one
 // per step, or per item of a foreach step) has the pod that Argo's controller would
 // build for the same step and item from the argo target's WorkflowTemplate
-// (internal/argopod, which leaves out what Argo adds for its executor). Empty and
-// absent lists compare equal, since both serialize to nothing.
+// (internal/argopod, which leaves out what Argo adds for its executor), or, for a
+// multi-node step, the pod in the JobSet its resource template creates (less the
+// mechanisms' differences, see multiNodePods). Empty and absent lists compare
+// equal, since both serialize to nothing.
 func TestGoldenArgoPodsAreJobPods(t *testing.T) {
 	paths, err := filepath.Glob(filepath.Join("testdata", "*", "*.argo.yaml"))
 	if err != nil || len(paths) == 0 {
@@ -245,11 +248,14 @@ func TestGoldenArgoPodsAreJobPods(t *testing.T) {
 					t.Fatalf("%s: job %s index %q", jobPath, j.Name, index)
 				}
 			}
-			got, err := argopod.Resolve(&wt, argo.TaskName(step), item)
-			if err != nil {
+			want := j.Spec.Template
+			var got corev1.PodTemplateSpec
+			if j.Spec.CompletionMode != nil && *j.Spec.CompletionMode == batchv1.IndexedCompletion {
+				want, got = multiNodePods(t, &wt, path, step, item, &j)
+			} else if got, err = argopod.Resolve(&wt, argo.TaskName(step), item); err != nil {
 				t.Fatalf("%s: step %s item %d: %v", path, step, item, err)
 			}
-			if diff := cmp.Diff(j.Spec.Template, got, cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("%s: step %s item %d: Argo's pod differs from Job %s's (-job +argo):\n%s", path, step, item, j.Name, diff)
 			}
 		}
@@ -257,6 +263,46 @@ func TestGoldenArgoPodsAreJobPods(t *testing.T) {
 			t.Errorf("%s holds no Jobs", jobPath)
 		}
 	}
+}
+
+// multiNodePods returns the pod of multi-node Job j of the job target, and the pod
+// of the same step and item inside the JobSet that the argo target's resource
+// template creates (its default mode), each less what its mechanism sets: the
+// Job's subdomain (its Service's name), and the address of rank 0 in the
+// rendezvous variables, which names the Job's Service or the JobSet's. The
+// JobSet's address is checked to be its own rank 0's.
+func multiNodePods(t *testing.T, wt *wfv1.WorkflowTemplate, path, step string, item int, j *batchv1.Job) (want, got corev1.PodTemplateSpec) {
+	t.Helper()
+	const uid = "0f3c9a7e-5b1d-4e2a-9c8f-7a6b5c4d3e2f"
+	m, err := argopod.Manifest(wt, argo.TaskName(step), 0, uid)
+	if err != nil {
+		t.Fatalf("%s: step %s: %v", path, step, err)
+	}
+	var js jobsetv1.JobSet
+	if err := yaml.UnmarshalStrict([]byte(m), &js); err != nil {
+		t.Fatalf("%s: step %s: the manifest is not a JobSet: %v", path, step, err)
+	}
+	if item >= len(js.Spec.ReplicatedJobs) {
+		t.Fatalf("%s: step %s: no replicated job for item %d", path, step, item)
+	}
+	rj := js.Spec.ReplicatedJobs[item]
+	want, got = *j.Spec.Template.DeepCopy(), *rj.Template.Spec.Template.DeepCopy()
+	want.Spec.Subdomain = ""
+	addrs := map[string]string{
+		plan.EnvMasterAddr: jobset.MasterAddr(js.Name, rj.Name), plan.EnvPETMasterAddr: jobset.MasterAddr(js.Name, rj.Name),
+		plan.EnvNeuronRootComm: jobset.MasterAddr(js.Name, rj.Name) + ":" + strconv.Itoa(plan.NeuronRootCommPort),
+	}
+	for _, pod := range []*corev1.PodTemplateSpec{&want, &got} {
+		for i, e := range pod.Spec.Containers[0].Env {
+			if addr, ok := addrs[e.Name]; ok {
+				if pod == &got && e.Value != addr {
+					t.Errorf("%s: step %s item %d: %s is %q, not rank 0 of JobSet %s (%q)", path, step, item, e.Name, e.Value, js.Name, addr)
+				}
+				pod.Spec.Containers[0].Env[i].Value = ""
+			}
+		}
+	}
+	return want, got
 }
 
 // documents splits a YAML stream into its non-empty documents.

@@ -71,7 +71,20 @@ type Flow struct {
 	// Steps are in dependency order: every step comes after the steps it waits for,
 	// and otherwise in declaration order.
 	Steps []Step
+	// ArgoMultiNode is how the argo target runs a multi-node step: ArgoJobSet or
+	// ArgoJob.
+	ArgoMultiNode string
 }
+
+// The ways the argo target can run a multi-node step (manifold.toml's
+// argo_multi_node).
+const (
+	// ArgoJobSet creates the step's JobSet, as the jobset target builds it.
+	ArgoJobSet = "jobset"
+	// ArgoJob creates the step's headless Service and Indexed Job, as the job
+	// target builds them.
+	ArgoJob = "job"
+)
 
 // Param is a flow parameter with its value for this compile (the default, or what
 // --param gave).

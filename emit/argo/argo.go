@@ -14,20 +14,36 @@
 //   - retry: retryStrategy with retryPolicy Always (like a Job's backoffLimit, any
 //     failed attempt is retried, whether the container failed or the pod did) and a
 //     backoff doubling from RetryBackoff, or from Kubernetes' 10s capped at 6m;
-//   - timeout: the template's activeDeadlineSeconds, which bounds each attempt's pod.
+//   - timeout: the template's activeDeadlineSeconds, which bounds each attempt's pod;
+//   - multi-node (Nodes > 1): a resource template (action create, setOwnerReference,
+//     so deleting the workflow deletes the object) whose manifest is the jobset
+//     target's JobSet for the step, one replicated job per foreach item and no
+//     withItems, waited on through status.terminalState. With manifold.toml's
+//     argo_multi_node = "job" it is instead the job target's headless Service and
+//     Indexed Job, created by two resource templates (Argo's takes one object),
+//     the Job's task after the Service's and dependents after the Job's, foreach
+//     items through withItems. The objects' names end in RunToken, the first
+//     characters of the workflow's uid, so each run has its own, and MASTER_ADDR
+//     names them. Retry is the object's own (the JobSet's failurePolicy.maxRestarts,
+//     restarting every node together; the Job's backoffLimitPerIndex, retrying each
+//     node alone), never a retryStrategy: a retry of the template would create an
+//     object of a name that exists. A JobSet needs the JobSet controller; either
+//     way the workflow's service account needs RBAC to create and get the objects.
 //
 // The output stays compact: a pod field that every step shares is written once,
 // at workflow level (podMetadata, nodeSelector, securityContext,
 // serviceAccountName, imagePullSecrets) or in templateDefaults (the container's
 // image, pull policy and the params' variables), only where Argo's controller gives
-// every step back exactly the pod emit.Pod built.
+// every step back exactly the pod emit.Pod built. The executor pod of a resource
+// template takes the workflow-level fields too, so they are computed from the
+// container steps alone, and a nodeSelector is not shared when a multi-node step
+// exists.
 package argo
 
 import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -107,12 +123,15 @@ func Objects(f *plan.Flow) ([]any, field.ErrorList) {
 // {{workflow.parameters.NAME}}, and a foreach step's item and index as its
 // template's input parameters.
 func PodOptions(s *plan.Step) emit.PodOptions {
-	o := emit.PodOptions{Param: func(p plan.Param) string { return "{{workflow.parameters." + p.Name + "}}" }}
+	o := emit.PodOptions{Param: func(p plan.Param) string { return paramTag(p.Name) }}
 	if s.Foreach != nil {
 		o.Item = &emit.Item{Value: "{{inputs.parameters." + InputItem + "}}", Index: "{{inputs.parameters." + InputIndex + "}}"}
 	}
 	return o
 }
+
+// paramTag is Argo's reference to the flow param called name.
+func paramTag(name string) string { return "{{workflow.parameters." + name + "}}" }
 
 // CronWorkflow runs wt on the flow's schedule, one run at a time.
 func CronWorkflow(f *plan.Flow, wt *wfv1.WorkflowTemplate) *wfv1.CronWorkflow {
@@ -139,16 +158,31 @@ func WorkflowTemplate(f *plan.Flow) (*wfv1.WorkflowTemplate, field.ErrorList) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	// The pods of the container steps; a multi-node step's pods are inside the
+	// object its resource template creates.
 	pods := make([]corev1.PodTemplateSpec, len(f.Steps))
+	var containerPods []corev1.PodTemplateSpec
 	for i := range f.Steps {
-		pods[i] = emit.Pod(f, &f.Steps[i], PodOptions(&f.Steps[i]))
+		if s := &f.Steps[i]; s.Nodes <= 1 {
+			pods[i] = emit.Pod(f, s, PodOptions(s))
+			containerPods = append(containerPods, pods[i])
+		}
 	}
-	spec, shared := workflowSpec(f, pods)
+	spec, shared := workflowSpec(f, containerPods, len(containerPods) < len(f.Steps))
 
 	dag := &wfv1.DAGTemplate{}
 	spec.Templates = []wfv1.Template{{Name: Entrypoint, DAG: dag}}
 	for i := range f.Steps {
 		s := &f.Steps[i]
+		if s.Nodes > 1 {
+			ts, tks, err := multiNode(f, s)
+			if err != nil {
+				return nil, field.ErrorList{field.InternalError(stepPath(s), err)}
+			}
+			spec.Templates = append(spec.Templates, ts...)
+			dag.Tasks = append(dag.Tasks, tks...)
+			continue
+		}
 		t, err := stepTemplate(s, pods[i], shared)
 		if err != nil {
 			return nil, field.ErrorList{field.InternalError(stepPath(s), err)}
@@ -189,9 +223,6 @@ func check(f *plan.Flow) field.ErrorList {
 		if i > 0 && s.Namespace != f.Steps[0].Namespace {
 			errs = append(errs, field.Invalid(at.Child("namespace"), s.Namespace, fmt.Sprintf(
 				"an Argo workflow runs every step in its own namespace, and step %s runs in %q; give every step the same namespace", f.Steps[0].Name, f.Steps[0].Namespace)))
-		}
-		if s.Nodes > 1 {
-			errs = append(errs, field.Forbidden(at.Child("nodes"), "the argo target does not run multi-node steps yet; compile with --target jobset or --target job"))
 		}
 		errs = append(errs, noTags(at.Child("image"), s.Image)...)
 		for j, arg := range s.Command {
@@ -281,7 +312,12 @@ type shared struct {
 // to workflow level only when no step lacks it (a step without its own would take
 // the workflow's), and a step keeps its own when it differs. Tolerations stay in
 // every template, beside the accelerator requests that need them.
-func workflowSpec(f *plan.Flow, pods []corev1.PodTemplateSpec) (wfv1.WorkflowSpec, shared) {
+//
+// pods are the container steps' pods only. The executor pod of a resource template
+// (a multi-node step's) takes the workflow-level fields too, so when resources is
+// set no nodeSelector is shared: a step's accelerator instance type would strand
+// the executor on (or away from, with no toleration) nodes it has no use for.
+func workflowSpec(f *plan.Flow, pods []corev1.PodTemplateSpec, resources bool) (wfv1.WorkflowSpec, shared) {
 	spec := wfv1.WorkflowSpec{Entrypoint: Entrypoint}
 	for _, p := range f.Params {
 		spec.Arguments.Parameters = append(spec.Arguments.Parameters, wfv1.Parameter{Name: p.Name, Value: wfv1.AnyStringPtr(p.Value)})
@@ -302,7 +338,9 @@ func workflowSpec(f *plan.Flow, pods []corev1.PodTemplateSpec) (wfv1.WorkflowSpe
 	if len(sh.labels) > 0 || len(sh.annotations) > 0 {
 		spec.PodMetadata = &wfv1.Metadata{Labels: sh.labels, Annotations: sh.annotations}
 	}
-	sh.nodeSelector = mostCommon(pods, func(p *corev1.PodTemplateSpec) map[string]string { return p.Spec.NodeSelector })
+	if !resources {
+		sh.nodeSelector = mostCommon(pods, func(p *corev1.PodTemplateSpec) map[string]string { return p.Spec.NodeSelector })
+	}
 	sh.securityContext = mostCommon(pods, func(p *corev1.PodTemplateSpec) *corev1.PodSecurityContext { return p.Spec.SecurityContext })
 	sh.serviceAccount = mostCommon(pods, func(p *corev1.PodTemplateSpec) string { return p.Spec.ServiceAccountName })
 	spec.NodeSelector, spec.SecurityContext, spec.ServiceAccountName = sh.nodeSelector, sh.securityContext, sh.serviceAccount
@@ -358,10 +396,7 @@ func stepTemplate(s *plan.Step, pod corev1.PodTemplateSpec, sh shared) (wfv1.Tem
 		RetryStrategy:      retryStrategy(s),
 	}
 	if d := spec.ActiveDeadlineSeconds; d != nil {
-		t.ActiveDeadlineSeconds = new(intstr.FromString(strconv.FormatInt(*d, 10)))
-		if *d <= math.MaxInt32 {
-			t.ActiveDeadlineSeconds = new(intstr.FromInt32(int32(*d)))
-		}
+		t.ActiveDeadlineSeconds = deadline(*d)
 	}
 	if s.Foreach != nil {
 		t.Inputs.Parameters = []wfv1.Parameter{{Name: InputItem}, {Name: InputIndex}}

@@ -90,26 +90,31 @@ func Objects(f *plan.Flow) ([]any, field.ErrorList) {
 // Jobs returns the Jobs of step s: one, or one per foreach item.
 func Jobs(f *plan.Flow, s *plan.Step) []*batchv1.Job {
 	if s.Foreach == nil {
-		return []*batchv1.Job{newJob(f, s, JobName(f, s, -1), nil)}
+		return []*batchv1.Job{New(f, s, JobName(f, s, -1), emit.PodOptions{})}
 	}
 	jobs := make([]*batchv1.Job, len(s.Foreach))
 	for i := range s.Foreach {
-		jobs[i] = newJob(f, s, JobName(f, s, i), emit.ItemAt(s, i))
+		jobs[i] = New(f, s, JobName(f, s, i), emit.PodOptions{Item: emit.ItemAt(s, i)})
 	}
 	return jobs
 }
 
-// JobName is the name of step s's Job, or of its foreach item index (index ≥ 0). A
-// multi-node step's name leaves room for the node rank its pods' host names add.
+// JobName is the name of step s's Job, or of its foreach item index (index ≥ 0),
+// within MaxName(s).
 func JobName(f *plan.Flow, s *plan.Step, index int) string {
-	max := emit.MaxNameLength
-	if s.Nodes > 1 {
-		max -= len("-" + strconv.Itoa(s.Nodes-1))
-	}
 	if index < 0 {
-		return emit.Name(max, f.Name, s.Name)
+		return emit.Name(MaxName(s), f.Name, s.Name)
 	}
-	return emit.Name(max, f.Name, s.Name, strconv.Itoa(index))
+	return emit.Name(MaxName(s), f.Name, s.Name, strconv.Itoa(index))
+}
+
+// MaxName is the longest name a Job of step s may have: a multi-node step's leaves
+// room for the node rank its pods' host names add.
+func MaxName(s *plan.Step) int {
+	if s.Nodes > 1 {
+		return emit.MaxNameLength - len("-"+strconv.Itoa(s.Nodes-1))
+	}
+	return emit.MaxNameLength
 }
 
 // MasterAddr is the DNS name of rank 0 of the multi-node Job named job: its pod's
@@ -145,8 +150,12 @@ func Service(j *batchv1.Job) *corev1.Service {
 // rendezvousPort names the Service port of a multi-node step.
 const rendezvousPort = "rendezvous"
 
-func newJob(f *plan.Flow, s *plan.Step, name string, item *emit.Item) *batchv1.Job {
-	o := emit.PodOptions{Item: item}
+// New returns step s's Job named name (at most MaxName(s) characters), its pod
+// built with o (params and foreach item); a multi-node step's rank 0 address is
+// derived from the name. Targets that create the Job themselves (Argo) pass their
+// own name, params and item.
+func New(f *plan.Flow, s *plan.Step, name string, o emit.PodOptions) *batchv1.Job {
+	o.MasterAddr = ""
 	if s.Nodes > 1 {
 		o.MasterAddr = MasterAddr(name)
 	}
@@ -156,7 +165,7 @@ func newJob(f *plan.Flow, s *plan.Step, name string, item *emit.Item) *batchv1.J
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Namespace:   s.Namespace,
-			Labels:      emit.ObjectLabels(pod.Labels, item),
+			Labels:      emit.ObjectLabels(pod.Labels, o.Item),
 			Annotations: emit.AfterAnnotations(s),
 		},
 		Spec: batchv1.JobSpec{

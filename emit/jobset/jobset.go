@@ -66,16 +66,21 @@ func Objects(f *plan.Flow) ([]any, field.ErrorList) {
 	return out, nil
 }
 
-// Name is the name of step s's JobSet. It leaves room for what JobSet adds to make
-// the names of its Jobs and pods (replicated job, job index, node rank, random
-// suffix), which must be DNS labels too.
+// Name is the name of step s's JobSet: the flow's and step's names within MaxName.
 func Name(f *plan.Flow, s *plan.Step) string {
+	return emit.Name(MaxName(s), f.Name, s.Name)
+}
+
+// MaxName is the longest name step s's JobSet may have. It leaves room for what
+// JobSet adds to make the names of its Jobs and pods (replicated job, job index,
+// node rank, random suffix), which must be DNS labels too.
+func MaxName(s *plan.Step) int {
 	longest := ReplicatedJob
 	if n := len(s.Foreach); n > 0 {
 		longest = ItemReplicatedJob(n - 1)
 	}
 	pod := len("-"+longest+"-0-"+strconv.Itoa(s.Nodes-1)) + podNameSuffix
-	return emit.Name(emit.MaxNameLength-pod, f.Name, s.Name)
+	return emit.MaxNameLength - pod
 }
 
 // MasterAddr is the DNS name of rank 0 of replicated job rjob of JobSet js: its
@@ -86,7 +91,14 @@ func MasterAddr(js, rjob string) string {
 
 // JobSet returns step s's JobSet.
 func JobSet(f *plan.Flow, s *plan.Step) *jobsetv1.JobSet {
-	name := Name(f, s)
+	return Build(f, s, Name(f, s), emit.PodOptions{})
+}
+
+// Build returns step s's JobSet named name (at most MaxName(s) characters), its
+// pods built with o: o.Param renders the params, while each replicated job sets
+// its own foreach item and, for a multi-node step, its rank 0's address. Targets
+// that create the JobSet themselves (Argo) pass their own name and params.
+func Build(f *plan.Flow, s *plan.Step, name string, o emit.PodOptions) *jobsetv1.JobSet {
 	js := &jobsetv1.JobSet{
 		TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: "JobSet"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -102,10 +114,10 @@ func JobSet(f *plan.Flow, s *plan.Step) *jobsetv1.JobSet {
 		js.Spec.FailurePolicy = &jobsetv1.FailurePolicy{MaxRestarts: int32(s.Retry)}
 	}
 	if s.Foreach == nil {
-		js.Spec.ReplicatedJobs = []jobsetv1.ReplicatedJob{replicatedJob(f, s, name, ReplicatedJob, nil)}
+		js.Spec.ReplicatedJobs = []jobsetv1.ReplicatedJob{replicatedJob(f, s, name, ReplicatedJob, nil, o)}
 	} else {
 		for i := range s.Foreach {
-			js.Spec.ReplicatedJobs = append(js.Spec.ReplicatedJobs, replicatedJob(f, s, name, ItemReplicatedJob(i), emit.ItemAt(s, i)))
+			js.Spec.ReplicatedJobs = append(js.Spec.ReplicatedJobs, replicatedJob(f, s, name, ItemReplicatedJob(i), emit.ItemAt(s, i), o))
 		}
 	}
 	js.Labels = js.Spec.ReplicatedJobs[0].Template.Spec.Template.Labels // the step's pod labels
@@ -115,8 +127,8 @@ func JobSet(f *plan.Flow, s *plan.Step) *jobsetv1.JobSet {
 // replicatedJob runs one copy of the step: an Indexed Job of one pod per node. A
 // failed pod fails its Job at once (backoffLimit 0) and JobSet restarts all of the
 // step's Jobs together, up to Retry times, so the nodes rendezvous afresh.
-func replicatedJob(f *plan.Flow, s *plan.Step, js, rjob string, item *emit.Item) jobsetv1.ReplicatedJob {
-	o := emit.PodOptions{Item: item}
+func replicatedJob(f *plan.Flow, s *plan.Step, js, rjob string, item *emit.Item, o emit.PodOptions) jobsetv1.ReplicatedJob {
+	o.Item, o.MasterAddr = item, ""
 	if s.Nodes > 1 {
 		o.MasterAddr = MasterAddr(js, rjob)
 	}

@@ -28,3 +28,19 @@ func Run(t testing.TB, files ...string) (string, bool) {
 // Cleanup removes the linter this process built; call it from TestMain after
 // m.Run.
 func Cleanup() { tool.Cleanup() }
+
+// Manifests returns what the linter prints with -manifests: the manifest each
+// resource template of files creates, substituted by Argo's own code with uid as
+// the workflow's uid, as a YAML stream; and whether it succeeded.
+func Manifests(t testing.TB, uid string, files ...string) (string, bool) {
+	t.Helper()
+	return tool.Run(t, append([]string{"-manifests", uid}, files...)...)
+}
+
+// Conditions returns what the linter prints with -conditions: for each object in
+// file, whether Argo's executor would take it as failed, succeeded or still
+// waiting under the success and failure conditions of a resource template.
+func Conditions(t testing.TB, success, failure, file string) (string, bool) {
+	t.Helper()
+	return tool.Run(t, "-conditions", success, failure, file)
+}

@@ -11,71 +11,46 @@
 // the var-run-argo and tmp-dir-argo volumes and their mounts, the argoexec prefix
 // of the main container's command, the ARGO_* variables, and the workflow's own
 // pod labels and annotations (workflows.argoproj.io/...).
+//
+// For a resource template (a multi-node step) it works out the manifest the
+// executor creates, after the controller's substitution, and the pods in it.
 package argopod
 
 import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"regexp"
+	"strconv"
 	"strings"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	"sigs.k8s.io/yaml"
 )
 
 // Resolve returns the pod of the DAG task named task in wt, for item index item of
 // a withItems task (ignored otherwise), with every parameter at its default.
 func Resolve(wt *wfv1.WorkflowTemplate, task string, item int) (corev1.PodTemplateSpec, error) {
 	spec := &wt.Spec
-	entry := template(spec, spec.Entrypoint)
-	if entry == nil || entry.DAG == nil {
-		return corev1.PodTemplateSpec{}, fmt.Errorf("entrypoint %q is not a DAG template", spec.Entrypoint)
-	}
-	var t *wfv1.DAGTask
-	for i := range entry.DAG.Tasks {
-		if entry.DAG.Tasks[i].Name == task {
-			t = &entry.DAG.Tasks[i]
-		}
-	}
-	if t == nil {
-		return corev1.PodTemplateSpec{}, fmt.Errorf("no task %q", task)
-	}
-	tmpl := template(spec, t.Template)
-	if tmpl == nil || tmpl.Container == nil {
-		return corev1.PodTemplateSpec{}, fmt.Errorf("task %q: template %q is not a container template", task, t.Template)
-	}
-	tmpl, err := withDefaults(tmpl, spec.TemplateDefaults)
+	t, tmpl, err := taskTemplate(spec, task)
 	if err != nil {
 		return corev1.PodTemplateSpec{}, err
 	}
-
-	// Parameters: the workflow's, then the template's inputs from the task's
-	// arguments, each with {{item...}} taken from the task's item.
-	params := map[string]string{}
-	for _, p := range spec.Arguments.Parameters {
-		params["workflow.parameters."+p.Name] = p.Value.String()
+	if tmpl.Container == nil {
+		return corev1.PodTemplateSpec{}, fmt.Errorf("task %q: template %q is not a container template", task, t.Template)
 	}
-	itemParams := map[string]string{}
-	if len(t.WithItems) > 0 {
-		if item < 0 || item >= len(t.WithItems) {
-			return corev1.PodTemplateSpec{}, fmt.Errorf("task %q has %d items, not %d", task, len(t.WithItems), item+1)
-		}
-		var fields map[string]string
-		if err := json.Unmarshal(t.WithItems[item].Value, &fields); err != nil {
-			return corev1.PodTemplateSpec{}, fmt.Errorf("task %q item %d: %v", task, item, err)
-		}
-		for k, v := range fields {
-			itemParams["item."+k] = v
-		}
+	tmpl, err = withDefaults(tmpl, spec.TemplateDefaults)
+	if err != nil {
+		return corev1.PodTemplateSpec{}, err
 	}
-	for _, in := range tmpl.Inputs.Parameters {
-		arg := t.Arguments.GetParameterByName(in.Name)
-		if arg == nil || arg.Value == nil {
-			return corev1.PodTemplateSpec{}, fmt.Errorf("task %q passes no value for input %q", task, in.Name)
-		}
-		params["inputs.parameters."+in.Name] = substitute(arg.Value.String(), itemParams)
+	params, err := taskParams(spec, t, tmpl, item)
+	if err != nil {
+		return corev1.PodTemplateSpec{}, err
 	}
 	if err := substituteJSON(tmpl, params); err != nil {
 		return corev1.PodTemplateSpec{}, err
@@ -137,6 +112,112 @@ func Resolve(wt *wfv1.WorkflowTemplate, task string, item int) (corev1.PodTempla
 	return pod, nil
 }
 
+// Manifest returns the manifest that the resource template of the DAG task named
+// task in wt creates, for item index item of a withItems task (ignored otherwise),
+// with every parameter at its default and uid as the workflow's uid. Besides
+// simple tags it evaluates the expression tags the argo target writes:
+// toJson(workflow.parameters['NAME']), toJson(inputs.parameters['NAME']) and
+// sprig.trunc(N, workflow.uid).
+func Manifest(wt *wfv1.WorkflowTemplate, task string, item int, uid string) (string, error) {
+	spec := &wt.Spec
+	t, tmpl, err := taskTemplate(spec, task)
+	if err != nil {
+		return "", err
+	}
+	if tmpl.Resource == nil {
+		return "", fmt.Errorf("task %q: template %q is not a resource template", task, t.Template)
+	}
+	tmpl = tmpl.DeepCopy() // templateDefaults of a container do not apply to a resource template
+	params, err := taskParams(spec, t, tmpl, item)
+	if err != nil {
+		return "", err
+	}
+	params["workflow.uid"] = uid
+	if err := substituteJSON(tmpl, params); err != nil {
+		return "", err
+	}
+	return tmpl.Resource.Manifest, nil
+}
+
+// ManifestPods decodes manifest, refusing unknown fields, and returns the pod
+// templates of the Jobs it holds: one per replicated job of a JobSet, one for a
+// Job, none for another kind.
+func ManifestPods(manifest string) ([]corev1.PodTemplateSpec, error) {
+	var meta metav1.TypeMeta
+	if err := yaml.Unmarshal([]byte(manifest), &meta); err != nil {
+		return nil, err
+	}
+	switch meta.APIVersion + " " + meta.Kind {
+	case jobsetv1.SchemeGroupVersion.String() + " JobSet":
+		var js jobsetv1.JobSet
+		if err := yaml.UnmarshalStrict([]byte(manifest), &js); err != nil {
+			return nil, err
+		}
+		var pods []corev1.PodTemplateSpec
+		for _, rj := range js.Spec.ReplicatedJobs {
+			pods = append(pods, rj.Template.Spec.Template)
+		}
+		return pods, nil
+	case "batch/v1 Job":
+		var j batchv1.Job
+		if err := yaml.UnmarshalStrict([]byte(manifest), &j); err != nil {
+			return nil, err
+		}
+		return []corev1.PodTemplateSpec{j.Spec.Template}, nil
+	}
+	return nil, nil
+}
+
+// taskTemplate returns the DAG task named task of spec's entrypoint and its
+// template.
+func taskTemplate(spec *wfv1.WorkflowSpec, task string) (*wfv1.DAGTask, *wfv1.Template, error) {
+	entry := template(spec, spec.Entrypoint)
+	if entry == nil || entry.DAG == nil {
+		return nil, nil, fmt.Errorf("entrypoint %q is not a DAG template", spec.Entrypoint)
+	}
+	for i := range entry.DAG.Tasks {
+		if t := &entry.DAG.Tasks[i]; t.Name == task {
+			tmpl := template(spec, t.Template)
+			if tmpl == nil {
+				return nil, nil, fmt.Errorf("task %q: no template %q", task, t.Template)
+			}
+			return t, tmpl, nil
+		}
+	}
+	return nil, nil, fmt.Errorf("no task %q", task)
+}
+
+// taskParams returns the parameters task t passes to tmpl: the workflow's, then
+// the template's inputs from the task's arguments, each with {{item...}} taken from
+// the task's item.
+func taskParams(spec *wfv1.WorkflowSpec, t *wfv1.DAGTask, tmpl *wfv1.Template, item int) (map[string]string, error) {
+	params := map[string]string{}
+	for _, p := range spec.Arguments.Parameters {
+		params["workflow.parameters."+p.Name] = p.Value.String()
+	}
+	itemParams := map[string]string{}
+	if len(t.WithItems) > 0 {
+		if item < 0 || item >= len(t.WithItems) {
+			return nil, fmt.Errorf("task %q has %d items, not %d", t.Name, len(t.WithItems), item+1)
+		}
+		var fields map[string]string
+		if err := json.Unmarshal(t.WithItems[item].Value, &fields); err != nil {
+			return nil, fmt.Errorf("task %q item %d: %v", t.Name, item, err)
+		}
+		for k, v := range fields {
+			itemParams["item."+k] = v
+		}
+	}
+	for _, in := range tmpl.Inputs.Parameters {
+		arg := t.Arguments.GetParameterByName(in.Name)
+		if arg == nil || arg.Value == nil {
+			return nil, fmt.Errorf("task %q passes no value for input %q", t.Name, in.Name)
+		}
+		params["inputs.parameters."+in.Name] = substitute(arg.Value.String(), itemParams)
+	}
+	return params, nil
+}
+
 func template(spec *wfv1.WorkflowSpec, name string) *wfv1.Template {
 	for i := range spec.Templates {
 		if spec.Templates[i].Name == name {
@@ -175,26 +256,77 @@ func withDefaults(tmpl, defaults *wfv1.Template) (*wfv1.Template, error) {
 	return out, nil
 }
 
-// substituteJSON replaces {{name}} tags throughout tmpl.
+// substituteJSON replaces {{name}} and {{=expression}} tags throughout tmpl, each
+// value escaped for the JSON string it lands in, as Argo substitutes the
+// template's JSON.
 func substituteJSON(tmpl *wfv1.Template, params map[string]string) error {
 	data, err := json.Marshal(tmpl)
 	if err != nil {
 		return err
 	}
-	escaped := make(map[string]string, len(params))
-	for k, v := range params {
-		q, err := json.Marshal(v)
+	var failed error
+	out := replaceTags(string(data), func(tag string) (string, bool) {
+		v, ok, err := value(tag, params)
 		if err != nil {
-			return err
+			failed = err
 		}
-		escaped[k] = string(q[1 : len(q)-1])
+		if !ok {
+			return "", false
+		}
+		q, _ := json.Marshal(v)
+		return string(q[1 : len(q)-1]), true
+	})
+	if failed != nil {
+		return failed
 	}
 	*tmpl = wfv1.Template{}
-	return json.Unmarshal([]byte(substitute(string(data), escaped)), tmpl)
+	return json.Unmarshal([]byte(out), tmpl)
+}
+
+// The expressions value evaluates.
+var (
+	toJSONExpr = regexp.MustCompile(`^toJson\((workflow|inputs)\.parameters\['([^']+)'\]\)$`)
+	truncExpr  = regexp.MustCompile(`^sprig\.trunc\((\d+), ([a-z.]+)\)$`)
+)
+
+// value returns the value of a tag: a parameter, or one of the expressions the
+// argo target writes (toJson quotes and escapes a string as JSON; sprig.trunc keeps
+// its first characters).
+func value(tag string, params map[string]string) (string, bool, error) {
+	expr, ok := strings.CutPrefix(strings.TrimSpace(tag), "=")
+	if !ok {
+		v, ok := params[strings.TrimSpace(tag)]
+		return v, ok, nil
+	}
+	if m := toJSONExpr.FindStringSubmatch(expr); m != nil {
+		v, ok := params[m[1]+".parameters."+m[2]]
+		if !ok {
+			return "", false, fmt.Errorf("expression %q: no parameter %s.parameters.%s", expr, m[1], m[2])
+		}
+		q, err := json.Marshal(v)
+		return string(q), true, err
+	}
+	if m := truncExpr.FindStringSubmatch(expr); m != nil {
+		v, ok := params[m[2]]
+		if !ok {
+			return "", false, fmt.Errorf("expression %q: no variable %s", expr, m[2])
+		}
+		n, _ := strconv.Atoi(m[1])
+		return v[:min(n, len(v))], true, nil
+	}
+	return "", false, fmt.Errorf("expression %q: argopod does not evaluate it", expr)
 }
 
 // substitute replaces each {{name}} tag of s whose name is in params.
 func substitute(s string, params map[string]string) string {
+	return replaceTags(s, func(tag string) (string, bool) {
+		v, ok := params[strings.TrimSpace(tag)]
+		return v, ok
+	})
+}
+
+// replaceTags replaces each {{tag}} of s for which resolve returns a value.
+func replaceTags(s string, resolve func(tag string) (string, bool)) string {
 	var b strings.Builder
 	for {
 		start := strings.Index(s, "{{")
@@ -207,7 +339,7 @@ func substitute(s string, params map[string]string) string {
 		}
 		tag := s[start+2 : start+end]
 		b.WriteString(s[:start])
-		if v, ok := params[strings.TrimSpace(tag)]; ok {
+		if v, ok := resolve(tag); ok {
 			b.WriteString(v)
 		} else {
 			b.WriteString(s[start : start+end+2])

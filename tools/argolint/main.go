@@ -6,10 +6,23 @@
 // its workflowTemplateRef resolved against the WorkflowTemplates of the same files.
 //
 //	argolint FILE...
+//	argolint -manifests UID FILE...
+//	argolint -conditions SUCCESS FAILURE FILE
 //
 // It prints one line per problem, prefixed with the file, document and object, and
 // exits 1 if there is any (2 for a file it cannot read). It lives in a module of its
 // own so that the SDK's go.mod never takes Argo's requirements.
+//
+// With -manifests it prints instead, as a YAML stream, the manifest that each
+// resource template of each WorkflowTemplate's DAG creates, after the substitution
+// Argo's controller makes (common.SubstituteParams, and its expansion of withItems
+// into the task's arguments), with every parameter at its default and UID as the
+// workflow's uid. Each document follows a comment line naming the template, task
+// and item.
+//
+// With -conditions it prints, for each object in FILE, what Argo's executor makes
+// of a resource template's successCondition and failureCondition on it: failed,
+// succeeded or waiting.
 package main
 
 import (
@@ -30,18 +43,36 @@ import (
 )
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: argolint FILE...")
+	files, uid, manifests := os.Args[1:], "", false
+	if len(files) == 4 && files[0] == "-conditions" {
+		if err := printConditions(os.Stdout, files[1], files[2], files[3]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(files) > 1 && files[0] == "-manifests" {
+		uid, files, manifests = files[1], files[2:], true
+	}
+	if len(files) < 1 {
+		fmt.Fprintln(os.Stderr, "usage: argolint FILE...\n       argolint -manifests UID FILE...\n       argolint -conditions SUCCESS FAILURE FILE")
 		os.Exit(2)
 	}
 	var docs []document
-	for _, path := range os.Args[1:] {
+	for _, path := range files {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
 		docs = append(docs, split(path, data)...)
+	}
+	if manifests {
+		if err := printManifests(os.Stdout, docs, uid); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
 	}
 	problems := lint(docs)
 	for _, p := range problems {
