@@ -1,0 +1,2 @@
+// Package simcluster starts a simulated AWS Kubernetes cluster for tests.
+package simcluster
