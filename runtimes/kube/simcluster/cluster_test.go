@@ -86,7 +86,7 @@ func trn1Pod(labels map[string]any) map[string]any {
 			"nodeSelector": map[string]any{plan.LabelInstanceType: "trn1.32xlarge"},
 			"tolerations":  []any{map[string]any{"key": plan.ResourceNeuron, "operator": "Exists", "effect": "NoSchedule"}},
 			"containers": []any{map[string]any{
-				"name": "main", "image": "busybox",
+				"name": "main", "image": "busybox", "command": []any{"true"},
 				"resources": map[string]any{
 					"limits": map[string]any{plan.ResourceNeuron: "16", plan.ResourceEFA: "8"},
 				},
@@ -295,6 +295,9 @@ func TestArgoFailedStepStopsDependents(t *testing.T) {
 		t.Fatalf("Workflow phase %s, want Failed", phase)
 	}
 	nodes := workflowNodes(wf)
+	for name, n := range nodes {
+		t.Logf("task %s: %v %v–%v %v", name, n["phase"], n["startedAt"], n["finishedAt"], n["message"])
+	}
 	if nodes["b"]["phase"] != "Failed" {
 		t.Errorf("task b: phase %v, want Failed", nodes["b"]["phase"])
 	}

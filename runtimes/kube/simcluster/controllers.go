@@ -112,7 +112,7 @@ health:
 		return err
 	}
 	if err := run("jobset-controller", []string{"--config=" + path, "--kubeconfig=" + c.Kubeconfig, "--zap-log-level=info"},
-		"POD_NAMESPACE="+JobSetNamespace); err != nil {
+		"POD_NAMESPACE="+JobSetNamespace, "KUBECONFIG="+c.Kubeconfig); err != nil {
 		return err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
@@ -162,7 +162,8 @@ health:
 }
 
 // startArgo runs Argo's workflow-controller for all namespaces, its metrics
-// server off. (It also serves /healthz on the fixed port 6060; when that port is
+// server off, re-examining running Workflows every second instead of every ten
+// (kwok finishes pods at once, so the default only adds waiting). (It also serves /healthz on the fixed port 6060; when that port is
 // taken it only logs so.)
 func (c *Cluster) startArgo(ctx context.Context, run func(string, []string, ...string) error) error {
 	if err := c.createNamespace(ctx, ArgoNamespace); err != nil {
@@ -181,7 +182,7 @@ func (c *Cluster) startArgo(ctx context.Context, run func(string, []string, ...s
 	return run("workflow-controller", []string{
 		"--kubeconfig=" + c.Kubeconfig, "--namespace=" + ArgoNamespace,
 		"--executor-image=quay.io/argoproj/argoexec:" + ArgoVersion,
-	}, "LEADER_ELECTION_DISABLE=true")
+	}, "LEADER_ELECTION_DISABLE=true", "DEFAULT_REQUEUE_TIME=1s", "KUBECONFIG="+c.Kubeconfig)
 }
 
 // Resources of the controllers' kinds.
