@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,6 +62,33 @@ const (
 	ArgoNamespace   = "argo"
 )
 
+// stateDirPrefix starts the name of each cluster's state directory, whose
+// ownerFile holds the pid of the process that started the cluster.
+const (
+	stateDirPrefix = "manifold-simcluster-"
+	ownerFile      = "owner.pid"
+)
+
+// removeStale removes the state directories of clusters whose starting process
+// has died without cleaning up (a test binary that timed out; its programs died
+// with it).
+func removeStale() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), stateDirPrefix+"*"))
+	for _, d := range dirs {
+		data, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(string(data))
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			os.RemoveAll(d)
+		}
+	}
+}
+
 // adminToken authenticates the administrator (group system:masters).
 const adminToken = "manifold-simcluster-admin"
 
@@ -83,8 +111,12 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if nodes == nil {
 		nodes = DefaultNodes()
 	}
-	dir, err := os.MkdirTemp("", "manifold-simcluster-")
+	removeStale()
+	dir, err := os.MkdirTemp("", stateDirPrefix)
 	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		return nil, err
 	}
 	c = &Cluster{Dir: dir, keepDir: o.KeepDir}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -87,4 +88,32 @@ func zombie(pid int) bool {
 	}
 	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
 	return len(fields) > 0 && fields[0] == "Z"
+}
+
+// TestRemoveStale: a state directory left by a dead process is removed at the
+// next start; one whose owner lives is kept.
+func TestRemoveStale(t *testing.T) {
+	done := exec.Command("true")
+	if err := done.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dirs := map[int]string{}
+	for _, pid := range []int{done.Process.Pid, os.Getpid()} {
+		d, err := os.MkdirTemp("", stateDirPrefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+		if err := os.WriteFile(filepath.Join(d, ownerFile), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dirs[pid] = d
+	}
+	removeStale()
+	if _, err := os.Stat(dirs[done.Process.Pid]); !os.IsNotExist(err) {
+		t.Errorf("the dead process's directory is still there (%v)", err)
+	}
+	if _, err := os.Stat(dirs[os.Getpid()]); err != nil {
+		t.Errorf("the live process's directory was removed: %v", err)
+	}
 }
