@@ -116,8 +116,10 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-		return nil, err
+	if !o.KeepDir { // a kept directory is the user's to remove
+		if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+			return nil, err
+		}
 	}
 	c = &Cluster{Dir: dir, keepDir: o.KeepDir}
 	defer func() {
