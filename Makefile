@@ -1,13 +1,14 @@
 # The test command is `make test`: formatting, vet, then every test.
 GO ?= go
 
-.PHONY: test fmt-check vet tools airflow golden bench
+.PHONY: test fmt-check vet tools airflow sim-tools sim golden bench
 
 # Tests find the checkers built here through MANIFOLD_KUBEVALIDATE and
 # MANIFOLD_ARGOLINT, and the Airflow environment through MANIFOLD_AIRFLOW_PYTHON;
 # without them (go test ./... by hand) each test process builds its own checkers and
-# finds or builds the cached Airflow environment itself.
-test: fmt-check vet tools airflow
+# finds or builds the cached Airflow environment itself. The simulated cluster's
+# programs must be built (sim-tools) before its tests run.
+test: fmt-check vet tools airflow sim-tools
 	MANIFOLD_KUBEVALIDATE=$(CURDIR)/bin/kubevalidate \
 	MANIFOLD_ARGOLINT=$(CURDIR)/bin/argolint \
 	MANIFOLD_AIRFLOW_PYTHON=$$(tools/airflow/venv.sh) \
@@ -25,6 +26,19 @@ tools:
 # and cached under $$HOME/.cache/manifold/airflow/<hash of the constraints>/.
 airflow:
 	tools/airflow/venv.sh >/dev/null
+
+# The simulated cluster's programs (etcd, the Kubernetes control plane, kwok, the
+# JobSet and Argo controllers), built from the Go module proxy into
+# $$HOME/.cache/manifold/simcluster/<versions>/ (or $$MANIFOLD_SIMCLUSTER_BIN).
+# Only missing binaries are built: about 25 minutes on 2 cores the first time.
+sim-tools:
+	$(GO) run ./runtimes/kube/simcluster/cmd/sim-tools
+
+# Start the simulated cluster and keep it running until Ctrl-C; it prints the
+# kubeconfig path.
+sim: sim-tools
+	$(GO) build -o $(CURDIR)/bin/sim ./runtimes/kube/simcluster/cmd/sim
+	$(CURDIR)/bin/sim
 
 fmt-check:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \

@@ -1,0 +1,105 @@
+package simcluster
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// pki holds the files of the cluster's certificate authority: a CA, one serving
+// certificate for 127.0.0.1 (the API server and the JobSet webhook use it), and the
+// key that signs service account tokens.
+type pki struct {
+	CACert     string // PEM file
+	CAPEM      []byte
+	ServeCert  string // PEM file; also served as tls.crt for the webhook
+	ServeKey   string // PEM file; also tls.key
+	ServingDir string // holds tls.crt and tls.key
+	SAKey      string // RSA private key, PEM
+}
+
+func newPKI(dir string) (*pki, error) {
+	p := &pki{
+		CACert:     filepath.Join(dir, "ca.crt"),
+		ServingDir: filepath.Join(dir, "serving"),
+		SAKey:      filepath.Join(dir, "sa.key"),
+	}
+	p.ServeCert = filepath.Join(p.ServingDir, "tls.crt")
+	p.ServeKey = filepath.Join(p.ServingDir, "tls.key")
+	if err := os.MkdirAll(p.ServingDir, 0o700); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	ca := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "manifold-simcluster-ca"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(7 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	p.CAPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	if err := os.WriteFile(p.CACert, p.CAPEM, 0o644); err != nil {
+		return nil, err
+	}
+
+	serveKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	serve := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(7 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		DNSNames:     []string{"localhost"},
+	}
+	serveDER, err := x509.CreateCertificate(rand.Reader, serve, ca, &serveKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(p.ServeCert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: serveDER}), 0o644); err != nil {
+		return nil, err
+	}
+	if err := writeKey(p.ServeKey, serveKey); err != nil {
+		return nil, err
+	}
+
+	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeKey(p.SAKey, saKey); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func writeKey(path string, key any) error {
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600)
+}

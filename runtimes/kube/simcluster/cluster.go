@@ -1,0 +1,409 @@
+package simcluster
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Options configure a cluster. The zero value starts everything with
+// DefaultNodes.
+type Options struct {
+	// BinDir holds the built tools; "" uses BinDir().
+	BinDir string
+	// Nodes are the fake nodes to create; nil uses DefaultNodes().
+	Nodes []NodeGroup
+	// KeepDir leaves the state directory (logs, kubeconfig) in place after Stop.
+	KeepDir bool
+}
+
+// Cluster is a running simulated cluster.
+type Cluster struct {
+	// Dir holds the cluster's state: etcd data, certificates, kubeconfig and logs.
+	Dir string
+	// Kubeconfig is a kubeconfig file for the cluster's administrator.
+	Kubeconfig string
+	// Config, Client and Dynamic reach the API server as its administrator.
+	Config  *rest.Config
+	Client  kubernetes.Interface
+	Dynamic dynamic.Interface
+	// Mapper maps kinds to resources, refreshed when a kind is not found.
+	Mapper *restmapper.DeferredDiscoveryRESTMapper
+	// Nodes are the fake nodes' names.
+	Nodes []string
+
+	keepDir bool
+	procs   []*process
+}
+
+// Namespaces the controllers run in.
+const (
+	JobSetNamespace = "jobset-system"
+	ArgoNamespace   = "argo"
+)
+
+// stateDirPrefix starts the name of each cluster's state directory, whose
+// ownerFile holds the pid of the process that started the cluster.
+const (
+	stateDirPrefix = "manifold-simcluster-"
+	ownerFile      = "owner.pid"
+)
+
+// removeStale removes the state directories of clusters whose starting process
+// has died without cleaning up (a test binary that timed out; its programs died
+// with it).
+func removeStale() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), stateDirPrefix+"*"))
+	for _, d := range dirs {
+		data, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(string(data))
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			os.RemoveAll(d)
+		}
+	}
+}
+
+// adminToken authenticates the administrator (group system:masters).
+const adminToken = "manifold-simcluster-admin"
+
+// Start starts a cluster: etcd, kube-apiserver, kube-scheduler,
+// kube-controller-manager, kwok, the JobSet controller with its webhooks and
+// Argo's workflow-controller, all on free loopback ports; creates the fake nodes;
+// and returns once the nodes are Ready and a pod has been scheduled and run. On
+// error it stops what it started. Call Stop when done.
+func Start(ctx context.Context, o Options) (c *Cluster, err error) {
+	bin := o.BinDir
+	if bin == "" {
+		if bin, err = BinDir(); err != nil {
+			return nil, err
+		}
+	}
+	if err := Ready(bin); err != nil {
+		return nil, err
+	}
+	nodes := o.Nodes
+	if nodes == nil {
+		nodes = DefaultNodes()
+	}
+	removeStale()
+	dir, err := os.MkdirTemp("", stateDirPrefix)
+	if err != nil {
+		return nil, err
+	}
+	if !o.KeepDir { // a kept directory is the user's to remove
+		if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	c = &Cluster{Dir: dir, keepDir: o.KeepDir}
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("%w\n%s", err, c.LogTails(40))
+			c.Stop()
+		}
+	}()
+	if err := c.start(ctx, bin, nodes); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) start(ctx context.Context, bin string, nodes []NodeGroup) error {
+	pki, err := newPKI(c.Dir)
+	if err != nil {
+		return err
+	}
+	ports, err := freePorts(4)
+	if err != nil {
+		return err
+	}
+	etcdPort, peerPort, apiPort, webhookPort := ports[0], ports[1], ports[2], ports[3]
+	run := func(name string, args []string, env ...string) error {
+		p, err := start(c.Dir, name, filepath.Join(bin, name), args, env)
+		if err != nil {
+			return err
+		}
+		c.procs = append(c.procs, p)
+		return nil
+	}
+
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdPort)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+	if err := run("etcd", []string{
+		"--name=sim", "--data-dir=" + filepath.Join(c.Dir, "etcd"),
+		"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
+		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=sim=" + peerURL,
+		"--unsafe-no-fsync", "--log-level=warn",
+	}); err != nil {
+		return err
+	}
+	if err := c.waitHTTP(ctx, "etcd", etcdURL+"/health", nil); err != nil {
+		return err
+	}
+
+	tokens := filepath.Join(c.Dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(adminToken+",admin,admin,system:masters\n"), 0o600); err != nil {
+		return err
+	}
+	apiURL := "https://127.0.0.1:" + strconv.Itoa(apiPort)
+	if err := run("kube-apiserver", []string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(apiPort),
+		"--tls-cert-file=" + pki.ServeCert, "--tls-private-key-file=" + pki.ServeKey,
+		"--cert-dir=" + filepath.Join(c.Dir, "apiserver-certs"),
+		"--token-auth-file=" + tokens, "--authorization-mode=RBAC",
+		"--service-account-key-file=" + pki.SAKey, "--service-account-signing-key-file=" + pki.SAKey,
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-cluster-ip-range=10.96.0.0/16",
+		"--endpoint-reconciler-type=none",
+		"--allow-privileged=true", "--profiling=false",
+	}); err != nil {
+		return err
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	if err := c.waitHTTP(ctx, "kube-apiserver", apiURL+"/readyz", client); err != nil {
+		return err
+	}
+
+	if err := c.connect(apiURL, pki.CAPEM); err != nil {
+		return err
+	}
+	if c.Nodes, err = createNodes(ctx, c.Client, nodes); err != nil {
+		return err
+	}
+
+	stages := filepath.Join(c.Dir, "kwok-stages.yaml")
+	if err := writeStages(filepath.Join(bin, "assets"), stages); err != nil {
+		return err
+	}
+	if err := run("kwok", []string{"--kubeconfig=" + c.Kubeconfig, "--config=" + stages, "--manage-all-nodes=true"}); err != nil {
+		return err
+	}
+	if err := run("kube-scheduler", []string{"--kubeconfig=" + c.Kubeconfig, "--secure-port=0", "--leader-elect=false"}); err != nil {
+		return err
+	}
+	if err := run("kube-controller-manager", []string{
+		"--kubeconfig=" + c.Kubeconfig, "--secure-port=0", "--leader-elect=false",
+		"--service-account-private-key-file=" + pki.SAKey, "--root-ca-file=" + pki.CACert,
+		// kwok heartbeats every 20 to 45 seconds; the default grace (50s) is too
+		// close to that for nodes to stay Ready on a busy machine.
+		"--node-monitor-grace-period=5m",
+	}); err != nil {
+		return err
+	}
+
+	if err := c.installCRDs(ctx, filepath.Join(bin, "assets")); err != nil {
+		return err
+	}
+	if err := c.startJobSet(ctx, bin, pki, webhookPort, run); err != nil {
+		return err
+	}
+	if err := c.startArgo(ctx, run); err != nil {
+		return err
+	}
+	return c.waitReady(ctx)
+}
+
+// connect writes the kubeconfig and makes the clients.
+func (c *Cluster) connect(apiURL string, caPEM []byte) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["sim"] = &clientcmdapi.Cluster{Server: apiURL, CertificateAuthorityData: caPEM}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: adminToken}
+	cfg.Contexts["sim"] = &clientcmdapi.Context{Cluster: "sim", AuthInfo: "admin", Namespace: "default"}
+	cfg.CurrentContext = "sim"
+	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, c.Kubeconfig); err != nil {
+		return err
+	}
+	rc, err := clientcmd.NewDefaultClientConfig(*cfg, nil).ClientConfig()
+	if err != nil {
+		return err
+	}
+	rc.QPS, rc.Burst = 200, 400
+	c.Config = rc
+	if c.Client, err = kubernetes.NewForConfig(rc); err != nil {
+		return err
+	}
+	if c.Dynamic, err = dynamic.NewForConfig(rc); err != nil {
+		return err
+	}
+	c.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Client.Discovery()))
+	return nil
+}
+
+// waitHTTP polls url until it answers 200, failing early if a process exits.
+func (c *Cluster) waitHTTP(ctx context.Context, what, url string, client *http.Client) error {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	return c.poll(ctx, time.Minute, what+" to answer "+url, func() (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		resp, err := client.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+}
+
+// poll calls cond every 100ms until it is true, an error, timeout, or a process of
+// the cluster has exited.
+func (c *Cluster) poll(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for _, p := range c.procs {
+			if err := p.exited(); err != nil {
+				return fmt.Errorf("waiting for %s: %w", what, err)
+			}
+		}
+		ok, err := cond()
+		if err != nil {
+			return fmt.Errorf("waiting for %s: %w", what, err)
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// waitReady waits for every node to be Ready and untainted by the node lifecycle
+// controller, for the default service account, and for a probe pod to be bound
+// by the scheduler and run by kwok.
+func (c *Cluster) waitReady(ctx context.Context) error {
+	err := c.poll(ctx, 2*time.Minute, "the fake nodes to be Ready", func() (bool, error) {
+		list, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		ready := 0
+		for i := range list.Items {
+			if nodeReady(&list.Items[i]) {
+				ready++
+			}
+		}
+		return ready == len(c.Nodes), nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := c.WaitServiceAccount(ctx, "default"); err != nil {
+		return err
+	}
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "simcluster-probe", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "probe", Image: "probe", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1m")},
+			}}},
+			NodeSelector: map[string]string{"node.kubernetes.io/instance-type": CPUInstanceType},
+		},
+	}
+	if _, err := c.Client.CoreV1().Pods("default").Create(ctx, probe, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create probe pod: %w", err)
+	}
+	err = c.poll(ctx, time.Minute, "a probe pod to be scheduled and run", func() (bool, error) {
+		p, err := c.Client.CoreV1().Pods("default").Get(ctx, probe.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning, nil
+	})
+	if err != nil {
+		return err
+	}
+	return c.Client.CoreV1().Pods("default").Delete(ctx, probe.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+}
+
+// WaitServiceAccount waits until namespace ns has its default service account,
+// which the controller-manager creates and pods need before they can be created.
+func (c *Cluster) WaitServiceAccount(ctx context.Context, ns string) error {
+	return c.poll(ctx, time.Minute, "the default service account of namespace "+ns, func() (bool, error) {
+		_, err := c.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+}
+
+// Stop stops every process the cluster started, newest first, each by its pid
+// (SIGTERM, then SIGKILL after 10 seconds), and removes the state directory
+// unless Options.KeepDir was set.
+func (c *Cluster) Stop() {
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		c.procs[i].stop(10 * time.Second)
+	}
+	c.procs = nil
+	if !c.keepDir && c.Dir != "" {
+		os.RemoveAll(c.Dir)
+	}
+}
+
+// Exited returns an error naming each process of the cluster that has exited.
+func (c *Cluster) Exited() error {
+	var errs []error
+	for _, p := range c.procs {
+		if err := p.exited(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// LogTails returns the last n lines of each process's log.
+func (c *Cluster) LogTails(n int) string {
+	var b strings.Builder
+	for _, p := range c.procs {
+		data, err := os.ReadFile(p.log)
+		if err != nil {
+			fmt.Fprintf(&b, "=== %s: %v\n", p.name, err)
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		if len(lines) > n {
+			lines = lines[len(lines)-n:]
+		}
+		fmt.Fprintf(&b, "=== %s (last %d lines of %s)\n%s\n", p.name, len(lines), p.log, strings.Join(lines, "\n"))
+	}
+	return b.String()
+}

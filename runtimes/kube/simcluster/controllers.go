@@ -1,0 +1,193 @@
+package simcluster
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// crdDirs hold the CRDs the cluster installs, under assets/.
+var crdDirs = []string{"jobset-crds", "argo-crds"}
+
+// installCRDs creates the JobSet and Argo CRDs (with create, not a client-side
+// apply: Argo's full CRDs exceed the last-applied annotation's size limit) and
+// waits until each is established.
+func (c *Cluster) installCRDs(ctx context.Context, assetDir string) error {
+	var names []string
+	for _, d := range crdDirs {
+		files, err := filepath.Glob(filepath.Join(assetDir, d, "*.yaml"))
+		if err != nil {
+			return err
+		}
+		if len(files) == 0 {
+			return fmt.Errorf("no CRDs in %s", filepath.Join(assetDir, d))
+		}
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return err
+			}
+			objs, err := Decode(data)
+			if err != nil {
+				return fmt.Errorf("%s: %w", f, err)
+			}
+			for _, o := range objs {
+				if o.GetKind() != "CustomResourceDefinition" {
+					continue
+				}
+				if _, err := c.Dynamic.Resource(crdGVR).Create(ctx, o, metav1.CreateOptions{}); err != nil {
+					return fmt.Errorf("create CRD %s: %w", o.GetName(), err)
+				}
+				names = append(names, o.GetName())
+			}
+		}
+	}
+	for _, name := range names {
+		err := c.poll(ctx, time.Minute, "CRD "+name+" to be established", func() (bool, error) {
+			crd, err := c.Dynamic.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+			for _, cond := range conds {
+				m, _ := cond.(map[string]any)
+				if m["type"] == "Established" && m["status"] == "True" {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	c.Mapper.Reset()
+	return nil
+}
+
+func (c *Cluster) createNamespace(ctx context.Context, name string) error {
+	_, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	return err
+}
+
+// startJobSet runs the JobSet controller with its webhook server on 127.0.0.1:port
+// (serving the cluster's certificate; metrics and health probes off), then
+// registers its JobSet webhooks by URL. Without the webhooks JobSets lack their
+// defaults and the controller fails on them. The pod webhooks are left out: they
+// would put every pod creation in the cluster behind the controller, and what
+// they check (exclusive placement annotations) is not what the tests rely on.
+func (c *Cluster) startJobSet(ctx context.Context, bin string, pki *pki, port int, run func(string, []string, ...string) error) error {
+	if err := c.createNamespace(ctx, JobSetNamespace); err != nil {
+		return err
+	}
+	config := fmt.Sprintf(`apiVersion: config.jobset.x-k8s.io/v1alpha1
+kind: Configuration
+leaderElection:
+  leaderElect: false
+internalCertManagement:
+  enable: false
+webhook:
+  host: 127.0.0.1
+  port: %d
+  certDir: %s
+metrics:
+  bindAddress: "0"
+health:
+  healthProbeBindAddress: "0"
+`, port, pki.ServingDir)
+	path := filepath.Join(c.Dir, "jobset-config.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
+		return err
+	}
+	if err := run("jobset-controller", []string{"--config=" + path, "--kubeconfig=" + c.Kubeconfig, "--zap-log-level=info"},
+		"POD_NAMESPACE="+JobSetNamespace, "KUBECONFIG="+c.Kubeconfig); err != nil {
+		return err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	err := c.poll(ctx, time.Minute, "the JobSet webhook server on "+addr, func() (bool, error) {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			return false, nil
+		}
+		conn.Close()
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(filepath.Join(bin, "assets", "jobset-webhook", "manifests.yaml"))
+	if err != nil {
+		return err
+	}
+	configs, err := Decode(data)
+	if err != nil {
+		return err
+	}
+	for _, cfg := range configs {
+		hooks, _, _ := unstructured.NestedSlice(cfg.Object, "webhooks")
+		var kept []any
+		for _, h := range hooks {
+			m, _ := h.(map[string]any)
+			path, _, _ := unstructured.NestedString(m, "clientConfig", "service", "path")
+			if !strings.Contains(path, "jobset") {
+				continue
+			}
+			m["clientConfig"] = map[string]any{"url": "https://" + addr + path, "caBundle": base64.StdEncoding.EncodeToString(pki.CAPEM)}
+			kept = append(kept, m)
+		}
+		if len(kept) == 0 {
+			return fmt.Errorf("%s has no JobSet webhooks", cfg.GetName())
+		}
+		if err := unstructured.SetNestedSlice(cfg.Object, kept, "webhooks"); err != nil {
+			return err
+		}
+		cfg.SetName("jobset-" + cfg.GetName())
+		if _, err := c.Create(ctx, cfg, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startArgo runs Argo's workflow-controller for all namespaces, its metrics
+// server off, re-examining running Workflows every second instead of every ten
+// (kwok finishes pods at once, so the default only adds waiting). (It also serves /healthz on the fixed port 6060; when that port is
+// taken it only logs so.)
+func (c *Cluster) startArgo(ctx context.Context, run func(string, []string, ...string) error) error {
+	if err := c.createNamespace(ctx, ArgoNamespace); err != nil {
+		return err
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "workflow-controller-configmap", Namespace: ArgoNamespace},
+		Data: map[string]string{
+			"metricsConfig":   "enabled: false\n",
+			"telemetryConfig": "enabled: false\n",
+		},
+	}
+	if _, err := c.Client.CoreV1().ConfigMaps(ArgoNamespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	return run("workflow-controller", []string{
+		"--kubeconfig=" + c.Kubeconfig, "--namespace=" + ArgoNamespace,
+		"--executor-image=quay.io/argoproj/argoexec:" + ArgoVersion,
+	}, "LEADER_ELECTION_DISABLE=true", "DEFAULT_REQUEUE_TIME=1s", "KUBECONFIG="+c.Kubeconfig)
+}
+
+// Resources of the controllers' kinds.
+var (
+	JobSetGVR           = schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}
+	WorkflowGVR         = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "workflows"}
+	WorkflowTemplateGVR = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "workflowtemplates"}
+)

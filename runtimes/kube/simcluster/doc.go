@@ -1,0 +1,12 @@
+// Package simcluster starts a simulated AWS Kubernetes cluster for tests: etcd,
+// kube-apiserver, kube-scheduler and kube-controller-manager built from source,
+// kwok in place of the kubelet, the JobSet controller with its webhooks and Argo's
+// workflow-controller, on loopback ports, with fake nodes shaped like the
+// catalog's instance types. No containers run: kwok moves pods to Running and then
+// to Succeeded (or to Failed for pods labelled LabelFail).
+//
+// The programs are built by `make sim-tools` (BuildTools) from the modules under
+// tools/ into a versioned cache directory (BinDir). Tests use Shared with Main in
+// TestMain for one cluster per test binary, or StartT for a cluster of their own;
+// people use `make sim`.
+package simcluster

@@ -1,0 +1,177 @@
+// Package e2e_test runs every example's emitted objects on the simulated AWS
+// cluster: created on a real API server, scheduled by the real scheduler onto
+// fake nodes shaped like the instance types, and run to completion by the real
+// controllers, with kwok standing in for the kubelet.
+package e2e_test
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/manifoldflow/manifold/catalog"
+	"github.com/manifoldflow/manifold/internal/exampletest"
+	"github.com/manifoldflow/manifold/runtimes/kube/simcluster"
+)
+
+func TestMain(m *testing.M) {
+	code := simcluster.Main(m)
+	exampletest.Cleanup()
+	os.Exit(code)
+}
+
+// planStep is a step as the flow's own `validate` command prints it: the
+// compiled plan, independent of any target's rendering, which the tests hold
+// the cluster's behaviour against.
+type planStep struct {
+	Name         string
+	After        []string
+	InstanceType string
+	Neuron, EFA  int
+	GPU          int
+	Items        int // foreach items; 0 for a step that runs once
+}
+
+// example is one example flow: its plan and its compiled output.
+type example struct {
+	Name  string
+	Steps []planStep
+	bin   string
+}
+
+// step returns the plan step called name, or nil.
+func (e *example) step(name string) *planStep {
+	for i := range e.Steps {
+		if e.Steps[i].Name == name {
+			return &e.Steps[i]
+		}
+	}
+	return nil
+}
+
+var (
+	examplesMu    sync.Mutex
+	examplesCache []*example
+)
+
+// examples builds every example and reads its plan, once per test process.
+func examples(t *testing.T) []*example {
+	t.Helper()
+	examplesMu.Lock()
+	defer examplesMu.Unlock()
+	if examplesCache != nil {
+		return examplesCache
+	}
+	bins := exampletest.Build(t)
+	var out []*example
+	for _, name := range exampletest.Names() {
+		e := &example{Name: name, bin: bins[name]}
+		cmd := exec.Command(e.bin, "validate")
+		cmd.Dir = t.TempDir()
+		data, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s validate: %v\n%s", name, err, data)
+		}
+		if e.Steps, err = parsePlan(string(data)); err != nil {
+			t.Fatalf("%s validate: %v\n%s", name, err, data)
+		}
+		out = append(out, e)
+	}
+	if len(out) == 0 {
+		t.Fatal("no examples")
+	}
+	examplesCache = out
+	return out
+}
+
+// parsePlan reads the step lines of `validate`'s output: the name, then
+// "; "-separated needs ("after a, b", an instance type, "16 Neuron", "8 EFA",
+// "8 GPU", "foreach ×3", ...).
+func parsePlan(out string) ([]planStep, error) {
+	var steps []planStep
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "  ") {
+			continue
+		}
+		name, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
+		s := planStep{Name: name}
+		for _, part := range strings.Split(strings.TrimSpace(rest), "; ") {
+			if part == "" {
+				continue
+			}
+			if after, ok := strings.CutPrefix(part, "after "); ok {
+				s.After = strings.Split(after, ", ")
+				continue
+			}
+			if items, ok := strings.CutPrefix(part, "foreach ×"); ok {
+				n, err := strconv.Atoi(items)
+				if err != nil {
+					return nil, fmt.Errorf("step %s: %q", name, part)
+				}
+				s.Items = n
+				continue
+			}
+			if _, ok := catalog.Lookup(part); ok {
+				s.InstanceType = part
+				continue
+			}
+			n, unit, ok := strings.Cut(part, " ")
+			count, err := strconv.Atoi(n)
+			if !ok || err != nil {
+				continue // retry, timeout: not what placement depends on
+			}
+			switch unit {
+			case "Neuron":
+				s.Neuron = count
+			case "EFA":
+				s.EFA = count
+			case "GPU":
+				s.GPU = count
+			}
+		}
+		steps = append(steps, s)
+	}
+	if len(steps) == 0 {
+		return nil, fmt.Errorf("no steps in the output")
+	}
+	return steps, nil
+}
+
+// compileTarget runs `<example> compile --target target` and returns the objects
+// of the files it wrote.
+func (e *example) compileTarget(t *testing.T, target string) []*unstructured.Unstructured {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command(e.bin, "compile", "--target", target, "-o", dir)
+	cmd.Dir = t.TempDir()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s compile --target %s: %v\n%s", e.Name, target, err, out)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("%s compile --target %s wrote no YAML: %v", e.Name, target, err)
+	}
+	var objs []*unstructured.Unstructured
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := simcluster.Decode(data)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		objs = append(objs, o...)
+	}
+	return objs
+}

@@ -1,0 +1,14 @@
+package simcluster
+
+import (
+	"os"
+	"testing"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(orphanEnv) != "" {
+		orphanHelper()
+		return
+	}
+	os.Exit(Main(m))
+}

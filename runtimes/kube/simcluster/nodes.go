@@ -1,0 +1,161 @@
+package simcluster
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/manifoldflow/manifold/catalog"
+	"github.com/manifoldflow/manifold/plan"
+)
+
+// CPUInstanceType is the instance type of the plain CPU nodes: no accelerators,
+// no taints, so steps without an instance type land there.
+const CPUInstanceType = "m7i.8xlarge"
+
+// LabelSimulated marks every fake node the harness creates.
+const LabelSimulated = "manifold.dev/simulated"
+
+// Taint keys the accelerator nodes carry, as EKS puts them on such nodes.
+const (
+	TaintNeuron = plan.ResourceNeuron
+	TaintNVIDIA = plan.ResourceNVIDIA
+)
+
+// NodeGroup asks for Count fake nodes of one instance type.
+type NodeGroup struct {
+	InstanceType string
+	Count        int
+}
+
+// DefaultNodes is the node set of a cluster started with no Options.Nodes: two of
+// each multi-node training type (so multi-node pods can land on distinct nodes),
+// one Inferentia2 node and two CPU nodes.
+func DefaultNodes() []NodeGroup {
+	return []NodeGroup{
+		{"trn1.32xlarge", 2},
+		{"trn2.48xlarge", 2},
+		{"inf2.xlarge", 1},
+		{"p5.48xlarge", 2},
+		{CPUInstanceType, 2},
+	}
+}
+
+// hostSize is the vCPU count and memory (GiB) of each instance type the
+// simulated cluster can make; the catalog holds only accelerators and EFA.
+var hostSize = map[string]struct{ cpu, memoryGiB int }{
+	"trn1.32xlarge":  {128, 512},
+	"trn1n.32xlarge": {128, 512},
+	"trn2.48xlarge":  {192, 2048},
+	"inf2.xlarge":    {4, 16},
+	"inf2.48xlarge":  {192, 768},
+	"p5.48xlarge":    {192, 2048},
+	"p4d.24xlarge":   {96, 1152},
+	CPUInstanceType:  {32, 128},
+}
+
+// NodeName is the name of fake node i of instance type t.
+func NodeName(t string, i int) string {
+	return strings.ReplaceAll(t, ".", "-") + "-" + strconv.Itoa(i)
+}
+
+// nodeFor builds the Node and its status (capacity equals allocatable) for node i
+// of instance type t.
+func nodeFor(t string, i int) (*corev1.Node, error) {
+	size, ok := hostSize[t]
+	if !ok {
+		return nil, fmt.Errorf("the simulated cluster has no host size for instance type %q; add it to hostSize", t)
+	}
+	res := corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewQuantity(int64(size.cpu), resource.DecimalSI),
+		corev1.ResourceMemory: resource.MustParse(strconv.Itoa(size.memoryGiB) + "Gi"),
+		corev1.ResourcePods:   *resource.NewQuantity(110, resource.DecimalSI),
+	}
+	var taints []corev1.Taint
+	if t != CPUInstanceType {
+		inst, ok := catalog.Lookup(t)
+		if !ok {
+			return nil, fmt.Errorf("instance type %q is not in the catalog", t)
+		}
+		if n := inst.NeuronDevices(); n > 0 {
+			res[plan.ResourceNeuron] = *resource.NewQuantity(int64(n), resource.DecimalSI)
+			taints = append(taints, corev1.Taint{Key: TaintNeuron, Effect: corev1.TaintEffectNoSchedule})
+		}
+		if n := inst.GPUs(); n > 0 && inst.Accelerator == catalog.NVIDIA {
+			res[plan.ResourceNVIDIA] = *resource.NewQuantity(int64(n), resource.DecimalSI)
+			taints = append(taints, corev1.Taint{Key: TaintNVIDIA, Effect: corev1.TaintEffectNoSchedule})
+		}
+		if inst.EFA > 0 {
+			res[plan.ResourceEFA] = *resource.NewQuantity(int64(inst.EFA), resource.DecimalSI)
+		}
+	}
+	name := NodeName(t, i)
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name,
+			Labels: map[string]string{
+				plan.LabelInstanceType:   t,
+				"kubernetes.io/hostname": name,
+				"kubernetes.io/os":       "linux",
+				"kubernetes.io/arch":     "amd64",
+				"type":                   "kwok",
+				LabelSimulated:           "true",
+			},
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+		},
+		Spec: corev1.NodeSpec{Taints: taints},
+		Status: corev1.NodeStatus{
+			Capacity:    res,
+			Allocatable: res.DeepCopy(),
+		},
+	}, nil
+}
+
+// createNodes creates the fake nodes and sets their capacity through the status
+// subresource (a create ignores status). kwok, started afterwards, keeps both and
+// marks the nodes Ready.
+func createNodes(ctx context.Context, c kubernetes.Interface, groups []NodeGroup) ([]string, error) {
+	var names []string
+	for _, g := range groups {
+		for i := range g.Count {
+			n, err := nodeFor(g.InstanceType, i)
+			if err != nil {
+				return nil, err
+			}
+			status := n.Status
+			created, err := c.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("create node %s: %w", n.Name, err)
+			}
+			created.Status.Capacity, created.Status.Allocatable = status.Capacity, status.Allocatable
+			if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+				return nil, fmt.Errorf("set status of node %s: %w", n.Name, err)
+			}
+			names = append(names, n.Name)
+		}
+	}
+	return names, nil
+}
+
+// nodeReady reports whether n is Ready and free of the not-ready taint the node
+// lifecycle controller removes once it has seen the node Ready.
+func nodeReady(n *corev1.Node) bool {
+	ready := false
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			ready = true
+		}
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
+			return false
+		}
+	}
+	return ready
+}

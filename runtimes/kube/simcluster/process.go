@@ -1,0 +1,117 @@
+package simcluster
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"time"
+)
+
+// process is one program the cluster started, with its log file.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+	err  error // exit status, valid once done is closed
+}
+
+// spawnRequests carries starts to one goroutine locked to its OS thread. The
+// children are started with Pdeathsig, which Linux delivers when the thread that
+// started them ends; a thread that lives as long as the process makes the signal
+// mean "the test binary died" (a test timeout, a crash), so no program outlives
+// the test even when cleanup never runs.
+var spawnRequests = make(chan spawnRequest)
+
+type spawnRequest struct {
+	cmd *exec.Cmd
+	err chan error
+}
+
+func init() {
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread lives as long as the process
+		for r := range spawnRequests {
+			r.err <- r.cmd.Start()
+		}
+	}()
+}
+
+// start runs bin with args, its output going to dir/logs/name.log.
+func start(dir, name, bin string, args, env []string) (*process, error) {
+	logPath := filepath.Join(dir, "logs", name+".log")
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close() // the child has its own copy of the descriptor
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	r := spawnRequest{cmd: cmd, err: make(chan error)}
+	spawnRequests <- r
+	if err := <-r.err; err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// exited returns an error if p has already stopped.
+func (p *process) exited() error {
+	select {
+	case <-p.done:
+		return fmt.Errorf("%s exited (%v); see %s", p.name, p.err, p.log)
+	default:
+		return nil
+	}
+}
+
+// stop sends SIGTERM to p's pid, and SIGKILL if it has not exited after grace.
+func (p *process) stop(grace time.Duration) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// freePorts returns n distinct loopback ports that were free a moment ago.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, n)
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	return ports, nil
+}

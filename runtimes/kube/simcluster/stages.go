@@ -1,0 +1,126 @@
+package simcluster
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"sigs.k8s.io/yaml"
+)
+
+// LabelFail, set to "true" on a pod, makes kwok fail the pod (exit code 1) once it
+// runs, instead of completing it: tests use it to prove that a failed step stops
+// the steps after it.
+const LabelFail = "manifold.dev/simfail"
+
+// stageDirs are the stock kwok stage sets the cluster loads, under assets/.
+var stageDirs = []string{"kwok-stages/node-fast", "kwok-stages/node-heartbeat", "kwok-stages/pod-fast"}
+
+// failStage moves a running pod labelled LabelFail=true to Failed. Its weight
+// makes kwok pick it over the completion stages that match the same pod (stages
+// of weight 0 are left out when any matching stage has a weight).
+var failStage = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: manifold-pod-fail
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  weight: 1
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values: ['Running']
+    - key: '.metadata.labels["` + LabelFail + `"]'
+      operator: 'In'
+      values: ['true']
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated:
+            exitCode: 1
+            finishedAt: {{ $now | Quote }}
+            reason: Error
+            message: failed by the manifold.dev/simfail label
+            startedAt: {{ $now | Quote }}
+      {{ end }}
+      phase: Failed
+      reason: Error
+`
+
+// writeStages writes the kwok configuration: the stock node and pod stages, a
+// copy of the stock pod-complete stage that completes pods owned by Argo
+// Workflows (the stock one completes only pods owned by Jobs), and failStage.
+func writeStages(assetDir, path string) error {
+	var out bytes.Buffer
+	var podComplete []byte
+	for _, d := range stageDirs {
+		files, err := filepath.Glob(filepath.Join(assetDir, d, "*.yaml"))
+		if err != nil {
+			return err
+		}
+		sort.Strings(files)
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return err
+			}
+			out.WriteString("---\n")
+			out.Write(data)
+			if filepath.Base(f) == "pod-complete.yaml" {
+				podComplete = data
+			}
+		}
+	}
+	if podComplete == nil {
+		return fmt.Errorf("no pod-complete stage under %s", assetDir)
+	}
+	workflow, err := forOwner(podComplete, "manifold-pod-complete-workflow", "Workflow")
+	if err != nil {
+		return err
+	}
+	out.WriteString("---\n")
+	out.Write(workflow)
+	out.WriteString("---\n")
+	out.WriteString(failStage)
+	return os.WriteFile(path, out.Bytes(), 0o644)
+}
+
+// forOwner returns the stage stage renamed to name, selecting pods owned by kind
+// instead of its own owner kind.
+func forOwner(stage []byte, name, kind string) ([]byte, error) {
+	var s map[string]any
+	if err := yaml.Unmarshal(stage, &s); err != nil {
+		return nil, err
+	}
+	s["metadata"] = map[string]any{"name": name}
+	spec, _ := s["spec"].(map[string]any)
+	sel, _ := spec["selector"].(map[string]any)
+	exprs, _ := sel["matchExpressions"].([]any)
+	found := false
+	for _, e := range exprs {
+		m, _ := e.(map[string]any)
+		if m["key"] == ".metadata.ownerReferences.[].kind" {
+			m["values"] = []any{kind}
+			found = true
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("the stock pod-complete stage no longer selects by owner kind; update forOwner")
+	}
+	return yaml.Marshal(s)
+}
