@@ -12,20 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
-	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit/job"
+	"github.com/manifoldflow/manifold/internal/testflows"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/sdk"
 )
-
-func mustCompile(t *testing.T, f *sdk.Flow) *plan.Flow {
-	t.Helper()
-	p, errs := compile.Compile(f, compile.Options{})
-	if len(errs) > 0 {
-		t.Fatalf("compile: %v", errs)
-	}
-	return p
-}
 
 func jobs(t *testing.T, p *plan.Flow) []*batchv1.Job {
 	t.Helper()
@@ -53,7 +44,7 @@ func neuronFlow(train ...sdk.StepOption) *sdk.Flow {
 }
 
 func TestTrainJob(t *testing.T) {
-	js := jobs(t, mustCompile(t, neuronFlow()))
+	js := jobs(t, testflows.Compile(t, neuronFlow()))
 	var names []string
 	for _, j := range js {
 		names = append(names, j.Name)
@@ -104,7 +95,7 @@ func TestTrainJob(t *testing.T) {
 }
 
 func TestNoRetryMeansNoRetry(t *testing.T) {
-	js := jobs(t, mustCompile(t, sdk.NewFlow("f").Step("a", sdk.Image("busybox"), sdk.Command("true"), sdk.Timeout(time.Hour))))
+	js := jobs(t, testflows.Compile(t, sdk.NewFlow("f").Step("a", sdk.Image("busybox"), sdk.Command("true"), sdk.Timeout(time.Hour))))
 	// Kubernetes would retry 6 times when backoffLimit is left out.
 	if js[0].Spec.BackoffLimit == nil || *js[0].Spec.BackoffLimit != 0 {
 		t.Errorf("backoffLimit = %v, want 0", js[0].Spec.BackoffLimit)
@@ -118,7 +109,7 @@ func TestNoRetryMeansNoRetry(t *testing.T) {
 }
 
 func TestForeachJobPerItem(t *testing.T) {
-	p := mustCompile(t, sdk.NewFlow("fan", sdk.Image("busybox")).
+	p := testflows.Compile(t, sdk.NewFlow("fan", sdk.Image("busybox")).
 		Step("split", sdk.Command("true")).
 		Step("work", sdk.Command("true"), sdk.After("split"), sdk.Foreach("a", "b", "c")).
 		Step("join", sdk.Command("true"), sdk.After("work")))
@@ -152,7 +143,7 @@ func TestForeachJobPerItem(t *testing.T) {
 
 func TestScheduleOneStepIsCronJob(t *testing.T) {
 	long := strings.Repeat("x", 40)
-	p := mustCompile(t, sdk.NewFlow(long, sdk.Schedule("0 3 * * *")).Step(long, sdk.Image("busybox"), sdk.Command("true")))
+	p := testflows.Compile(t, sdk.NewFlow(long, sdk.Schedule("0 3 * * *")).Step(long, sdk.Image("busybox"), sdk.Command("true")))
 	objs, errs := job.Objects(p)
 	if len(errs) > 0 {
 		t.Fatal(errs)
@@ -173,7 +164,7 @@ func TestScheduleOneStepIsCronJob(t *testing.T) {
 }
 
 func TestScheduleManyStepsIsAnError(t *testing.T) {
-	p := mustCompile(t, sdk.NewFlow("f", sdk.Schedule("@daily"), sdk.Image("busybox")).
+	p := testflows.Compile(t, sdk.NewFlow("f", sdk.Schedule("@daily"), sdk.Image("busybox")).
 		Step("a", sdk.Command("true")).Step("b", sdk.Command("true"), sdk.After("a")))
 	_, errs := job.Objects(p)
 	want := field.ErrorList{field.Forbidden(field.NewPath("schedule"), "")}
@@ -190,7 +181,7 @@ func TestScheduleManyStepsIsAnError(t *testing.T) {
 
 func TestLongNamesStayValid(t *testing.T) {
 	flow, step := strings.Repeat("f", 40), strings.Repeat("s", 40)
-	p := mustCompile(t, sdk.NewFlow(flow, sdk.Image("busybox")).Step(step, sdk.Command("true"), sdk.Foreach("a", "b")))
+	p := testflows.Compile(t, sdk.NewFlow(flow, sdk.Image("busybox")).Step(step, sdk.Command("true"), sdk.Foreach("a", "b")))
 	js := jobs(t, p)
 	if js[0].Name == js[1].Name {
 		t.Errorf("foreach jobs share the name %q", js[0].Name)
@@ -203,13 +194,13 @@ func TestLongNamesStayValid(t *testing.T) {
 }
 
 func TestEmitIsDeterministicYAML(t *testing.T) {
-	p := mustCompile(t, neuronFlow())
+	p := testflows.Compile(t, neuronFlow())
 	a, errs := job.Target{}.Emit(p)
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	for range 5 {
-		b, _ := job.Target{}.Emit(mustCompile(t, neuronFlow()))
+		b, _ := job.Target{}.Emit(testflows.Compile(t, neuronFlow()))
 		if !cmp.Equal(a, b) {
 			t.Fatalf("two emits differ:\n%s", cmp.Diff(string(a[0].Data), string(b[0].Data)))
 		}

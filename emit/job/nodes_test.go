@@ -14,12 +14,13 @@ import (
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/job"
+	"github.com/manifoldflow/manifold/internal/testflows"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
 func objects(t *testing.T, f *sdk.Flow) []any {
 	t.Helper()
-	objs, errs := job.Objects(mustCompile(t, f))
+	objs, errs := job.Objects(testflows.Compile(t, f))
 	if len(errs) > 0 {
 		t.Fatalf("Objects: %v", errs)
 	}
@@ -64,7 +65,7 @@ func TestMultiNodeStepIsAnIndexedJobWithItsService(t *testing.T) {
 
 	// Each node's pod is the step's pod, with rank 0's address in its rendezvous
 	// variables, plus the subdomain that gives it a DNS name.
-	p := mustCompile(t, f)
+	p := testflows.Compile(t, f)
 	wantPod := emit.Pod(p, p.Step("train"), emit.PodOptions{MasterAddr: "neuron-train-train-0.neuron-train-train"})
 	wantPod.Spec.Subdomain = svc.Name
 	if diff := cmp.Diff(wantPod, spec.Template); diff != "" {
@@ -108,7 +109,7 @@ func TestMultiNodeHostNamesFit(t *testing.T) {
 	long := strings.Repeat("x", compile.MaxNameLength)
 	for _, nodes := range []int{2, 10, 11, 1000, compile.MaxNodes} {
 		f := sdk.NewFlow(long, sdk.Image("busybox")).Step(long, sdk.Command("true"), sdk.Nodes(nodes), sdk.Foreach("a"))
-		for _, j := range jobs(t, mustCompile(t, f)) {
+		for _, j := range jobs(t, testflows.Compile(t, f)) {
 			host := fmt.Sprintf("%s-%d", j.Name, nodes-1)
 			if errs := validation.IsDNS1123Label(host); len(errs) > 0 {
 				t.Errorf("nodes %d: host name %q: %v", nodes, host, errs)
@@ -121,7 +122,7 @@ func TestMultiNodeHostNamesFit(t *testing.T) {
 }
 
 func TestScheduledMultiNodeStepIsRefused(t *testing.T) {
-	p := mustCompile(t, sdk.NewFlow("nightly", sdk.Image("busybox"), sdk.Schedule("@daily")).
+	p := testflows.Compile(t, sdk.NewFlow("nightly", sdk.Image("busybox"), sdk.Schedule("@daily")).
 		Step("train", sdk.Command("true"), sdk.Nodes(2)))
 	_, errs := job.Objects(p)
 	if diff := cmp.Diff(field.ErrorList{field.Forbidden(field.NewPath("schedule"), "")}, errs, cmpIgnoreDetail); diff != "" {

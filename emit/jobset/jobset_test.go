@@ -20,18 +20,10 @@ import (
 	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/jobset"
 	"github.com/manifoldflow/manifold/internal/kubevalidate"
+	"github.com/manifoldflow/manifold/internal/testflows"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/sdk"
 )
-
-func mustCompile(t *testing.T, f *sdk.Flow) *plan.Flow {
-	t.Helper()
-	p, errs := compile.Compile(f, compile.Options{})
-	if len(errs) > 0 {
-		t.Fatalf("compile: %v", errs)
-	}
-	return p
-}
 
 func jobSets(t *testing.T, p *plan.Flow) []*jobsetv1.JobSet {
 	t.Helper()
@@ -55,7 +47,7 @@ func trainFlow(train ...sdk.StepOption) *sdk.Flow {
 }
 
 func TestEveryStepIsAJobSet(t *testing.T) {
-	p := mustCompile(t, trainFlow(sdk.Nodes(2)))
+	p := testflows.Compile(t, trainFlow(sdk.Nodes(2)))
 	sets := jobSets(t, p)
 	var names []string
 	for _, js := range sets {
@@ -104,7 +96,7 @@ func TestEveryStepIsAJobSet(t *testing.T) {
 }
 
 func TestForeachIsAReplicatedJobPerItem(t *testing.T) {
-	p := mustCompile(t, sdk.NewFlow("sweep", sdk.Image("busybox")).
+	p := testflows.Compile(t, sdk.NewFlow("sweep", sdk.Image("busybox")).
 		Step("train", sdk.Command("true"), sdk.Foreach("a", "b"), sdk.Nodes(2)))
 	js := jobSets(t, p)[0]
 	if len(js.Spec.ReplicatedJobs) != 2 {
@@ -128,7 +120,7 @@ func TestForeachIsAReplicatedJobPerItem(t *testing.T) {
 }
 
 func TestScheduleIsRefused(t *testing.T) {
-	p := mustCompile(t, sdk.NewFlow("nightly", sdk.Image("busybox"), sdk.Schedule("@daily")).Step("a", sdk.Command("true")))
+	p := testflows.Compile(t, sdk.NewFlow("nightly", sdk.Image("busybox"), sdk.Schedule("@daily")).Step("a", sdk.Command("true")))
 	_, errs := jobset.Objects(p)
 	if diff := cmp.Diff(field.ErrorList{field.Forbidden(field.NewPath("schedule"), "")}, errs,
 		cmpopts.IgnoreFields(field.Error{}, "BadValue", "Detail")); diff != "" {
@@ -151,7 +143,7 @@ func TestNamesFit(t *testing.T) {
 			}
 			opts = append(opts, sdk.Foreach(items...))
 		}
-		js := jobSets(t, mustCompile(t, sdk.NewFlow(long, sdk.Image("busybox")).Step(long, opts...)))[0]
+		js := jobSets(t, testflows.Compile(t, sdk.NewFlow(long, sdk.Image("busybox")).Step(long, opts...)))[0]
 		for _, rj := range js.Spec.ReplicatedJobs {
 			pod := fmt.Sprintf("%s-%s-0-%d-abcde", js.Name, rj.Name, tc.nodes-1)
 			if errs := validation.IsDNS1035Label(pod); len(errs) > 0 {
@@ -164,7 +156,7 @@ func TestNamesFit(t *testing.T) {
 // TestDecodesStrictly: the YAML decodes into the JobSet API types with no unknown
 // field and back to the same objects.
 func TestDecodesStrictly(t *testing.T) {
-	p := mustCompile(t, trainFlow(sdk.Nodes(2), sdk.Foreach("a", "b")))
+	p := testflows.Compile(t, trainFlow(sdk.Nodes(2), sdk.Foreach("a", "b")))
 	files, errs := jobset.Target{}.Emit(p)
 	if len(errs) > 0 {
 		t.Fatal(errs)
@@ -199,7 +191,7 @@ func TestAcceptedByJobSetValidation(t *testing.T) {
 	dir := t.TempDir()
 	var paths []string
 	for name, f := range flows {
-		paths = append(paths, write(t, dir, name, mustCompile(t, f)))
+		paths = append(paths, write(t, dir, name, testflows.Compile(t, f)))
 	}
 	if out, ok := kubevalidate.Run(t, paths...); !ok {
 		t.Errorf("JobSet validation refuses jobset target output:\n%s", out)
@@ -209,7 +201,7 @@ func TestAcceptedByJobSetValidation(t *testing.T) {
 // TestBrokenJobSetIsRefused shows the check can fail, for the reason JobSet's webhook
 // or the API server's Job validation gives.
 func TestBrokenJobSetIsRefused(t *testing.T) {
-	p := mustCompile(t, trainFlow())
+	p := testflows.Compile(t, trainFlow())
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		name, why string

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -18,9 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured/unstructuredscheme"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
-	"k8s.io/apiserver/pkg/warning"
 	"sigs.k8s.io/yaml"
 )
 
@@ -136,23 +133,7 @@ func validateCustomResource(doc []byte, gvk schema.GroupVersionKind, cr customRe
 		u = &unstructured.Unstructured{Object: obj}
 	}
 
-	namespace := u.GetNamespace()
-	if namespace == "" {
-		namespace = "default"
-		u.SetNamespace(namespace)
-	}
-	rest.FillObjectMetaSystemFields(u)
-	warnings := &recorder{}
-	ctx := genericapirequest.WithNamespace(context.Background(), namespace)
-	ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
-		IsResourceRequest: true, Verb: "create", APIGroup: gvk.Group, APIVersion: gvk.Version,
-		Resource: cr.resource, Namespace: namespace, Name: u.GetName(),
-	})
-	ctx = warning.WithWarningRecorder(ctx, warnings)
-	problems = append(problems, causes(what, rest.BeforeCreate(cr.strategy, ctx, u))...)
-	for _, w := range warnings.texts {
-		problems = append(problems, fmt.Sprintf("%s: warning: %s", what, w))
-	}
+	problems = append(problems, create(what, gvk, cr.resource, cr.strategy, u, u)...)
 	if check != nil {
 		raw, err := json.Marshal(u.Object)
 		if err != nil {

@@ -156,20 +156,27 @@ func validate(doc []byte) []string {
 		return []string{err.Error()}
 	}
 	what := fmt.Sprintf("%s %s", gvk.Kind, accessor.GetName())
+	return create(what, *gvk, kind.resource, kind.strategy, internal, accessor)
+}
+
+// create runs obj through the API server's create path for resource in its
+// namespace ("default" when it names none): the strategy's PrepareForCreate,
+// Validate and WarningsOnCreate. It returns each problem, warnings included.
+func create(what string, gvk schema.GroupVersionKind, resource string, strategy rest.RESTCreateStrategy, obj runtime.Object, accessor metav1.Object) []string {
 	namespace := accessor.GetNamespace()
 	if namespace == "" {
 		namespace = "default"
+		accessor.SetNamespace(namespace)
 	}
 	rest.FillObjectMetaSystemFields(accessor)
-
 	warnings := &recorder{}
 	ctx := genericapirequest.WithNamespace(context.Background(), namespace)
 	ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
 		IsResourceRequest: true, Verb: "create", APIGroup: gvk.Group, APIVersion: gvk.Version,
-		Resource: kind.resource, Namespace: namespace, Name: accessor.GetName(),
+		Resource: resource, Namespace: namespace, Name: accessor.GetName(),
 	})
 	ctx = warning.WithWarningRecorder(ctx, warnings)
-	problems := causes(what, rest.BeforeCreate(kind.strategy, ctx, internal))
+	problems := causes(what, rest.BeforeCreate(strategy, ctx, obj))
 	for _, w := range warnings.texts {
 		problems = append(problems, fmt.Sprintf("%s: warning: %s", what, w))
 	}
