@@ -20,3 +20,16 @@ type File struct {
 	Name string
 	Data []byte
 }
+
+// YAMLFile returns the one YAML file name that holds objects after a header comment,
+// or errs when the target could not make the objects.
+func YAMLFile(name, header string, objects []any, errs field.ErrorList) ([]File, field.ErrorList) {
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	data, err := YAML(header, objects...)
+	if err != nil {
+		return nil, field.ErrorList{field.InternalError(nil, err)}
+	}
+	return []File{{Name: name, Data: data}}, nil
+}
