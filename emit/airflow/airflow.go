@@ -4,7 +4,7 @@
 //
 // A multi-node step is a KubernetesJobOperator task that runs an Indexed Job, one
 // pod per node, between a setup task that creates the headless Service its nodes
-// find rank 0 through and a teardown task that deletes it (see nodes.go).
+// find rank 0 through and a teardown task that deletes it.
 //
 // Each task runs its step's pod from the shared builder (emit.Pod), passed through
 // the operator's own arguments (image, cmds, env_vars, container_resources,
