@@ -2,7 +2,6 @@ package airflow
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 
@@ -187,7 +186,7 @@ func multiNode(f *plan.Flow, s *plan.Step) ([]Task, error) {
 		name := names.service(idx)
 		pod := emit.Pod(f, s, emit.PodOptions{Param: ParamRef, Item: item})
 		services = append(services, job.HeadlessService(
-			metav1.ObjectMeta{Name: name, Namespace: s.Namespace, Labels: maps.Clone(emit.ObjectLabels(pod.Labels, item))},
+			metav1.ObjectMeta{Name: name, Namespace: s.Namespace, Labels: emit.ObjectLabels(pod.Labels, item)},
 			map[string]string{LabelService: name}, pod.Spec.Containers[0].Ports))
 	}
 	yaml, err := emit.YAML("", services...)

@@ -39,25 +39,30 @@ func keep(objs ...any) {
 	built.objects = append(built.objects, objs...)
 }
 
+// connectionNamespace is the namespace dagcheck.py gives the Kubernetes connection
+// where it tests one (CONNECTION_NAMESPACE).
+const connectionNamespace = "connection-namespace"
+
 // rankZero are the variables that hold rank 0's address, and what follows it.
 var rankZero = map[string]string{plan.EnvMasterAddr: "", plan.EnvPETMasterAddr: "",
 	plan.EnvNeuronRootComm: ":" + strconv.Itoa(plan.NeuronRootCommPort)}
 
 // renderedServices reads the Services that a multi-node step's setup task creates,
 // one per item, each in the namespace it goes to; its teardown task must render
-// the same.
-func renderedServices(t *testing.T, create, remove airflowtest.Task, items int) []*corev1.Service {
+// the same. It returns them and the namespace they go to when the Kubernetes
+// connection names one.
+func renderedServices(t *testing.T, create, remove airflowtest.Task, items int) ([]*corev1.Service, string) {
 	t.Helper()
 	if len(create.Instances) != 1 || len(remove.Instances) != 1 {
 		t.Errorf("the Service tasks have %d and %d instances, want 1", len(create.Instances), len(remove.Instances))
-		return nil
+		return nil, ""
 	}
 	c, r := create.Instances[0], remove.Instances[0]
 	if c.Error != "" || r.Error != "" {
 		t.Errorf("the Service tasks did not render:\n%s\n%s", c.Error, r.Error)
-		return nil
+		return nil, ""
 	}
-	if c.YAMLConf != r.YAMLConf || c.Namespace != r.Namespace {
+	if c.YAMLConf != r.YAMLConf || c.Namespace != r.Namespace || c.ConnectionNamespace != r.ConnectionNamespace {
 		t.Errorf("the teardown deletes other Services than the setup creates:\n%s (in %s)\n%s (in %s)", c.YAMLConf, c.Namespace, r.YAMLConf, r.Namespace)
 	}
 	var services []*corev1.Service
@@ -65,7 +70,7 @@ func renderedServices(t *testing.T, create, remove airflowtest.Task, items int) 
 		svc := &corev1.Service{}
 		if err := yaml.UnmarshalStrict([]byte(doc), svc); err != nil {
 			t.Errorf("rendered Service: %v\n%s", err, doc)
-			return nil
+			return nil, ""
 		}
 		if svc.Namespace == "" {
 			svc.Namespace = c.Namespace
@@ -74,10 +79,10 @@ func renderedServices(t *testing.T, create, remove airflowtest.Task, items int) 
 	}
 	if len(services) != items {
 		t.Errorf("%d Services for %d items", len(services), items)
-		return nil
+		return nil, ""
 	}
 	keep(anySlice(services)...)
-	return services
+	return services, c.ConnectionNamespace
 }
 
 func anySlice[T any](s []T) []any {
@@ -90,8 +95,9 @@ func anySlice[T any](s []T) []any {
 
 // checkJob checks the Job that the Job operator builds for item i of multi-node
 // step s, in the first try and the second, against its Service and the Job
-// target's pod.
-func checkJob(t *testing.T, what string, s *step, i int, in airflowtest.Instance, svc *corev1.Service) {
+// target's pod; servicesNamespace is where the Services go when the Kubernetes
+// connection names a namespace.
+func checkJob(t *testing.T, what string, s *step, i int, in airflowtest.Instance, svc *corev1.Service, servicesNamespace string) {
 	t.Helper()
 	j := in.Job
 	if j == nil || in.RetryJob == nil {
@@ -125,6 +131,15 @@ func checkJob(t *testing.T, what string, s *step, i int, in airflowtest.Instance
 	}
 	if j.Namespace != namespace || svc.Namespace != j.Namespace {
 		t.Errorf("%s: Job in namespace %q, Service in %q; want both in %q", what, j.Namespace, svc.Namespace, namespace)
+	}
+	// With a namespace on the connection, both go there (or to the step's).
+	namespace = s.namespace
+	if namespace == "" {
+		namespace = connectionNamespace
+	}
+	if in.ConnectionNamespace != namespace || servicesNamespace != namespace {
+		t.Errorf("%s: with the connection's namespace %s, Job in namespace %q, Service in %q; want both in %q",
+			what, connectionNamespace, in.ConnectionNamespace, servicesNamespace, namespace)
 	}
 	pod := j.Spec.Template
 	if pod.Spec.Subdomain != svc.Name {

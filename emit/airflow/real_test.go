@@ -157,8 +157,9 @@ func checkDAG(t *testing.T, d airflowtest.DAG, flow string, steps map[string]*st
 			continue
 		}
 		var services []*corev1.Service
+		var servicesNamespace string
 		if s.nodes > 1 {
-			services = renderedServices(t, d.Tasks[name+airflow.ServiceTaskSuffix], d.Tasks[name+airflow.ServiceDeleteTaskSuffix], len(s.pods))
+			services, servicesNamespace = renderedServices(t, d.Tasks[name+airflow.ServiceTaskSuffix], d.Tasks[name+airflow.ServiceDeleteTaskSuffix], len(s.pods))
 		}
 		for i, in := range task.Instances {
 			what := fmt.Sprintf("task %s instance %d", name, i)
@@ -168,7 +169,7 @@ func checkDAG(t *testing.T, d airflowtest.DAG, flow string, steps map[string]*st
 			}
 			if s.nodes > 1 {
 				if services != nil {
-					checkJob(t, what, s, i, in, services[i])
+					checkJob(t, what, s, i, in, services[i], servicesNamespace)
 				}
 			} else {
 				comparePods(t, what, s.pods[i], in.Pod, podName(flow, name), s.namespace)

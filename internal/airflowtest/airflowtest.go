@@ -99,19 +99,22 @@ type Task struct {
 // the Job its build_job_request_obj builds in the first try and in the second; for
 // the resource operators the rendered YAML and the namespace it goes to.
 type Instance struct {
-	Error                   string       `json:"error"`
-	Pod                     *corev1.Pod  `json:"pod"`
-	Job                     *batchv1.Job `json:"job"`
-	RetryJob                *batchv1.Job `json:"retry_job"`
-	WaitUntilJobComplete    bool         `json:"wait_until_job_complete"`
-	YAMLConf                string       `json:"yaml_conf"`
-	Namespace               string       `json:"namespace"`
-	Retries                 int          `json:"retries"`
-	RetryDelay              *float64     `json:"retry_delay"`
-	RetryExponentialBackoff float64      `json:"retry_exponential_backoff"`
-	MaxRetryDelay           *float64     `json:"max_retry_delay"`
-	ExecutionTimeout        *float64     `json:"execution_timeout"`
-	OnFinishAction          string       `json:"on_finish_action"`
+	Error                string       `json:"error"`
+	Pod                  *corev1.Pod  `json:"pod"`
+	Job                  *batchv1.Job `json:"job"`
+	RetryJob             *batchv1.Job `json:"retry_job"`
+	WaitUntilJobComplete bool         `json:"wait_until_job_complete"`
+	YAMLConf             string       `json:"yaml_conf"`
+	Namespace            string       `json:"namespace"`
+	// ConnectionNamespace is, for the Job and Service tasks, the namespace of
+	// the Job or Services when the Kubernetes connection names one.
+	ConnectionNamespace     string   `json:"connection_namespace"`
+	Retries                 int      `json:"retries"`
+	RetryDelay              *float64 `json:"retry_delay"`
+	RetryExponentialBackoff float64  `json:"retry_exponential_backoff"`
+	MaxRetryDelay           *float64 `json:"max_retry_delay"`
+	ExecutionTimeout        *float64 `json:"execution_timeout"`
+	OnFinishAction          string   `json:"on_finish_action"`
 }
 
 // Check runs dagcheck.py on dir.

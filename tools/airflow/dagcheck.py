@@ -48,13 +48,33 @@ KUBECONFIG = {
 }
 
 
+# The namespace of the Kubernetes connection where a test gives it one.
+CONNECTION_NAMESPACE = "connection-namespace"
+
+
+def connection(namespace=None):
+    """Sets the Kubernetes connection the operators use, with namespace if given."""
+    extra = {"kube_config": json.dumps(KUBECONFIG)}
+    if namespace:
+        extra["namespace"] = namespace
+    os.environ["AIRFLOW_CONN_KUBERNETES_DEFAULT"] = json.dumps({"conn_type": "kubernetes", "extra": extra})
+
+
+def with_connection_namespace(build):
+    """What build() returns while the connection names CONNECTION_NAMESPACE."""
+    connection(CONNECTION_NAMESPACE)
+    try:
+        return build()
+    finally:
+        connection()
+
+
 def main():
     folder = os.path.abspath(sys.argv[1])
     os.environ["AIRFLOW_HOME"] = tempfile.mkdtemp(prefix="manifold-airflow-home-")
     os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
     # The operator asks the connection for a namespace when a task names none.
-    os.environ["AIRFLOW_CONN_KUBERNETES_DEFAULT"] = json.dumps(
-        {"conn_type": "kubernetes", "extra": {"kube_config": json.dumps(KUBECONFIG)}})
+    connection()
 
     report = {"syntax_errors": {}, "shapes": {}, "import_errors": {}, "dags": {}, "kpo_json": {}}
     for name in sorted(os.listdir(folder)):
@@ -180,7 +200,8 @@ def instance(dag, task, map_index):
     api = ApiClient()
     op, context = render(task, map_index)
     if isinstance(op, KubernetesResourceBaseOperator):
-        return {"yaml_conf": op.yaml_conf, "namespace": op.get_namespace()}
+        return {"yaml_conf": op.yaml_conf, "namespace": op.get_namespace(),
+                "connection_namespace": with_connection_namespace(lambda: render(task)[0].get_namespace())}
     out = {
         "retries": op.retries,
         "retry_delay": seconds(op.retry_delay),
@@ -194,6 +215,8 @@ def instance(dag, task, map_index):
         op, context = render(task, map_index, try_number=2)
         out["retry_job"] = api.sanitize_for_serialization(build_job(op, context))
         out["wait_until_job_complete"] = op.wait_until_job_complete
+        out["connection_namespace"] = with_connection_namespace(
+            lambda: build_job(*render(task, map_index)).metadata.namespace)
         return out
     out["pod"] = api.sanitize_for_serialization(op.build_pod_request_obj(dry_run=True))
     return out
