@@ -21,7 +21,7 @@ import (
 // after the DAG is deployed (catchup is off), never from a date that moves.
 var StartDate = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// templated are KubernetesPodOperator's template_fields among the arguments the
+// templated are the operators' template_fields among the arguments the
 // target writes: Airflow renders their strings as Jinja templates.
 var templated = map[string]bool{
 	"image": true, "name": true, "cmds": true, "arguments": true, "env_vars": true, "labels": true,
