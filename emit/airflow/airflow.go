@@ -2,6 +2,10 @@
 // (<flow>.py), and the same operator arguments as plain JSON (<flow>.kpo.json) for
 // teams that write their own DAGs. Both files are written from one DAG value.
 //
+// A multi-node step is a KubernetesJobOperator task that runs an Indexed Job, one
+// pod per node, between a setup task that creates the headless Service its nodes
+// find rank 0 through and a teardown task that deletes it.
+//
 // Each task runs its step's pod from the shared builder (emit.Pod), passed through
 // the operator's own arguments (image, cmds, env_vars, container_resources,
 // tolerations, ...), so Airflow builds exactly that pod. A pod field with no
@@ -77,25 +81,49 @@ type Task struct {
 	ID       string
 	Upstream []string
 	// Operator is the operator's class, a key of Operators: KubernetesPodOperator
-	// for every step today (a multi-node step will take another).
+	// for a step, KubernetesJobOperator for a multi-node step, and the resource
+	// operators for the Service of a multi-node step.
 	Operator string
 	// Args are the operator's arguments, in the order they are written.
 	Args []Arg
 	// Items holds a foreach step's environment for each item: the task is mapped
 	// over them (expand(env_vars=Items)), and Args then has no env_vars.
 	Items [][]corev1.EnvVar
-	// Params is how many variables, at the start of the environment, carry the
-	// flow params as Airflow templates (ParamRef); every other value is literal.
-	Params int
+	// Templates names the variables whose values are Airflow templates: the flow
+	// params' (ParamRef) and a multi-node step's rank 0 addresses. Every other
+	// value is literal. Users cannot name their own variables so (compile refuses
+	// MANIFOLD_ names, and the rendezvous names on a multi-node step).
+	Templates map[string]bool
+	// Setup marks the task that creates what its step's task needs; Setups, on a
+	// teardown task, names the setup tasks whose work it undoes once its upstream
+	// is done, whatever became of it (Airflow's as_teardown).
+	Setup  bool
+	Setups []string
 }
+
+// Template is an argument value that Airflow renders: written as it is, where any
+// other string that Airflow would render is wrapped in literal().
+type Template string
 
 // Operators maps each operator class the target uses to its module.
 var Operators = map[string]string{
-	PodOperator: "airflow.providers.cncf.kubernetes.operators.pod",
+	PodOperator:            "airflow.providers.cncf.kubernetes.operators.pod",
+	JobOperator:            "airflow.providers.cncf.kubernetes.operators.job",
+	CreateResourceOperator: "airflow.providers.cncf.kubernetes.operators.resource",
+	DeleteResourceOperator: "airflow.providers.cncf.kubernetes.operators.resource",
 }
 
-// PodOperator runs a step's pod.
-const PodOperator = "KubernetesPodOperator"
+// The operator classes of the target.
+const (
+	// PodOperator runs a step's pod.
+	PodOperator = "KubernetesPodOperator"
+	// JobOperator runs a multi-node step's Indexed Job.
+	JobOperator = "KubernetesJobOperator"
+	// CreateResourceOperator and DeleteResourceOperator create and delete a
+	// multi-node step's Service.
+	CreateResourceOperator = "KubernetesCreateResourceOperator"
+	DeleteResourceOperator = "KubernetesDeleteResourceOperator"
+)
 
 // podNameSuffix is what the operator appends to a pod's name: "-" and 8 random
 // characters, within Kubernetes' 63.
@@ -127,25 +155,34 @@ func Build(f *plan.Flow) (*DAG, field.ErrorList) {
 	d := &DAG{ID: f.Name, Schedule: f.Schedule, Params: f.Params}
 	var errs field.ErrorList
 	for i := range f.Steps {
-		if s := &f.Steps[i]; s.Nodes > 1 {
-			errs = append(errs, field.Forbidden(field.NewPath("steps").Key(s.Name).Child("nodes"),
-				"the airflow target does not run multi-node steps yet; compile with --target jobset or --target job"))
-			continue
+		s := &f.Steps[i]
+		var tasks []Task
+		var err error
+		if s.Nodes > 1 {
+			tasks, err = multiNode(f, s)
+		} else {
+			var t Task
+			t, err = task(f, s, PodOperator, emit.PodOptions{Param: ParamRef}, nil)
+			tasks = []Task{t}
 		}
-		t, err := task(f, &f.Steps[i])
 		if err != nil {
-			errs = append(errs, field.InternalError(field.NewPath("steps").Key(f.Steps[i].Name), err))
+			errs = append(errs, field.InternalError(field.NewPath("steps").Key(s.Name), err))
 			continue
 		}
-		d.Tasks = append(d.Tasks, t)
+		d.Tasks = append(d.Tasks, tasks...)
 	}
 	return d, errs
 }
 
-func task(f *plan.Flow, s *plan.Step) (Task, error) {
-	t := Task{ID: s.Name, Upstream: s.After, Operator: PodOperator, Params: len(f.Params)}
+// task returns the operator task that runs step s's pod, built with o; for a
+// foreach step, itemOptions gives each item's options (nil: o with the item).
+func task(f *plan.Flow, s *plan.Step, operator string, o emit.PodOptions, itemOptions func(i int) emit.PodOptions) (Task, error) {
+	t := Task{ID: s.Name, Upstream: s.After, Operator: operator, Templates: map[string]bool{}}
+	for _, p := range f.Params {
+		t.Templates[p.Env] = true
+	}
 	if s.Foreach == nil {
-		pod := emit.Pod(f, s, emit.PodOptions{Param: ParamRef})
+		pod := emit.Pod(f, s, o)
 		if err := paramsFirst(f, pod); err != nil {
 			return t, err
 		}
@@ -157,7 +194,12 @@ func task(f *plan.Flow, s *plan.Step) (Task, error) {
 	// the operator's partial arguments, and every item's pod must agree.
 	var first corev1.PodTemplateSpec
 	for i := range s.Foreach {
-		pod := emit.Pod(f, s, emit.PodOptions{Param: ParamRef, Item: emit.ItemAt(s, i)})
+		io := o
+		io.Item = emit.ItemAt(s, i)
+		if itemOptions != nil {
+			io = itemOptions(i)
+		}
+		pod := emit.Pod(f, s, io)
 		if err := paramsFirst(f, pod); err != nil {
 			return t, err
 		}
@@ -174,8 +216,8 @@ func task(f *plan.Flow, s *plan.Step) (Task, error) {
 	return t, err
 }
 
-// paramsFirst checks what Task.Params relies on: the pod's single container starts
-// its environment with the flow params' templates (emit.Env puts them first).
+// paramsFirst checks that the pod's single container starts its environment with
+// the flow params' templates (emit.Env puts them first), which Task.Templates names.
 func paramsFirst(f *plan.Flow, pod corev1.PodTemplateSpec) error {
 	if len(pod.Spec.Containers) != 1 {
 		return fmt.Errorf("the pod has %d containers; a KubernetesPodOperator runs one", len(pod.Spec.Containers))

@@ -46,43 +46,52 @@ func TestEmitIsDeterministic(t *testing.T) {
 // TestJSONHoldsTheDAGsArguments: the JSON file carries what the DAG file does,
 // from the same DAG value.
 func TestJSONHoldsTheDAGsArguments(t *testing.T) {
-	p := compileFlow(t, everyOption())
-	d, errs := airflow.Build(p)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	_, kpo := emitFiles(t, everyOption())
-	if kpo.DAGID != "every" || kpo.Schedule != nil {
-		t.Errorf("dag_id %q, schedule %v", kpo.DAGID, kpo.Schedule)
-	}
-	if diff := cmp.Diff(map[string]string{"epochs": "3", "learning-rate": "0.1", "items": "x"}, kpo.Params); diff != "" {
-		t.Errorf("params (-want +got):\n%s", diff)
-	}
-	if len(kpo.Tasks) != len(d.Tasks) {
-		t.Fatalf("%d tasks in the JSON, %d in the DAG", len(kpo.Tasks), len(d.Tasks))
-	}
-	for i, task := range d.Tasks {
-		got := kpo.Tasks[i]
-		if got.Operator != "airflow.providers.cncf.kubernetes.operators.pod.KubernetesPodOperator" {
-			t.Errorf("task %s operator %q", got.TaskID, got.Operator)
+	for _, f := range []func() *sdk.Flow{everyOption, multiNodeFlow} {
+		p := compileFlow(t, f())
+		d, errs := airflow.Build(p)
+		if len(errs) > 0 {
+			t.Fatal(errs)
 		}
-		if got.TaskID != task.ID || !cmp.Equal(got.Upstream, append([]string{}, task.Upstream...)) {
-			t.Errorf("task %d: %s after %v, want %s after %v", i, got.TaskID, got.Upstream, task.ID, task.Upstream)
+		_, kpo := emitFiles(t, f())
+		if kpo.DAGID != p.Name || kpo.Schedule != nil {
+			t.Errorf("dag_id %q, schedule %v", kpo.DAGID, kpo.Schedule)
 		}
-		for _, a := range task.Args {
-			want := a.Value
-			if d, ok := want.(time.Duration); ok {
-				want = d.Seconds()
+		params := map[string]string{}
+		for _, prm := range p.Params {
+			params[prm.Name] = prm.Value
+		}
+		if diff := cmp.Diff(params, kpo.Params); diff != "" {
+			t.Errorf("params (-want +got):\n%s", diff)
+		}
+		if len(kpo.Tasks) != len(d.Tasks) {
+			t.Fatalf("%d tasks in the JSON, %d in the DAG", len(kpo.Tasks), len(d.Tasks))
+		}
+		for i, task := range d.Tasks {
+			got := kpo.Tasks[i]
+			if want := airflow.Operators[task.Operator] + "." + task.Operator; got.Operator != want {
+				t.Errorf("task %s operator %q, want %q", got.TaskID, got.Operator, want)
 			}
-			if diff := cmp.Diff(jsonValue(t, want), jsonValue(t, got.Arguments[a.Name])); diff != "" {
-				t.Errorf("task %s argument %s (-dag +json):\n%s", task.ID, a.Name, diff)
+			if got.TaskID != task.ID || !cmp.Equal(got.Upstream, append([]string{}, task.Upstream...)) {
+				t.Errorf("task %d: %s after %v, want %s after %v", i, got.TaskID, got.Upstream, task.ID, task.Upstream)
 			}
-		}
-		if len(got.Arguments) != len(task.Args) {
-			t.Errorf("task %s: %d arguments in the JSON, %d in the DAG", task.ID, len(got.Arguments), len(task.Args))
-		}
-		if diff := cmp.Diff(task.Items, got.Expand["env_vars"]); diff != "" {
-			t.Errorf("task %s expand (-dag +json):\n%s", task.ID, diff)
+			if got.Setup != task.Setup || !cmp.Equal(got.TeardownOf, task.Setups) {
+				t.Errorf("task %s: setup %v, teardown of %v; want %v, %v", task.ID, got.Setup, got.TeardownOf, task.Setup, task.Setups)
+			}
+			for _, a := range task.Args {
+				want := a.Value
+				if d, ok := want.(time.Duration); ok {
+					want = d.Seconds()
+				}
+				if diff := cmp.Diff(jsonValue(t, want), jsonValue(t, got.Arguments[a.Name])); diff != "" {
+					t.Errorf("task %s argument %s (-dag +json):\n%s", task.ID, a.Name, diff)
+				}
+			}
+			if len(got.Arguments) != len(task.Args) {
+				t.Errorf("task %s: %d arguments in the JSON, %d in the DAG", task.ID, len(got.Arguments), len(task.Args))
+			}
+			if diff := cmp.Diff(task.Items, got.Expand["env_vars"]); diff != "" {
+				t.Errorf("task %s expand (-dag +json):\n%s", task.ID, diff)
+			}
 		}
 	}
 }

@@ -12,13 +12,19 @@ import (
 
 // BenchmarkEmit100 emits a 100-step Trainium flow, every tenth step a foreach
 // over four items, reporting the bytes of Python and of JSON per step.
-func BenchmarkEmit100(b *testing.B) {
+func BenchmarkEmit100(b *testing.B) { benchmarkEmit(b, 1) }
+
+// BenchmarkEmit100MultiNode is BenchmarkEmit100 with every step on 4 nodes: a Job
+// task and its two Service tasks per step.
+func BenchmarkEmit100MultiNode(b *testing.B) { benchmarkEmit(b, 4) }
+
+func benchmarkEmit(b *testing.B, nodes int) {
 	const steps = 100
 	f := sdk.NewFlow("bench", sdk.Image("example.com/flow:v1"), sdk.Param("epochs", "3"),
 		sdk.Toleration("dedicated", "ml", "NoSchedule"))
 	for i := range steps {
 		opts := []sdk.StepOption{sdk.Command("torchrun", "train.py"), sdk.InstanceType("trn1.32xlarge"),
-			sdk.Trainium(16), sdk.EFA(8), sdk.Retry(2), sdk.Timeout(time.Hour), sdk.SharedMemory("64Gi")}
+			sdk.Trainium(16), sdk.EFA(8), sdk.Retry(2), sdk.Timeout(time.Hour), sdk.SharedMemory("64Gi"), sdk.Nodes(nodes)}
 		if i > 0 {
 			opts = append(opts, sdk.After(fmt.Sprintf("s%d", i-1)))
 		}

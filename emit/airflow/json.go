@@ -11,7 +11,11 @@ import (
 // operator arguments. Kubernetes objects are in their API JSON form (what
 // kubernetes.client's ApiClient().sanitize_for_serialization gives), durations are
 // seconds. Every string is meant literally except the values of the
-// MANIFOLD_PARAM_ variables, which are Airflow templates of the DAG's params.
+// MANIFOLD_PARAM_ variables, which are Airflow templates of the DAG's params, and,
+// in the tasks of a multi-node step, the values of MASTER_ADDR, PET_MASTER_ADDR and
+// NEURON_RT_ROOT_COMM_ID, the Job task's name, namespace, labels and
+// pod_template_dict, and the Service tasks' yaml_conf: Airflow templates of the
+// run's names (Manifold's names and labels never hold template syntax of their own).
 type KPOFile struct {
 	DAGID    string            `json:"dag_id"`
 	Schedule *string           `json:"schedule"`
@@ -31,6 +35,11 @@ type KPOTask struct {
 	// Expand, for a foreach step, holds the mapped arguments: env_vars, one list
 	// per item.
 	Expand map[string][][]corev1.EnvVar `json:"expand,omitempty"`
+	// Setup marks a setup task (as_setup); TeardownOf, on a teardown task, lists
+	// the setup tasks it tears down (as_teardown(setups=...)), which are upstream
+	// of it too.
+	Setup      bool     `json:"setup,omitempty"`
+	TeardownOf []string `json:"teardown_of,omitempty"`
 }
 
 // JSON returns the .kpo.json file.
@@ -51,6 +60,7 @@ func (d *DAG) JSON() ([]byte, error) {
 			}
 			kt.Arguments[a.Name] = v
 		}
+		kt.Setup, kt.TeardownOf = t.Setup, t.Setups
 		if t.Items != nil {
 			kt.Expand = map[string][][]corev1.EnvVar{"env_vars": t.Items}
 		}

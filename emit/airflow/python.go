@@ -21,12 +21,13 @@ import (
 // after the DAG is deployed (catchup is off), never from a date that moves.
 var StartDate = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// templated are KubernetesPodOperator's template_fields among the arguments the
+// templated are the operators' template_fields among the arguments the
 // target writes: Airflow renders their strings as Jinja templates.
 var templated = map[string]bool{
 	"image": true, "name": true, "cmds": true, "arguments": true, "env_vars": true, "labels": true,
 	"annotations": true, "namespace": true, "container_resources": true, "volumes": true,
 	"volume_mounts": true, "env_from": true, "node_selector": true, "base_container_name": true,
+	"pod_template_dict": true, "yaml_conf": true,
 }
 
 // nestedTemplated are the attributes the operator renders inside the Kubernetes
@@ -85,6 +86,9 @@ func (d *DAG) Python() ([]byte, error) {
 		for _, up := range t.Upstream {
 			p.line(2, "tasks[%s] >> tasks[%s]", p.str(up, false), p.str(t.ID, false))
 		}
+		for _, setup := range t.Setups {
+			p.line(2, "tasks[%s].as_teardown(setups=tasks[%s])", p.str(t.ID, false), p.str(setup, false))
+		}
 	}
 	if p.err != nil {
 		return nil, p.err
@@ -128,7 +132,7 @@ func (p *printer) task(t *Task) {
 	for _, a := range t.Args {
 		if env, ok := a.Value.([]corev1.EnvVar); ok && a.Name == "env_vars" {
 			p.line(3, "env_vars=[")
-			p.env(4, env, t.Params)
+			p.env(4, env, t.Templates)
 			p.line(3, "],")
 			continue
 		}
@@ -142,19 +146,18 @@ func (p *printer) task(t *Task) {
 	p.line(3, "env_vars=[")
 	for _, env := range t.Items {
 		p.line(4, "[")
-		p.env(5, env, t.Params)
+		p.env(5, env, t.Templates)
 		p.line(4, "],")
 	}
 	p.line(3, "],")
 	p.line(2, ")")
 }
 
-// env writes an environment, one variable a line. The first params variables
-// carry the flow params as templates, which Airflow renders; the others are
-// literal.
-func (p *printer) env(depth int, env []corev1.EnvVar, params int) {
-	for i, e := range env {
-		p.line(depth, "%s,", p.value(reflect.ValueOf(e), i >= params))
+// env writes an environment, one variable a line. The values of the variables
+// templates names are templates, which Airflow renders; the others are literal.
+func (p *printer) env(depth int, env []corev1.EnvVar, templates map[string]bool) {
+	for _, e := range env {
+		p.line(depth, "%s,", p.value(reflect.ValueOf(e), !templates[e.Name]))
 	}
 }
 
@@ -225,7 +228,15 @@ func (p *printer) str(s string, rendered bool) string {
 // value writes v as a Python expression: core/v1 structs as kubernetes.client
 // model constructors with their non-empty fields as keyword arguments.
 func (p *printer) value(v reflect.Value, rendered bool) string {
+	if v.Kind() == reflect.Interface {
+		if v.IsNil() {
+			return "None"
+		}
+		v = v.Elem()
+	}
 	switch x := v.Interface().(type) {
+	case Template:
+		return p.str(string(x), false)
 	case time.Duration:
 		return "datetime.timedelta(seconds=" + strconv.FormatFloat(x.Seconds(), 'f', -1, 64) + ")"
 	case resource.Quantity:

@@ -27,6 +27,7 @@ import (
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/internal/airflowtest"
 	"github.com/manifoldflow/manifold/internal/exampletest"
+	"github.com/manifoldflow/manifold/internal/kubevalidate"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -34,6 +35,7 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	exampletest.Cleanup()
+	kubevalidate.Cleanup()
 	os.Exit(code)
 }
 
@@ -49,6 +51,7 @@ type step struct {
 	namespace string
 	retries   int
 	timeout   *int64 // the pod's activeDeadlineSeconds
+	nodes     int
 }
 
 // stepsOfJobs groups the Job target's Jobs by step.
@@ -59,7 +62,13 @@ func stepsOfJobs(t *testing.T, jobs []*batchv1.Job) map[string]*step {
 		name := j.Spec.Template.Labels[plan.LabelStep]
 		s := steps[name]
 		if s == nil {
-			s = &step{namespace: j.Namespace, retries: int(*j.Spec.BackoffLimit), timeout: j.Spec.Template.Spec.ActiveDeadlineSeconds}
+			s = &step{namespace: j.Namespace, timeout: j.Spec.Template.Spec.ActiveDeadlineSeconds, nodes: 1}
+			if j.Spec.CompletionMode != nil && *j.Spec.CompletionMode == batchv1.IndexedCompletion {
+				// A multi-node step: Retry is each node's retries on the Job target.
+				s.nodes, s.retries = int(*j.Spec.Completions), int(*j.Spec.BackoffLimitPerIndex)
+			} else {
+				s.retries = int(*j.Spec.BackoffLimit)
+			}
 			if after := j.Annotations[plan.AnnotationAfter]; after != "" {
 				s.after = strings.Split(after, ",")
 			}
@@ -89,8 +98,21 @@ func checkDAG(t *testing.T, d airflowtest.DAG, flow string, steps map[string]*st
 	if d.SerializationError != nil {
 		t.Errorf("Airflow cannot serialize the DAG as its DAG processor would:\n%s", *d.SerializationError)
 	}
+	// A multi-node step is its Job task between the tasks that create and delete
+	// its Service.
+	tasks := map[string]*wantTask{}
+	for name, s := range steps {
+		if s.nodes == 1 {
+			tasks[name] = &wantTask{operator: "KubernetesPodOperator", upstream: s.after, step: s}
+			continue
+		}
+		create, remove := name+airflow.ServiceTaskSuffix, name+airflow.ServiceDeleteTaskSuffix
+		tasks[create] = &wantTask{operator: "KubernetesCreateResourceOperator", upstream: s.after, setup: true, serviceOf: name}
+		tasks[name] = &wantTask{operator: "KubernetesJobOperator", upstream: []string{create}, step: s}
+		tasks[remove] = &wantTask{operator: "KubernetesDeleteResourceOperator", upstream: []string{create, name}, teardown: true, serviceOf: name}
+	}
 	var wantIDs, gotIDs []string
-	for name := range steps {
+	for name := range tasks {
 		wantIDs = append(wantIDs, name)
 	}
 	for id := range d.Tasks {
@@ -102,22 +124,31 @@ func checkDAG(t *testing.T, d airflowtest.DAG, flow string, steps map[string]*st
 		t.Fatalf("task ids (-want +got):\n%s", diff)
 	}
 	downstream := map[string][]string{}
-	for name, s := range steps {
-		for _, up := range s.after {
+	for name, w := range tasks {
+		for _, up := range w.upstream {
 			downstream[up] = append(downstream[up], name)
 		}
 	}
-	for name, s := range steps {
+	for name, w := range tasks {
 		task := d.Tasks[name]
-		if task.Operator != "KubernetesPodOperator" || task.Mapped != s.foreach {
-			t.Errorf("task %s: %s, mapped %v; want KubernetesPodOperator, mapped %v", name, task.Operator, task.Mapped, s.foreach)
+		mapped := w.step != nil && w.step.foreach
+		if task.Operator != w.operator || task.Mapped != mapped || task.Setup != w.setup || task.Teardown != w.teardown {
+			t.Errorf("task %s: %s, mapped %v, setup %v, teardown %v; want %s, mapped %v, setup %v, teardown %v",
+				name, task.Operator, task.Mapped, task.Setup, task.Teardown, w.operator, mapped, w.setup, w.teardown)
 		}
-		if diff := cmp.Diff(slices.Sorted(slices.Values(s.after)), task.Upstream, cmpopts.EquateEmpty()); diff != "" {
+		if diff := cmp.Diff(slices.Sorted(slices.Values(w.upstream)), task.Upstream, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("task %s upstream (-want +got):\n%s", name, diff)
 		}
 		if diff := cmp.Diff(slices.Sorted(slices.Values(downstream[name])), task.Downstream, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("task %s downstream (-want +got):\n%s", name, diff)
 		}
+		if w.step == nil {
+			if len(task.Instances) != 1 || task.Instances[0].Error != "" {
+				t.Errorf("task %s: Airflow could not render it: %+v", name, task.Instances)
+			}
+			continue
+		}
+		s := w.step
 		if s.foreach && task.ScheduledMapCount != len(s.pods) {
 			t.Errorf("task %s: the scheduler maps it to %d instances, want %d", name, task.ScheduledMapCount, len(s.pods))
 		}
@@ -125,13 +156,24 @@ func checkDAG(t *testing.T, d airflowtest.DAG, flow string, steps map[string]*st
 			t.Errorf("task %s has %d instances, want %d", name, len(task.Instances), len(s.pods))
 			continue
 		}
+		var services []*corev1.Service
+		var servicesNamespace string
+		if s.nodes > 1 {
+			services, servicesNamespace = renderedServices(t, d.Tasks[name+airflow.ServiceTaskSuffix], d.Tasks[name+airflow.ServiceDeleteTaskSuffix], len(s.pods))
+		}
 		for i, in := range task.Instances {
 			what := fmt.Sprintf("task %s instance %d", name, i)
 			if in.Error != "" {
 				t.Errorf("%s: Airflow could not render it or build its pod:\n%s", what, in.Error)
 				continue
 			}
-			comparePods(t, what, s.pods[i], in.Pod, podName(flow, name), s.namespace)
+			if s.nodes > 1 {
+				if services != nil {
+					checkJob(t, what, s, i, in, services[i], servicesNamespace)
+				}
+			} else {
+				comparePods(t, what, s.pods[i], in.Pod, podName(flow, name), s.namespace)
+			}
 			if in.Retries != s.retries {
 				t.Errorf("%s: retries = %d, want %d", what, in.Retries, s.retries)
 			}
@@ -149,6 +191,15 @@ func checkDAG(t *testing.T, d airflowtest.DAG, flow string, steps map[string]*st
 			}
 		}
 	}
+}
+
+// wantTask is what one Airflow task must be.
+type wantTask struct {
+	operator        string
+	upstream        []string
+	setup, teardown bool
+	step            *step  // the step whose pods it runs
+	serviceOf       string // the step whose Service it creates or deletes
 }
 
 // comparePods compares the pod Airflow built with the Job target's pod after
@@ -181,6 +232,21 @@ func comparePods(t *testing.T, what string, want corev1.PodTemplateSpec, got *co
 	if got.Namespace != namespace {
 		t.Errorf("%s: namespace %q, want %q", what, got.Namespace, namespace)
 	}
+	gotTemplate := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: got.Labels, Annotations: got.Annotations},
+		Spec:       got.Spec,
+	}
+	operatorPod(t, what, &gotTemplate)
+	if diff := cmp.Diff(want, gotTemplate, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("%s: Airflow's pod differs from the Job's (-job +airflow):\n%s", what, diff)
+	}
+}
+
+// operatorPod removes from got, after checking them, the allowed differences
+// between every pod the operator builds and the Job target's: the label
+// airflow_version, terminationMessagePolicy, empty affinity and security context.
+func operatorPod(t *testing.T, what string, got *corev1.PodTemplateSpec) {
+	t.Helper()
 	if v := got.Labels["airflow_version"]; v != airflowVersion {
 		t.Errorf("%s: label airflow_version = %q, want %q", what, v, airflowVersion)
 	}
@@ -198,20 +264,21 @@ func comparePods(t *testing.T, what string, want corev1.PodTemplateSpec, got *co
 	if sc := got.Spec.SecurityContext; sc != nil && cmp.Equal(*sc, corev1.PodSecurityContext{}, cmpopts.EquateEmpty()) {
 		got.Spec.SecurityContext = nil
 	}
-	gotTemplate := corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: got.Labels, Annotations: got.Annotations},
-		Spec:       got.Spec,
-	}
-	if diff := cmp.Diff(want, gotTemplate, cmpopts.EquateEmpty()); diff != "" {
-		t.Errorf("%s: Airflow's pod differs from the Job's (-job +airflow):\n%s", what, diff)
-	}
 }
 
-// decodeJobs reads a Job target YAML stream.
+// decodeJobs reads the Jobs of a Job target YAML stream, passing over the Services
+// of multi-node steps.
 func decodeJobs(t *testing.T, data []byte) []*batchv1.Job {
 	t.Helper()
 	var jobs []*batchv1.Job
 	for _, doc := range bytes.Split(data, []byte("\n---\n"))[1:] {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			t.Fatalf("job YAML: %v\n%s", err, doc)
+		}
+		if meta.Kind == "Service" {
+			continue
+		}
 		var j batchv1.Job
 		if err := yaml.UnmarshalStrict(doc, &j); err != nil {
 			t.Fatalf("job YAML: %v\n%s", err, doc)
@@ -346,7 +413,7 @@ func TestRealAirflow(t *testing.T) {
 	longest := sdk.NewFlow(long, sdk.Image("busybox")).
 		Step(long, sdk.Command("true"), sdk.Foreach("a", "b")).
 		Step(strings.Repeat("y", compile.MaxNameLength), sdk.Command("true"), sdk.After(long))
-	for _, f := range []*sdk.Flow{everyOption(), adversarialFlow("adversarial", adversarial), longest} {
+	for _, f := range []*sdk.Flow{everyOption(), adversarialFlow("adversarial", adversarial), longest, multiNodeFlow(), longestMultiNode()} {
 		p := compileFlow(t, f)
 		flows[p.Name] = p
 		writeAirflow(t, p, dir)
@@ -396,6 +463,7 @@ func TestRealAirflow(t *testing.T) {
 			checkPodsFromJSON(t, r, name, d)
 		})
 	}
+	t.Run("kubevalidate", func(t *testing.T) { validateBuilt(t, t.TempDir()) })
 	t.Run("retries", func(t *testing.T) {
 		every := r.DAGs["every"]
 		train := every.Tasks["train"].Instances[0]
@@ -449,6 +517,31 @@ func checkPodsFromJSON(t *testing.T, r *airflowtest.Report, name string, d airfl
 		t.Fatalf("%s.kpo.json: %s", name, e)
 	}
 	for id, task := range d.Tasks {
+		switch task.Operator {
+		case "KubernetesCreateResourceOperator", "KubernetesDeleteResourceOperator":
+			var services []airflowtest.Instance
+			if err := json.Unmarshal(tasks[id], &services); err != nil {
+				t.Fatalf("%s.kpo.json task %s: %v", name, id, err)
+			}
+			if len(services) != 1 || services[0].YAMLConf != task.Instances[0].YAMLConf || services[0].Namespace != task.Instances[0].Namespace {
+				t.Errorf("%s.kpo.json task %s: the Services from the JSON differ from the DAG's:\n%+v\n%+v", name, id, services, task.Instances)
+			}
+			continue
+		case "KubernetesJobOperator":
+			var jobs []*batchv1.Job
+			if err := json.Unmarshal(tasks[id], &jobs); err != nil {
+				t.Fatalf("%s.kpo.json task %s: %v", name, id, err)
+			}
+			if len(jobs) != len(task.Instances) {
+				t.Fatalf("%s.kpo.json task %s: %d Jobs, want %d", name, id, len(jobs), len(task.Instances))
+			}
+			for i, in := range task.Instances {
+				if diff := cmp.Diff(in.Job, jobs[i], cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("%s.kpo.json task %s instance %d: the Job from the JSON differs from the DAG's (-dag +json):\n%s", name, id, i, diff)
+				}
+			}
+			continue
+		}
 		var pods []*corev1.Pod
 		if err := json.Unmarshal(tasks[id], &pods); err != nil {
 			t.Fatalf("%s.kpo.json task %s: %v", name, id, err)

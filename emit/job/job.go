@@ -113,28 +113,38 @@ func MaxName(s *plan.Step) int {
 // MasterAddr is the DNS name of rank 0 of the multi-node Job named job: its pod's
 // host name under the Service of the same name, which the pod's namespace resolves.
 func MasterAddr(job string) string {
-	return job + "-0." + job
+	return RankZero(job, job)
+}
+
+// RankZero is the DNS name of rank 0 of the Indexed Job named job whose pods are
+// under the headless Service named service: the Job controller names each pod's
+// host <job>-<index>.
+func RankZero(job, service string) string {
+	return job + "-0." + service
 }
 
 // Service returns the headless Service that gives the pods of multi-node Job j their
-// DNS names. It publishes pods before they are ready, so the nodes can find rank 0
-// while they start.
+// DNS names.
 func Service(j *batchv1.Job) *corev1.Service {
+	return HeadlessService(metav1.ObjectMeta{Name: j.Name, Namespace: j.Namespace, Labels: j.Labels},
+		map[string]string{batchv1.JobNameLabel: j.Name}, j.Spec.Template.Spec.Containers[0].Ports)
+}
+
+// HeadlessService returns the headless Service meta names over the pods selector
+// picks, with the step container's ports. It publishes pods before they are ready,
+// so the nodes of a multi-node step can find rank 0 while they start.
+func HeadlessService(meta metav1.ObjectMeta, selector map[string]string, ports []corev1.ContainerPort) *corev1.Service {
 	svc := &corev1.Service{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      j.Name,
-			Namespace: j.Namespace,
-			Labels:    j.Labels,
-		},
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: meta,
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
 			ClusterIPs:               []string{corev1.ClusterIPNone},
-			Selector:                 map[string]string{batchv1.JobNameLabel: j.Name},
+			Selector:                 selector,
 			PublishNotReadyAddresses: true,
 		},
 	}
-	for _, p := range j.Spec.Template.Spec.Containers[0].Ports {
+	for _, p := range ports {
 		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: rendezvousPort, Port: p.ContainerPort, Protocol: p.Protocol})
 	}
 	return svc

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/manifoldflow/manifold/internal/exampletest"
@@ -61,8 +62,9 @@ type Report struct {
 	Shapes       map[string]string `json:"shapes"`
 	ImportErrors map[string]string `json:"import_errors"`
 	DAGs         map[string]DAG    `json:"dags"`
-	// KPOJSON holds, per .kpo.json file, the pods KubernetesPodOperator built
-	// from its arguments, by task; or {"error": ...}.
+	// KPOJSON holds, per .kpo.json file, what each task's operator built from
+	// its arguments, by task: a list of pods, of Jobs, or of one rendered Service
+	// task ({yaml_conf, namespace}); or {"error": ...}.
 	KPOJSON map[string]map[string]json.RawMessage `json:"kpo_json"`
 }
 
@@ -81,6 +83,8 @@ type DAG struct {
 type Task struct {
 	Operator   string     `json:"operator"`
 	Mapped     bool       `json:"mapped"`
+	Setup      bool       `json:"setup"`
+	Teardown   bool       `json:"teardown"`
 	Upstream   []string   `json:"upstream"`
 	Downstream []string   `json:"downstream"`
 	Instances  []Instance `json:"instances"`
@@ -90,17 +94,27 @@ type Task struct {
 }
 
 // Instance is a task (one map index of a mapped task) as a worker runs it: its
-// templated fields rendered with the DAG's default params, and the pod the
-// operator's build_pod_request_obj builds.
+// templated fields rendered with the DAG's default params, and what it creates:
+// the pod the operator's build_pod_request_obj builds; for KubernetesJobOperator
+// the Job its build_job_request_obj builds in the first try and in the second; for
+// the resource operators the rendered YAML and the namespace it goes to.
 type Instance struct {
-	Error                   string      `json:"error"`
-	Pod                     *corev1.Pod `json:"pod"`
-	Retries                 int         `json:"retries"`
-	RetryDelay              *float64    `json:"retry_delay"`
-	RetryExponentialBackoff float64     `json:"retry_exponential_backoff"`
-	MaxRetryDelay           *float64    `json:"max_retry_delay"`
-	ExecutionTimeout        *float64    `json:"execution_timeout"`
-	OnFinishAction          string      `json:"on_finish_action"`
+	Error                string       `json:"error"`
+	Pod                  *corev1.Pod  `json:"pod"`
+	Job                  *batchv1.Job `json:"job"`
+	RetryJob             *batchv1.Job `json:"retry_job"`
+	WaitUntilJobComplete bool         `json:"wait_until_job_complete"`
+	YAMLConf             string       `json:"yaml_conf"`
+	Namespace            string       `json:"namespace"`
+	// ConnectionNamespace is, for the Job and Service tasks, the namespace of
+	// the Job or Services when the Kubernetes connection names one.
+	ConnectionNamespace     string   `json:"connection_namespace"`
+	Retries                 int      `json:"retries"`
+	RetryDelay              *float64 `json:"retry_delay"`
+	RetryExponentialBackoff float64  `json:"retry_exponential_backoff"`
+	MaxRetryDelay           *float64 `json:"max_retry_delay"`
+	ExecutionTimeout        *float64 `json:"execution_timeout"`
+	OnFinishAction          string   `json:"on_finish_action"`
 }
 
 // Check runs dagcheck.py on dir.

@@ -11,11 +11,16 @@ the DAG processor would store it (and how many instances the scheduler makes of 
 mapped task from the stored DAG), and for every task its dependencies, its retry
 and timeout arguments, and for each map index the pod that the operator's own
 build_pod_request_obj() builds after rendering the task's templated fields with
-the DAG's default params. For every DIR/*.kpo.json: the same pods, built by
-KubernetesPodOperator from the JSON arguments.
+the DAG's default params. A KubernetesJobOperator task reports the Job that its
+build_job_request_obj() builds, for its first try and its second; a Service task
+(KubernetesCreateResourceOperator or KubernetesDeleteResourceOperator), its
+rendered yaml_conf and the namespace it would use. Every task of a DAG renders in
+one run, RUN_ID. For every DIR/*.kpo.json: the same pods, Jobs and Services, built
+by the operators from the JSON arguments.
 """
 
 import ast
+import copy
 import datetime
 import json
 import os
@@ -23,6 +28,45 @@ import sys
 import tempfile
 import traceback
 import types
+import uuid
+
+# The run every task renders in: a manual run's id, with the characters such ids
+# hold that Kubernetes names cannot.
+RUN_ID = "manual__2026-12-02T14:20:32.669649+00:00"
+
+# What a worker in a pod would read as its own namespace: the Job operator's own
+# fallback, which a multi-node step must not take (its Service would be elsewhere).
+WORKER_NAMESPACE = "airflow-worker-namespace"
+
+# A kubeconfig for a server that is never called: building a Job asks the hook
+# whether it runs in the cluster, which loads a configuration but sends nothing.
+KUBECONFIG = {
+    "apiVersion": "v1", "kind": "Config", "current-context": "c",
+    "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:9"}}],
+    "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+    "users": [{"name": "u", "user": {"token": "unused"}}],
+}
+
+
+# The namespace of the Kubernetes connection where a test gives it one.
+CONNECTION_NAMESPACE = "connection-namespace"
+
+
+def connection(namespace=None):
+    """Sets the Kubernetes connection the operators use, with namespace if given."""
+    extra = {"kube_config": json.dumps(KUBECONFIG)}
+    if namespace:
+        extra["namespace"] = namespace
+    os.environ["AIRFLOW_CONN_KUBERNETES_DEFAULT"] = json.dumps({"conn_type": "kubernetes", "extra": extra})
+
+
+def with_connection_namespace(build):
+    """What build() returns while the connection names CONNECTION_NAMESPACE."""
+    connection(CONNECTION_NAMESPACE)
+    try:
+        return build()
+    finally:
+        connection()
 
 
 def main():
@@ -30,7 +74,7 @@ def main():
     os.environ["AIRFLOW_HOME"] = tempfile.mkdtemp(prefix="manifold-airflow-home-")
     os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
     # The operator asks the connection for a namespace when a task names none.
-    os.environ["AIRFLOW_CONN_KUBERNETES_DEFAULT"] = json.dumps({"conn_type": "kubernetes"})
+    connection()
 
     report = {"syntax_errors": {}, "shapes": {}, "import_errors": {}, "dags": {}, "kpo_json": {}}
     for name in sorted(os.listdir(folder)):
@@ -102,6 +146,8 @@ def describe_task(dag, task):
     out = {
         "operator": task.operator_class.__name__ if mapped else type(task).__name__,
         "mapped": mapped,
+        "setup": task.is_setup,
+        "teardown": task.is_teardown,
         "upstream": sorted(task.upstream_task_ids),
         "downstream": sorted(task.downstream_task_ids),
         "instances": [],
@@ -119,23 +165,44 @@ def describe_task(dag, task):
     return out
 
 
+def context_of(task, map_index=None, try_number=1):
+    """The template context a worker gives the task instance (the map_index'th
+    expansion of a mapped task) in its try_number'th try of run RUN_ID."""
+    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+    ti = RuntimeTaskInstance.model_construct(
+        id=uuid.uuid4(), task_id=task.task_id, dag_id=task.dag_id, run_id=RUN_ID, try_number=try_number,
+        map_index=-1 if map_index is None else map_index, task=task,
+        start_date=datetime.datetime.now(datetime.timezone.utc), max_tries=task.retries)
+    context = ti.get_template_context()
+    # What the API server tells the worker of the run: its conf, empty.
+    context["dag_run"] = types.SimpleNamespace(conf={})
+    return context
+
+
+def render(task, map_index=None, try_number=1):
+    """Renders a copy of task's templated fields as a worker would (rendering
+    changes Kubernetes objects in place, and a worker parses the DAG anew for each
+    try); returns the operator of this instance (for a mapped task, the one of this
+    map index) and the context."""
+    task = copy.deepcopy(task)
+    context = context_of(task, map_index, try_number)
+    task.render_template_fields(context)
+    return context["task"], context
+
+
 def instance(dag, task, map_index):
-    """Renders task (its map_index'th expansion) as a worker would, then builds its pod."""
-    from airflow.sdk.definitions.param import process_params
+    """Renders task (its map_index'th expansion) as a worker would, then builds what it creates."""
+    from airflow.providers.cncf.kubernetes.operators.job import KubernetesJobOperator
+    from airflow.providers.cncf.kubernetes.operators.resource import KubernetesResourceBaseOperator
     from kubernetes.client import ApiClient
 
-    ti = types.SimpleNamespace(map_index=-1 if map_index is None else map_index, task=task,
-                               dag_id=dag.dag_id, task_id=task.task_id, try_number=1, run_id="manual")
-    context = {
-        "ti": ti, "task_instance": ti, "dag": dag, "task": task, "run_id": "manual",
-        "dag_run": types.SimpleNamespace(conf={}),
-    }
-    context["params"] = process_params(dag, task, {}, suppress_exception=False)
-    task.render_template_fields(context)
-    op = context["task"]  # for a mapped task, the operator of this map index
-    pod = op.build_pod_request_obj(dry_run=True)
-    return {
-        "pod": ApiClient().sanitize_for_serialization(pod),
+    api = ApiClient()
+    op, context = render(task, map_index)
+    if isinstance(op, KubernetesResourceBaseOperator):
+        return {"yaml_conf": op.yaml_conf, "namespace": op.get_namespace(),
+                "connection_namespace": with_connection_namespace(lambda: render(task)[0].get_namespace())}
+    out = {
         "retries": op.retries,
         "retry_delay": seconds(op.retry_delay),
         "retry_exponential_backoff": op.retry_exponential_backoff,
@@ -143,6 +210,24 @@ def instance(dag, task, map_index):
         "execution_timeout": seconds(op.execution_timeout),
         "on_finish_action": op.on_finish_action.value,
     }
+    if isinstance(op, KubernetesJobOperator):
+        out["job"] = api.sanitize_for_serialization(build_job(op, context))
+        op, context = render(task, map_index, try_number=2)
+        out["retry_job"] = api.sanitize_for_serialization(build_job(op, context))
+        out["wait_until_job_complete"] = op.wait_until_job_complete
+        out["connection_namespace"] = with_connection_namespace(
+            lambda: build_job(*render(task, map_index)).metadata.namespace)
+        return out
+    out["pod"] = api.sanitize_for_serialization(op.build_pod_request_obj(dry_run=True))
+    return out
+
+
+def build_job(op, context):
+    """The Job the operator creates, as execute() builds it, on a worker that runs in
+    a pod of namespace WORKER_NAMESPACE."""
+    op.__dict__["_incluster_namespace"] = WORKER_NAMESPACE
+    op.name = op._set_name(op.name)
+    return op.build_job_request_obj(context)
 
 
 def seconds(d):
@@ -168,19 +253,27 @@ DURATIONS = {"retry_delay", "max_retry_delay", "execution_timeout"}
 TEXT = {"image", "name", "namespace", "cmds", "arguments", "labels", "annotations", "node_selector"}
 
 
-def literal_text(key, value):
+# The variables of a multi-node step's Job task whose values are templates of the
+# run's names, like the arguments JOB_TEMPLATES.
+RANK_ZERO = {"MASTER_ADDR", "PET_MASTER_ADDR", "NEURON_RT_ROOT_COMM_ID"}
+JOB_TEMPLATES = {"name", "namespace", "labels"}
+
+
+def literal_text(key, value, job=False):
     """Wraps the free text of a templated argument in literal(), as README says a
     DAG built from the JSON must: every string but a MANIFOLD_PARAM_ variable's
-    value (a template of the DAG's params) reaches the pod as written."""
+    value (a template of the DAG's params) reaches the pod as written, and in a
+    Job task (job) but the rank 0 addresses and the arguments JOB_TEMPLATES too."""
     from airflow.sdk import literal
 
     if key == "env_vars":
         for env in value:
+            name = env.name
             env.name = literal(env.name)
-            if env.value is not None and not env.name.value.startswith("MANIFOLD_PARAM_"):
+            if env.value is not None and not name.startswith("MANIFOLD_PARAM_") and not (job and name in RANK_ZERO):
                 env.value = literal(env.value)
         return value
-    if key not in TEXT:
+    if key not in TEXT or (job and key in JOB_TEMPLATES):
         return value
     if isinstance(value, str):
         return literal(value)
@@ -192,8 +285,14 @@ def literal_text(key, value):
 
 
 def pods_from_json(path):
-    """Builds each task's pods from the .kpo.json arguments, as a team writing its own DAG would."""
+    """Builds what each task creates from the .kpo.json arguments, as a team writing
+    its own DAG would: a pod per item, a Job per item, or the rendered Services."""
+    from airflow.providers.cncf.kubernetes.operators.job import KubernetesJobOperator
     from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
+    from airflow.providers.cncf.kubernetes.operators.resource import (
+        KubernetesCreateResourceOperator,
+        KubernetesDeleteResourceOperator,
+    )
     from airflow.sdk import DAG
     from kubernetes.client import ApiClient
 
@@ -204,33 +303,48 @@ def pods_from_json(path):
     def model(value, kind):
         return api.deserialize(types.SimpleNamespace(data=json.dumps(value)), kind)
 
+    classes = {c.__module__ + "." + c.__name__: c for c in (
+        KubernetesPodOperator, KubernetesJobOperator, KubernetesCreateResourceOperator, KubernetesDeleteResourceOperator)}
     out = {}
-    with DAG(dag_id=spec["dag_id"] + "-from-json", schedule=None, params=spec["params"]) as dag:
-        for task in spec["tasks"]:
-            operator = KubernetesPodOperator.__module__ + "." + KubernetesPodOperator.__name__
-            if task["operator"] != operator:
-                raise ValueError("task %s: operator %s, not %s" % (task["task_id"], task["operator"], operator))
-            args = {}
-            for key, value in task["arguments"].items():
-                if key in MODELS:
-                    value = model(value, MODELS[key])
-                elif key in DURATIONS:
-                    value = datetime.timedelta(seconds=value)
-                args[key] = value
-            envs = [model(env, MODELS["env_vars"]) for env in task.get("expand", {}).get("env_vars", [])]
-            pods = []
-            for i, env in enumerate(envs or [None]):
-                kwargs = dict(args)
-                if env is not None:
-                    kwargs["env_vars"] = env
-                kwargs = {k: literal_text(k, v) for k, v in kwargs.items()}
+    for task in spec["tasks"]:
+        cls = classes.get(task["operator"])
+        if cls is None:
+            raise ValueError("task %s: unknown operator %s" % (task["task_id"], task["operator"]))
+        if cls in (KubernetesCreateResourceOperator, KubernetesDeleteResourceOperator):
+            with DAG(dag_id=spec["dag_id"], schedule=None, params=spec["params"]):
+                op, _ = render(cls(**task["arguments"]))
+            out[task["task_id"]] = [{"yaml_conf": op.yaml_conf, "namespace": op.get_namespace()}]
+            continue
+        job = cls is KubernetesJobOperator
+        args = {}
+        for key, value in task["arguments"].items():
+            if key in MODELS:
+                value = model(value, MODELS[key])
+            elif key in DURATIONS:
+                value = datetime.timedelta(seconds=value)
+            args[key] = value
+        envs = [model(env, MODELS["env_vars"]) for env in task.get("expand", {}).get("env_vars", [])]
+        built = []
+        for i, env in enumerate(envs or [None]):
+            kwargs = dict(args)
+            if env is not None:
+                kwargs["env_vars"] = env
+            kwargs = {k: literal_text(k, v, job) for k, v in kwargs.items()}
+            if job:
+                # One DAG per item, so that every item's task has the step's id.
+                with DAG(dag_id=spec["dag_id"], schedule=None, params=spec["params"]):
+                    op = cls(**kwargs)
+                op, context = render(op, None if env is None else i)
+                built.append(api.sanitize_for_serialization(build_job(op, context)))
+                continue
+            with DAG(dag_id=spec["dag_id"] + "-from-json", schedule=None, params=spec["params"]) as dag:
                 kwargs["task_id"] = "%s-%d" % (task["task_id"], i)
-                op = KubernetesPodOperator(**kwargs)
-                ti = types.SimpleNamespace(map_index=-1, task=op)
-                context = {"ti": ti, "task": op, "dag": dag, "params": dict(spec["params"])}
-                op.render_template_fields(context)
-                pods.append(api.sanitize_for_serialization(op.build_pod_request_obj(dry_run=True)))
-            out[task["task_id"]] = pods
+                op = cls(**kwargs)
+            ti = types.SimpleNamespace(map_index=-1, task=op)
+            context = {"ti": ti, "task": op, "dag": dag, "params": dict(spec["params"])}
+            op.render_template_fields(context)
+            built.append(api.sanitize_for_serialization(op.build_pod_request_obj(dry_run=True)))
+        out[task["task_id"]] = built
     return out
 
 
