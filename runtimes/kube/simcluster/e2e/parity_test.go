@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/kube/simcluster"
 )
 
 // runShape is what must be the same in every pod that ran a step, whatever the
@@ -54,18 +58,18 @@ const argoExec = "/var/run/argo/argoexec"
 var addressVars = []string{plan.EnvMasterAddr, plan.EnvPETMasterAddr, plan.EnvNeuronRootComm}
 
 // shape returns the compared fields of pod p, with the allowed differences
-// removed, as canonical JSON.
-func shape(p corev1.Pod) (string, error) {
+// removed.
+func shape(p corev1.Pod) (runShape, error) {
 	i := slices.IndexFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == plan.ContainerName })
 	if i < 0 {
-		return "", fmt.Errorf("pod %s has no container %q", p.Name, plan.ContainerName)
+		return runShape{}, fmt.Errorf("pod %s has no container %q", p.Name, plan.ContainerName)
 	}
 	c := p.Spec.Containers[i]
 	cmd := c.Command
 	if len(cmd) > 0 && cmd[0] == argoExec {
 		k := slices.Index(cmd, "--")
 		if k < 0 {
-			return "", fmt.Errorf("pod %s: argoexec command without --: %q", p.Name, cmd)
+			return runShape{}, fmt.Errorf("pod %s: argoexec command without --: %q", p.Name, cmd)
 		}
 		cmd = cmd[k+1:]
 	}
@@ -79,20 +83,22 @@ func shape(p corev1.Pod) (string, error) {
 		}
 		env = append(env, e)
 	}
-	data, err := json.Marshal(runShape{
+	return runShape{
 		Image: c.Image, Command: cmd, Args: c.Args, Env: env, Resources: c.Resources,
 		Tolerations: p.Spec.Tolerations, NodeSel: p.Spec.NodeSelector,
-	})
-	return string(data), err
+	}, nil
 }
 
+// sameQuantity compares quantities by value, not by how they were written.
+var sameQuantity = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
+
 // checkParity compares, step by step, the pods that ran under each target in
-// live (target → step → pods) with those that ran under the first target: the
-// same number of pods, with the same shapes.
+// live (target → step → pods) with those that ran under the first of targets:
+// the same number of pods, of the same shapes.
 func checkParity(e *example, live map[string]map[string][]corev1.Pod) []string {
 	var out []string
-	shapes := func(pods []corev1.Pod) []string {
-		var s []string
+	shapes := func(pods []corev1.Pod) []runShape {
+		var s []runShape
 		for _, p := range pods {
 			sh, err := shape(p)
 			if err != nil {
@@ -101,7 +107,12 @@ func checkParity(e *example, live map[string]map[string][]corev1.Pod) []string {
 			}
 			s = append(s, sh)
 		}
-		slices.Sort(s)
+		// Order the pods of a foreach step by their shape (their item differs).
+		slices.SortFunc(s, func(a, b runShape) int {
+			ja, _ := json.Marshal(a)
+			jb, _ := json.Marshal(b)
+			return strings.Compare(string(ja), string(jb))
+		})
 		return s
 	}
 	ref := targets[0]
@@ -115,16 +126,52 @@ func checkParity(e *example, live map[string]map[string][]corev1.Pod) []string {
 			continue
 		}
 		for _, target := range targets[1:] {
-			if live[target] == nil {
-				out = append(out, fmt.Sprintf("no pods ran under %s to compare", target))
+			pods, ok := live[target]
+			if !ok {
 				continue
 			}
-			got := shapes(live[target][s.Name])
-			if diff := cmp.Diff(want, got); diff != "" {
+			if diff := cmp.Diff(want, shapes(pods[s.Name]), sameQuantity); diff != "" {
 				out = append(out, fmt.Sprintf("step %s: the pods that ran under %s differ from those under %s (-%s +%s):\n%s",
 					s.Name, target, ref, ref, target, diff))
 			}
 		}
 	}
 	return out
+}
+
+// TestMutationParityToleration: neuron-train's prepare step without the flow's
+// toleration in its JobSet still runs (the CPU nodes are not tainted), but
+// checkParity catches the pods that ran under the two targets differing.
+func TestMutationParityToleration(t *testing.T) {
+	c := simcluster.Shared(t)
+	e := exampleNamed(t, "neuron-train")
+	live := map[string]map[string][]corev1.Pod{}
+	live["job"] = runOrdered(t, c, c.Namespace(t), e.compileTarget(t, "job")).pods
+	objs := e.compileTarget(t, "jobset")
+	for _, o := range objs {
+		if o.GetLabels()[plan.LabelStep] != "prepare" {
+			continue
+		}
+		rjs, _, _ := unstructured.NestedSlice(o.Object, "spec", "replicatedJobs")
+		for _, rj := range rjs {
+			unstructured.RemoveNestedField(rj.(map[string]any), "template", "spec", "template", "spec", "tolerations")
+		}
+		if err := unstructured.SetNestedSlice(o.Object, rjs, "spec", "replicatedJobs"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := runOrdered(t, c, c.Namespace(t), objs)
+	if problems := checkComplete(e, r); len(problems) > 0 {
+		t.Fatalf("the mutated flow should still run: %q", problems)
+	}
+	live["jobset"] = r.pods
+	problems := checkParity(e, live)
+	if !containsAll(problems, "step prepare: the pods that ran under jobset differ from those under job", `{Key: "dedicated", Operator: "Equal", Value: "ml", Effect: "NoSchedule"}`) {
+		t.Errorf("checkParity did not catch the missing toleration: %q", problems)
+	}
+	for _, p := range problems {
+		if !strings.HasPrefix(p, "step prepare:") {
+			t.Errorf("checkParity reported a difference beyond prepare's toleration: %s", p)
+		}
+	}
 }

@@ -57,6 +57,11 @@ func TestExamples(t *testing.T) {
 				})
 			}
 			t.Run("parity", func(t *testing.T) {
+				for _, target := range targets {
+					if live[target] == nil {
+						t.Errorf("no pods ran under %s to compare", target)
+					}
+				}
 				for _, problem := range checkParity(e, live) {
 					t.Error(problem)
 				}
