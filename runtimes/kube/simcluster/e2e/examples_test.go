@@ -91,19 +91,16 @@ func examples(t *testing.T) []*example {
 	return out
 }
 
-// variant returns the example called name compiled with the --set options sets
-// and manifold.toml text config, with the plan `validate` prints for them.
-func variant(t *testing.T, name, config string, sets ...string) *example {
+// variant returns the example called name compiled with the --set options sets,
+// with the plan `validate` prints for them.
+func variant(t *testing.T, name string, sets ...string) *example {
 	t.Helper()
 	base := exampleNamed(t, name)
-	e := &example{Name: name, bin: base.bin, config: config}
+	e := &example{Name: name, bin: base.bin}
 	label := []string{name}
 	for _, s := range sets {
 		e.args = append(e.args, "--set", s)
 		label = append(label, s)
-	}
-	if config != "" {
-		label = append(label, strings.ReplaceAll(config, " ", ""))
 	}
 	e.Name = strings.Join(label, ",")
 	e.readPlan(t)

@@ -36,7 +36,7 @@ const argoJobConfig = `argo_multi_node = "job"`
 // an example's targets run one after the other.
 func TestExamples(t *testing.T) {
 	c := simcluster.Shared(t)
-	flows := append(slices.Clone(examples(t)), variant(t, "neuron-train", "", "train.nodes=2"))
+	flows := append(slices.Clone(examples(t)), variant(t, "neuron-train", "train.nodes=2"))
 	for _, e := range flows {
 		t.Run(e.Name, func(t *testing.T) {
 			t.Parallel()
