@@ -24,9 +24,11 @@ const RunToken = "{{=sprig.trunc(8, workflow.uid)}}"
 const RunTokenLength = 8
 
 // ServiceSuffix ends the names of the template and task that create the headless
-// Service of a multi-node step run as an Indexed Job. Step names are lowercase, so
-// the uppercase suffix never makes a name another step's.
-const ServiceSuffix = "-Service"
+// Service of a multi-node step run as an Indexed Job. Step names are DNS-1123
+// labels, which never end with "-", so the suffix never makes a name another
+// step's; it is lowercase because Argo puts a template's name into the name of its
+// pod, which must be a DNS-1123 subdomain.
+const ServiceSuffix = "-service-"
 
 // The conditions Argo's executor waits for on the object a multi-node step
 // creates. They are label selectors whose keys are gjson paths into the object

@@ -191,7 +191,7 @@ func TestMultiNodeJobTemplates(t *testing.T) {
 	for _, name := range []string{"train" + argo.ServiceSuffix, "train", "evaluate"} {
 		order = append(order, name+"<"+tasks[name].Depends)
 	}
-	if diff := cmp.Diff([]string{"train-Service<check", "train<train-Service", "evaluate<train"}, order); diff != "" {
+	if diff := cmp.Diff([]string{"train-service-<check", "train<train-service-", "evaluate<train"}, order); diff != "" {
 		t.Errorf("tasks (-want +got):\n%s", diff)
 	}
 

@@ -38,13 +38,20 @@ type planStep struct {
 	Neuron, EFA  int
 	GPU          int
 	Items        int // foreach items; 0 for a step that runs once
+	Nodes        int // nodes of a multi-node step; 0 for one
+	Retry        int // retries after a failure
 }
 
-// example is one example flow: its plan and its compiled output.
+// example is one example flow, or a variant of one compiled with extra
+// options: its plan and its compiled output.
 type example struct {
 	Name  string
 	Steps []planStep
 	bin   string
+	// args are added to every validate and compile command; config, if set, is
+	// written to the manifold.toml they read.
+	args   []string
+	config string
 }
 
 // step returns the plan step called name, or nil.
@@ -74,15 +81,7 @@ func examples(t *testing.T) []*example {
 	var out []*example
 	for _, name := range exampletest.Names() {
 		e := &example{Name: name, bin: bins[name]}
-		cmd := exec.Command(e.bin, "validate")
-		cmd.Dir = t.TempDir()
-		data, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("%s validate: %v\n%s", name, err, data)
-		}
-		if e.Steps, err = parsePlan(string(data)); err != nil {
-			t.Fatalf("%s validate: %v\n%s", name, err, data)
-		}
+		e.readPlan(t)
 		out = append(out, e)
 	}
 	if len(out) == 0 {
@@ -92,14 +91,59 @@ func examples(t *testing.T) []*example {
 	return out
 }
 
+// variant returns the example called name compiled with the --set options sets,
+// with the plan `validate` prints for them.
+func variant(t *testing.T, name string, sets ...string) *example {
+	t.Helper()
+	base := exampleNamed(t, name)
+	e := &example{Name: name, bin: base.bin}
+	label := []string{name}
+	for _, s := range sets {
+		e.args = append(e.args, "--set", s)
+		label = append(label, s)
+	}
+	e.Name = strings.Join(label, ",")
+	e.readPlan(t)
+	return e
+}
+
+// command returns the example's program run with args and the example's own
+// options, in a directory holding its manifold.toml.
+func (e *example) command(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(e.bin, append(args, e.args...)...)
+	cmd.Dir = t.TempDir()
+	if e.config != "" {
+		if err := os.WriteFile(filepath.Join(cmd.Dir, "manifold.toml"), []byte(e.config+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cmd
+}
+
+// readPlan sets e.Steps from what `validate` prints.
+func (e *example) readPlan(t *testing.T) {
+	t.Helper()
+	data, err := e.command(t, "validate").Output()
+	if err != nil {
+		t.Fatalf("%s validate: %v\n%s", e.Name, err, data)
+	}
+	if e.Steps, err = parsePlan(string(data)); err != nil {
+		t.Fatalf("%s validate: %v\n%s", e.Name, err, data)
+	}
+}
+
 // parsePlan reads the step lines of `validate`'s output: the name, then
-// "; "-separated needs ("after a, b", an instance type, "16 Neuron", "8 EFA",
-// "8 GPU", "foreach ×3", ...).
+// "; "-separated needs ("after a, b", "2 nodes", an instance type, "16 Neuron",
+// "8 EFA", "8 GPU", "foreach ×3", ...).
 func parsePlan(out string) ([]planStep, error) {
 	var steps []planStep
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
 		line := sc.Text()
+		if strings.HasPrefix(line, "target ") {
+			break // each target's verdict follows the steps
+		}
 		if !strings.HasPrefix(line, "  ") {
 			continue
 		}
@@ -125,10 +169,18 @@ func parsePlan(out string) ([]planStep, error) {
 				s.InstanceType = part
 				continue
 			}
+			if retry, ok := strings.CutPrefix(part, "retry "); ok {
+				n, err := strconv.Atoi(retry)
+				if err != nil {
+					return nil, fmt.Errorf("step %s: %q", name, part)
+				}
+				s.Retry = n
+				continue
+			}
 			n, unit, ok := strings.Cut(part, " ")
 			count, err := strconv.Atoi(n)
 			if !ok || err != nil {
-				continue // retry, timeout: not what placement depends on
+				continue // timeout: not what placement depends on
 			}
 			switch unit {
 			case "Neuron":
@@ -137,6 +189,8 @@ func parsePlan(out string) ([]planStep, error) {
 				s.EFA = count
 			case "GPU":
 				s.GPU = count
+			case "nodes":
+				s.Nodes = count
 			}
 		}
 		steps = append(steps, s)
@@ -152,8 +206,7 @@ func parsePlan(out string) ([]planStep, error) {
 func (e *example) compileTarget(t *testing.T, target string) []*unstructured.Unstructured {
 	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command(e.bin, "compile", "--target", target, "-o", dir)
-	cmd.Dir = t.TempDir()
+	cmd := e.command(t, "compile", "--target", target, "-o", dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s compile --target %s: %v\n%s", e.Name, target, err, out)
 	}

@@ -17,30 +17,6 @@ import (
 	"github.com/manifoldflow/manifold/sdk"
 )
 
-// TestJobExamples creates every example's Jobs on the API server (each must be
-// accepted), in the order their manifold.dev/after annotations give, and checks
-// that every step completed, that its pods were bound to nodes of its instance
-// type only, with the plan's accelerators, and that no step started before the
-// steps it waits for had completed.
-func TestJobExamples(t *testing.T) {
-	c := simcluster.Shared(t)
-	for _, e := range examples(t) {
-		t.Run(e.Name, func(t *testing.T) {
-			t.Parallel()
-			objs := e.compileTarget(t, "job")
-			r := runJobs(t, c, c.Namespace(t), objs)
-			for _, check := range []func(*example, *jobRun) []string{checkComplete, checkPlacement, checkResources, checkOrder} {
-				for _, problem := range check(e, r) {
-					t.Error(problem)
-				}
-			}
-			if len(r.order) != len(e.Steps) {
-				t.Errorf("ran steps %v, the plan has %d", r.order, len(e.Steps))
-			}
-		})
-	}
-}
-
 // exampleNamed returns the example called name.
 func exampleNamed(t *testing.T, name string) *example {
 	t.Helper()
@@ -60,7 +36,7 @@ func TestJobFailedStepStopsDependents(t *testing.T) {
 	objs := mutate(t, e.compileTarget(t, "job"), "shout", func(j *batchv1.Job) {
 		j.Spec.Template.Labels[simcluster.LabelFail] = "true"
 	})
-	r := runJobs(t, c, c.Namespace(t), objs)
+	r := runOrdered(t, c, c.Namespace(t), objs)
 	if _, ok := r.done["greet"]; !ok {
 		t.Errorf("greet did not complete: %v", checkComplete(e, r))
 	}
@@ -98,14 +74,14 @@ func TestJobEFAOverInstanceStaysPending(t *testing.T) {
 		res.Requests[plan.ResourceEFA] = resource.MustParse("32")
 		res.Limits[plan.ResourceEFA] = resource.MustParse("32")
 	})
-	r := runJobs(t, c, c.Namespace(t), objs)
+	r := runOrdered(t, c, c.Namespace(t), objs)
 	if msg := r.pending["train"]; !strings.Contains(msg, "Insufficient "+plan.ResourceEFA) {
 		t.Errorf("want train Pending with Insufficient %s, got pending %q (done: %v, failed: %q)", plan.ResourceEFA, msg, keys(r.done), r.failed["train"])
 	}
 }
 
 // The mutation tests break one thing in neuron-train's correct Job output and
-// show the checks of TestJobExamples failing on it, so a target that emitted
+// show the checks of TestExamples failing on it, so a target that emitted
 // the broken form could not pass.
 
 func neuronTrain(t *testing.T) (*example, []*unstructured.Unstructured) {
@@ -126,7 +102,7 @@ func TestMutationNoNeuronToleration(t *testing.T) {
 			t.Fatal("train has no Neuron toleration to remove")
 		}
 	})
-	r := runJobs(t, c, c.Namespace(t), objs)
+	r := runOrdered(t, c, c.Namespace(t), objs)
 	// The scheduler counts the trn1 nodes (the only ones matching the selector)
 	// among those whose taints the pod does not tolerate.
 	if !strings.Contains(r.pending["train"], "untolerated taint") {
@@ -149,7 +125,7 @@ func TestMutationNoLimits(t *testing.T) {
 			delete(l, plan.ResourceEFA)
 		}
 	})
-	r := runJobs(t, c, c.Namespace(t), objs)
+	r := runOrdered(t, c, c.Namespace(t), objs)
 	if problems := checkComplete(e, r); len(problems) > 0 {
 		t.Fatalf("the mutated flow should still run: %q", problems)
 	}
@@ -167,7 +143,7 @@ func TestMutationBrokenOrder(t *testing.T) {
 	objs = mutate(t, objs, "evaluate", func(j *batchv1.Job) {
 		delete(j.Annotations, plan.AnnotationAfter)
 	})
-	r := runJobs(t, c, c.Namespace(t), objs)
+	r := runOrdered(t, c, c.Namespace(t), objs)
 	if problems := checkOrder(e, r); !containsAll(problems, "step evaluate started before step train, which it waits for, completed") {
 		t.Errorf("checkOrder did not catch the broken order: %q", problems)
 	}

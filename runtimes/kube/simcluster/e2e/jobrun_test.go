@@ -19,15 +19,20 @@ import (
 	"github.com/manifoldflow/manifold/runtimes/kube/simcluster"
 )
 
-// jobRun is what happened when a flow's Jobs were run on the cluster.
+// jobRun is what happened when a flow's Jobs or JobSets (or an Argo Workflow's
+// steps) ran on the cluster.
 type jobRun struct {
 	// order lists the steps as their Jobs were created.
 	order []string
 	// created and done are when the runner created a step's Jobs and saw all of
-	// them Complete (its own clock, so the two compare exactly).
+	// them Complete (its own clock, so the two compare exactly); for a Workflow,
+	// when Argo started and finished the step's node.
 	created, done map[string]time.Time
 	// failed holds the steps whose Jobs failed, with the Job's reason.
-	failed map[string]string
+	// restarts holds, for a JobSet that failed, how often the JobSet controller
+	// had restarted it.
+	restarts map[string]int
+	failed   map[string]string
 	// pending holds the steps whose pods the scheduler could not place, with its
 	// message.
 	pending map[string]string
@@ -41,26 +46,29 @@ type jobRun struct {
 // concludes it never will be scheduled.
 const pendingGrace = 5 * time.Second
 
-// runJobs runs Job target output as the Job target says to: each step's Jobs are
-// created once the Jobs of the steps in its manifold.dev/after annotation have
-// completed. It stops when every step is done, or when nothing more can start
-// (a step failed or cannot be scheduled). Creation errors fail t: every object
-// must be accepted by the API server.
-func runJobs(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstructured.Unstructured) *jobRun {
+// runOrdered runs job or jobset target output as those targets say to: each
+// step's objects (Jobs, a multi-node step's Service, or JobSets) are created once
+// the steps in its manifold.dev/after annotation have completed. It stops when
+// every step is done, or when nothing more can start (a step failed or cannot be
+// scheduled). Creation errors fail t: every object must be accepted by the API
+// server.
+func runOrdered(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstructured.Unstructured) *jobRun {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	r := &jobRun{
 		created: map[string]time.Time{}, done: map[string]time.Time{},
-		failed: map[string]string{}, pending: map[string]string{},
+		failed: map[string]string{}, pending: map[string]string{}, restarts: map[string]int{},
 		pods: map[string][]corev1.Pod{}, nodeType: nodeTypes(t, c),
 	}
 	var steps []string
 	byStep := map[string][]*unstructured.Unstructured{}
 	after := map[string][]string{}
 	for _, o := range objs {
-		if o.GetKind() != "Job" {
-			t.Fatalf("Job target output holds a %s", o.GetKind())
+		switch o.GetKind() {
+		case "Job", "JobSet", "Service":
+		default:
+			t.Fatalf("job or jobset target output holds a %s", o.GetKind())
 		}
 		s := o.GetLabels()[plan.LabelStep]
 		if _, seen := byStep[s]; !seen {
@@ -93,7 +101,7 @@ func runJobs(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstructure
 			}
 			for _, o := range byStep[s] {
 				if _, err := c.Create(ctx, o, ns); err != nil {
-					t.Fatalf("step %s: the API server refused a Job: %v", s, err)
+					t.Fatalf("step %s: the API server refused a %s: %v", s, o.GetKind(), err)
 				}
 			}
 			r.created[s] = time.Now()
@@ -104,10 +112,11 @@ func runJobs(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstructure
 			if finished(s) {
 				continue
 			}
-			complete, failure := jobsState(ctx, t, c, ns, byStep[s])
+			complete, failure, restarts := stepState(ctx, t, c, ns, byStep[s])
 			switch {
 			case failure != "":
 				r.failed[s] = failure
+				r.restarts[s] = restarts
 			case complete:
 				r.done[s] = time.Now()
 			default:
@@ -138,36 +147,62 @@ func runJobs(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstructure
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("running the Jobs: %v (created %v, done %v)", ctx.Err(), r.order, keys(r.done))
+			t.Fatalf("running the steps: %v (created %v, done %v)", ctx.Err(), r.order, keys(r.done))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }
 
-// jobsState reports whether every Job has completed, or why one failed.
-func jobsState(ctx context.Context, t *testing.T, c *simcluster.Cluster, ns string, objs []*unstructured.Unstructured) (bool, string) {
+// stepState reports whether every Job and JobSet of a step has completed, or
+// why one failed (and, for a JobSet, after how many restarts).
+func stepState(ctx context.Context, t *testing.T, c *simcluster.Cluster, ns string, objs []*unstructured.Unstructured) (bool, string, int) {
 	t.Helper()
 	complete := true
 	for _, o := range objs {
-		j, err := c.Client.BatchV1().Jobs(ns).Get(ctx, o.GetName(), metav1.GetOptions{})
-		if err != nil {
-			t.Fatalf("get Job %s: %v", o.GetName(), err)
+		var conds []metav1.Condition
+		restarts := 0
+		switch o.GetKind() {
+		case "Service":
+			continue
+		case "Job":
+			j, err := c.Client.BatchV1().Jobs(ns).Get(ctx, o.GetName(), metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("get Job %s: %v", o.GetName(), err)
+			}
+			for _, cond := range j.Status.Conditions {
+				conds = append(conds, metav1.Condition{Type: string(cond.Type), Status: metav1.ConditionStatus(cond.Status), Reason: cond.Reason, Message: cond.Message})
+			}
+		case "JobSet":
+			js, err := c.Dynamic.Resource(simcluster.JobSetGVR).Namespace(ns).Get(ctx, o.GetName(), metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("get JobSet %s: %v", o.GetName(), err)
+			}
+			var status struct {
+				Conditions []metav1.Condition `json:"conditions"`
+				Restarts   int                `json:"restarts"`
+			}
+			if st, ok := js.Object["status"].(map[string]any); ok {
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(st, &status); err != nil {
+					t.Fatalf("JobSet %s status: %v", o.GetName(), err)
+				}
+			}
+			conds, restarts = status.Conditions, status.Restarts
 		}
 		done := false
-		for _, cond := range j.Status.Conditions {
-			if cond.Status != corev1.ConditionTrue {
+		for _, cond := range conds {
+			if cond.Status != metav1.ConditionTrue {
 				continue
 			}
 			switch cond.Type {
-			case batchv1.JobFailed:
-				return false, fmt.Sprintf("Job %s failed: %s: %s", j.Name, cond.Reason, cond.Message)
-			case batchv1.JobComplete:
+			case string(batchv1.JobFailed): // JobSet's condition has the same name
+				return false, fmt.Sprintf("%s %s failed: %s: %s", o.GetKind(), o.GetName(), cond.Reason, cond.Message), restarts
+			case string(batchv1.JobComplete), "Completed":
 				done = true
 			}
 		}
 		complete = complete && done
 	}
-	return complete, ""
+	return complete, "", 0
 }
 
 // unschedulable returns the scheduler's message for a pod of step s it could not
@@ -214,7 +249,7 @@ func preparePVCs(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstruc
 	ctx := context.Background()
 	seen := map[string]bool{}
 	for _, o := range objs {
-		for _, v := range toJob(t, o).Spec.Template.Spec.Volumes {
+		for _, v := range podVolumes(t, o) {
 			if v.PersistentVolumeClaim == nil || seen[v.PersistentVolumeClaim.ClaimName] {
 				continue
 			}
@@ -253,6 +288,35 @@ func preparePVCs(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstruc
 	}
 }
 
+// podVolumes returns the volumes of the pods a Job or JobSet makes.
+func podVolumes(t *testing.T, o *unstructured.Unstructured) []corev1.Volume {
+	t.Helper()
+	var templates []any
+	switch o.GetKind() {
+	case "Job":
+		templates = []any{o.Object["spec"].(map[string]any)["template"]}
+	case "JobSet":
+		rjs, _, _ := unstructured.NestedSlice(o.Object, "spec", "replicatedJobs")
+		for _, rj := range rjs {
+			tpl, _, _ := unstructured.NestedFieldNoCopy(rj.(map[string]any), "template", "spec", "template")
+			templates = append(templates, tpl)
+		}
+	}
+	var out []corev1.Volume
+	for _, tpl := range templates {
+		m, ok := tpl.(map[string]any)
+		if !ok {
+			t.Fatalf("%s %s: no pod template", o.GetKind(), o.GetName())
+		}
+		var pt corev1.PodTemplateSpec
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &pt); err != nil {
+			t.Fatalf("%s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+		out = append(out, pt.Spec.Volumes...)
+	}
+	return out
+}
+
 func toJob(t *testing.T, o *unstructured.Unstructured) *batchv1.Job {
 	t.Helper()
 	var j batchv1.Job
@@ -278,7 +342,7 @@ func mutate(t *testing.T, objs []*unstructured.Unstructured, s string, f func(*b
 	found := false
 	for i, o := range objs {
 		out[i] = o
-		if o.GetLabels()[plan.LabelStep] == s {
+		if o.GetKind() == "Job" && o.GetLabels()[plan.LabelStep] == s {
 			j := toJob(t, o)
 			f(j)
 			out[i] = fromJob(t, j)
@@ -287,6 +351,52 @@ func mutate(t *testing.T, objs []*unstructured.Unstructured, s string, f func(*b
 	}
 	if !found {
 		t.Fatalf("no Job of step %s", s)
+	}
+	return out
+}
+
+// labelPods returns objs with label key=value added to the pods that step s's
+// objects make: the pod template of its Jobs, of each replicated Job of its
+// JobSets, or of its template in a WorkflowTemplate.
+func labelPods(t *testing.T, objs []*unstructured.Unstructured, s, key, value string) []*unstructured.Unstructured {
+	t.Helper()
+	out := make([]*unstructured.Unstructured, len(objs))
+	found := false
+	set := func(m map[string]any, path ...string) {
+		if err := unstructured.SetNestedField(m, value, append(path, "metadata", "labels", key)...); err != nil {
+			t.Fatal(err)
+		}
+		found = true
+	}
+	for i, o := range objs {
+		o = o.DeepCopy()
+		out[i] = o
+		switch {
+		case o.GetKind() == "Job" && o.GetLabels()[plan.LabelStep] == s:
+			set(o.Object, "spec", "template")
+		case o.GetKind() == "JobSet" && o.GetLabels()[plan.LabelStep] == s:
+			rjs, _, _ := unstructured.NestedSlice(o.Object, "spec", "replicatedJobs")
+			for _, rj := range rjs {
+				set(rj.(map[string]any), "template", "spec", "template")
+			}
+			if err := unstructured.SetNestedSlice(o.Object, rjs, "spec", "replicatedJobs"); err != nil {
+				t.Fatal(err)
+			}
+		case o.GetKind() == "WorkflowTemplate":
+			tpls, _, _ := unstructured.NestedSlice(o.Object, "spec", "templates")
+			for _, tpl := range tpls {
+				// The argo target names a step's template after the step.
+				if tpl.(map[string]any)["name"] == s {
+					set(tpl.(map[string]any))
+				}
+			}
+			if err := unstructured.SetNestedSlice(o.Object, tpls, "spec", "templates"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no pods of step %s to label", s)
 	}
 	return out
 }
