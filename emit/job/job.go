@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/manifoldflow/manifold/emit"
@@ -145,7 +146,7 @@ func HeadlessService(meta metav1.ObjectMeta, selector map[string]string, ports [
 		},
 	}
 	for _, p := range ports {
-		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: rendezvousPort, Port: p.ContainerPort, Protocol: p.Protocol})
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: rendezvousPort, Port: p.ContainerPort, TargetPort: intstr.FromInt32(p.ContainerPort), Protocol: p.Protocol})
 	}
 	return svc
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -77,7 +78,7 @@ func TestMultiNodeStepIsAnIndexedJobWithItsService(t *testing.T) {
 		ClusterIPs:               []string{corev1.ClusterIPNone},
 		Selector:                 map[string]string{"batch.kubernetes.io/job-name": train.Name},
 		PublishNotReadyAddresses: true,
-		Ports:                    []corev1.ServicePort{{Name: "rendezvous", Port: 29500, Protocol: corev1.ProtocolTCP}},
+		Ports:                    []corev1.ServicePort{{Name: "rendezvous", Port: 29500, TargetPort: intstr.FromInt32(29500), Protocol: corev1.ProtocolTCP}},
 	}
 	if diff := cmp.Diff(wantSvc, svc.Spec); diff != "" {
 		t.Errorf("service (-want +got):\n%s", diff)

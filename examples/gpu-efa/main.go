@@ -1,5 +1,5 @@
-// Command gpu-efa trains on a p5.48xlarge with its 8 H100 GPUs and every one of its
-// 32 EFA interfaces.
+// Command gpu-efa trains on two p5.48xlarge nodes, each with its 8 H100 GPUs and
+// every one of its 32 EFA interfaces.
 //
 //	go run ./examples/gpu-efa compile --target job
 package main
@@ -18,7 +18,7 @@ var flow = sdk.NewFlow("gpu-efa",
 ).
 	Step("train",
 		sdk.Command("torchrun", "--nproc_per_node=8", "train.py", "--model", "$(MANIFOLD_PARAM_MODEL)"),
-		sdk.InstanceType("p5.48xlarge"), sdk.GPU(8), sdk.EFAAll(),
+		sdk.Nodes(2), sdk.InstanceType("p5.48xlarge"), sdk.GPU(8), sdk.EFAAll(),
 		sdk.CPU("96"), sdk.Memory("1024Gi"), sdk.SharedMemory("128Gi"),
 		sdk.Env("NCCL_DEBUG", "WARN"),
 		sdk.SecretEnv("HF_TOKEN", "huggingface", "token"),

@@ -2,7 +2,9 @@
 # Each task runs its step's pod, given through KubernetesPodOperator's arguments.
 import datetime
 
-from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
+from airflow.providers.cncf.kubernetes.operators.resource import KubernetesCreateResourceOperator
+from airflow.providers.cncf.kubernetes.operators.resource import KubernetesDeleteResourceOperator
+from airflow.providers.cncf.kubernetes.operators.job import KubernetesJobOperator
 from airflow.sdk import DAG, Param
 from kubernetes.client import models as k8s
 
@@ -17,9 +19,15 @@ with DAG(
     tags=["manifold"],
 ):
     tasks = {}
-    tasks["train"] = KubernetesPodOperator(
+    tasks["train_service"] = KubernetesCreateResourceOperator(
+        task_id="train_service",
+        yaml_conf="apiVersion: v1\nkind: Service\nmetadata:\n  labels:\n    app.kubernetes.io/name: gpu-efa\n    app.kubernetes.io/part-of: manifold\n    manifold.dev/flow: gpu-efa\n    manifold.dev/step: train\n  name: gpu-efa-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}\nspec:\n  clusterIP: None\n  clusterIPs:\n  - None\n  ports:\n  - name: rendezvous\n    port: 29500\n    protocol: TCP\n    targetPort: 29500\n  publishNotReadyAddresses: true\n  selector:\n    manifold.dev/service: gpu-efa-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}\n",
+    )
+    tasks["train"] = KubernetesJobOperator(
         task_id="train",
-        name="gpu-efa-train",
+        name="gpu-efa-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}-{{ti.try_number}}",
+        random_name_suffix=False,
+        namespace="{{task.hook.get_namespace() or \"default\"}}",
         image="nvcr.io/nvidia/pytorch:25.01-py3",
         cmds=[
             "torchrun",
@@ -30,24 +38,41 @@ with DAG(
         ],
         env_vars=[
             k8s.V1EnvVar(name="MANIFOLD_PARAM_MODEL", value="{{ params['model'] }}"),
+            k8s.V1EnvVar(name="MANIFOLD_NODE_RANK", value_from=k8s.V1EnvVarSource(field_ref=k8s.V1ObjectFieldSelector(field_path="metadata.annotations['batch.kubernetes.io/job-completion-index']"))),
+            k8s.V1EnvVar(name="MANIFOLD_NUM_NODES", value="2"),
+            k8s.V1EnvVar(name="MASTER_ADDR", value="job-gpu-efa-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}-{{ti.try_number}}-0.gpu-efa-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}"),
+            k8s.V1EnvVar(name="MASTER_PORT", value="29500"),
+            k8s.V1EnvVar(name="PET_NNODES", value="2"),
+            k8s.V1EnvVar(name="PET_NODE_RANK", value_from=k8s.V1EnvVarSource(field_ref=k8s.V1ObjectFieldSelector(field_path="metadata.annotations['batch.kubernetes.io/job-completion-index']"))),
+            k8s.V1EnvVar(name="PET_MASTER_ADDR", value="job-gpu-efa-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}-{{ti.try_number}}-0.gpu-efa-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}"),
+            k8s.V1EnvVar(name="PET_MASTER_PORT", value="29500"),
             k8s.V1EnvVar(name="NCCL_DEBUG", value="WARN"),
             k8s.V1EnvVar(name="HF_TOKEN", value_from=k8s.V1EnvVarSource(secret_key_ref=k8s.V1SecretKeySelector(name="huggingface", key="token"))),
         ],
+        ports=[k8s.V1ContainerPort(container_port=29500, protocol="TCP")],
         container_resources=k8s.V1ResourceRequirements(limits={"memory": "1Ti", "nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}, requests={"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}),
         volume_mounts=[k8s.V1VolumeMount(name="dshm", mount_path="/dev/shm")],
         base_container_name="main",
-        labels={
-            "app.kubernetes.io/name": "gpu-efa",
-            "app.kubernetes.io/part-of": "manifold",
-            "manifold.dev/flow": "gpu-efa",
-            "manifold.dev/step": "train",
-        },
         node_selector={"node.kubernetes.io/instance-type": "p5.48xlarge"},
         tolerations=[k8s.V1Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")],
         volumes=[k8s.V1Volume(name="dshm", empty_dir=k8s.V1EmptyDirVolumeSource(medium="Memory", size_limit="128Gi"))],
         image_pull_secrets=[k8s.V1LocalObjectReference(name="ngc")],
         security_context=k8s.V1PodSecurityContext(run_as_user=1000, run_as_non_root=True),
         active_deadline_seconds=43200,
+        labels={
+            "app.kubernetes.io/name": "gpu-efa",
+            "app.kubernetes.io/part-of": "manifold",
+            "manifold.dev/flow": "gpu-efa",
+            "manifold.dev/service": "gpu-efa-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}",
+            "manifold.dev/step": "train",
+        },
+        pod_template_dict={"spec": {"containers": [{"name": "main"}], "subdomain": "gpu-efa-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}"}},
+        completion_mode="Indexed",
+        completions=2,
+        parallelism=2,
+        backoff_limit=0,
+        wait_until_job_complete=True,
+        discover_pods_retry_number=100,
         retries=1,
         retry_delay=datetime.timedelta(seconds=10),
         retry_exponential_backoff=2,
@@ -55,3 +80,10 @@ with DAG(
         execution_timeout=datetime.timedelta(seconds=43200),
         on_finish_action="delete_succeeded_pod",
     )
+    tasks["train_service_delete"] = KubernetesDeleteResourceOperator(
+        task_id="train_service_delete",
+        yaml_conf="apiVersion: v1\nkind: Service\nmetadata:\n  labels:\n    app.kubernetes.io/name: gpu-efa\n    app.kubernetes.io/part-of: manifold\n    manifold.dev/flow: gpu-efa\n    manifold.dev/step: train\n  name: gpu-efa-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}\nspec:\n  clusterIP: None\n  clusterIPs:\n  - None\n  ports:\n  - name: rendezvous\n    port: 29500\n    protocol: TCP\n    targetPort: 29500\n  publishNotReadyAddresses: true\n  selector:\n    manifold.dev/service: gpu-efa-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}\n",
+    )
+    tasks["train_service"] >> tasks["train"]
+    tasks["train"] >> tasks["train_service_delete"]
+    tasks["train_service_delete"].as_teardown(setups=tasks["train_service"])

@@ -2,6 +2,9 @@
 # Each task runs its step's pod, given through KubernetesPodOperator's arguments.
 import datetime
 
+from airflow.providers.cncf.kubernetes.operators.resource import KubernetesCreateResourceOperator
+from airflow.providers.cncf.kubernetes.operators.resource import KubernetesDeleteResourceOperator
+from airflow.providers.cncf.kubernetes.operators.job import KubernetesJobOperator
 from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
 from airflow.sdk import DAG, Param
 from kubernetes.client import models as k8s
@@ -42,9 +45,15 @@ with DAG(
         retries=0,
         on_finish_action="delete_succeeded_pod",
     )
-    tasks["train"] = KubernetesPodOperator(
+    tasks["train_service"] = KubernetesCreateResourceOperator(
+        task_id="train_service",
+        yaml_conf="apiVersion: v1\nkind: Service\nmetadata:\n  labels:\n    app.kubernetes.io/name: neuron-train\n    app.kubernetes.io/part-of: manifold\n    manifold.dev/flow: neuron-train\n    manifold.dev/step: train\n    team: ml-platform\n  name: neuron-train-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}\nspec:\n  clusterIP: None\n  clusterIPs:\n  - None\n  ports:\n  - name: rendezvous\n    port: 29500\n    protocol: TCP\n    targetPort: 29500\n  publishNotReadyAddresses: true\n  selector:\n    manifold.dev/service: neuron-train-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}\n",
+    )
+    tasks["train"] = KubernetesJobOperator(
         task_id="train",
-        name="neuron-train-train",
+        name="neuron-train-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}-{{ti.try_number}}",
+        random_name_suffix=False,
+        namespace="{{task.hook.get_namespace() or \"default\"}}",
         image="public.ecr.aws/neuron/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.29.1-ubuntu24.04",
         cmds=[
             "torchrun",
@@ -55,20 +64,23 @@ with DAG(
         ],
         env_vars=[
             k8s.V1EnvVar(name="MANIFOLD_PARAM_EPOCHS", value="{{ params['epochs'] }}"),
+            k8s.V1EnvVar(name="MANIFOLD_NODE_RANK", value_from=k8s.V1EnvVarSource(field_ref=k8s.V1ObjectFieldSelector(field_path="metadata.annotations['batch.kubernetes.io/job-completion-index']"))),
+            k8s.V1EnvVar(name="MANIFOLD_NUM_NODES", value="2"),
+            k8s.V1EnvVar(name="MASTER_ADDR", value="job-neuron-train-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}-{{ti.try_number}}-0.neuron-train-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}"),
+            k8s.V1EnvVar(name="MASTER_PORT", value="29500"),
+            k8s.V1EnvVar(name="PET_NNODES", value="2"),
+            k8s.V1EnvVar(name="PET_NODE_RANK", value_from=k8s.V1EnvVarSource(field_ref=k8s.V1ObjectFieldSelector(field_path="metadata.annotations['batch.kubernetes.io/job-completion-index']"))),
+            k8s.V1EnvVar(name="PET_MASTER_ADDR", value="job-neuron-train-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}-{{ti.try_number}}-0.neuron-train-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}"),
+            k8s.V1EnvVar(name="PET_MASTER_PORT", value="29500"),
+            k8s.V1EnvVar(name="NEURON_RT_ROOT_COMM_ID", value="job-neuron-train-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}-{{ti.try_number}}-0.neuron-train-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}:46820"),
         ],
+        ports=[k8s.V1ContainerPort(container_port=29500, protocol="TCP")],
         container_resources=k8s.V1ResourceRequirements(limits={"aws.amazon.com/neuron": "16", "vpc.amazonaws.com/efa": "8"}, requests={"aws.amazon.com/neuron": "16", "vpc.amazonaws.com/efa": "8"}),
         volume_mounts=[
             k8s.V1VolumeMount(name="dshm", mount_path="/dev/shm"),
             k8s.V1VolumeMount(name="pvc-0", mount_path="/data"),
         ],
         base_container_name="main",
-        labels={
-            "app.kubernetes.io/name": "neuron-train",
-            "app.kubernetes.io/part-of": "manifold",
-            "manifold.dev/flow": "neuron-train",
-            "manifold.dev/step": "train",
-            "team": "ml-platform",
-        },
         node_selector={"node.kubernetes.io/instance-type": "trn1.32xlarge"},
         tolerations=[
             k8s.V1Toleration(key="dedicated", operator="Equal", value="ml", effect="NoSchedule"),
@@ -79,12 +91,31 @@ with DAG(
             k8s.V1Volume(name="pvc-0", persistent_volume_claim=k8s.V1PersistentVolumeClaimVolumeSource(claim_name="training-data")),
         ],
         active_deadline_seconds=21600,
+        labels={
+            "app.kubernetes.io/name": "neuron-train",
+            "app.kubernetes.io/part-of": "manifold",
+            "manifold.dev/flow": "neuron-train",
+            "manifold.dev/service": "neuron-train-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}",
+            "manifold.dev/step": "train",
+            "team": "ml-platform",
+        },
+        pod_template_dict={"spec": {"containers": [{"name": "main"}], "subdomain": "neuron-train-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}"}},
+        completion_mode="Indexed",
+        completions=2,
+        parallelism=2,
+        backoff_limit=0,
+        wait_until_job_complete=True,
+        discover_pods_retry_number=100,
         retries=2,
         retry_delay=datetime.timedelta(seconds=10),
         retry_exponential_backoff=2,
         max_retry_delay=datetime.timedelta(seconds=360),
         execution_timeout=datetime.timedelta(seconds=21600),
         on_finish_action="delete_succeeded_pod",
+    )
+    tasks["train_service_delete"] = KubernetesDeleteResourceOperator(
+        task_id="train_service_delete",
+        yaml_conf="apiVersion: v1\nkind: Service\nmetadata:\n  labels:\n    app.kubernetes.io/name: neuron-train\n    app.kubernetes.io/part-of: manifold\n    manifold.dev/flow: neuron-train\n    manifold.dev/step: train\n    team: ml-platform\n  name: neuron-train-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}\nspec:\n  clusterIP: None\n  clusterIPs:\n  - None\n  ports:\n  - name: rendezvous\n    port: 29500\n    protocol: TCP\n    targetPort: 29500\n  publishNotReadyAddresses: true\n  selector:\n    manifold.dev/service: neuron-train-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}\n",
     )
     tasks["evaluate"] = KubernetesPodOperator(
         task_id="evaluate",
@@ -115,5 +146,8 @@ with DAG(
         retries=0,
         on_finish_action="delete_succeeded_pod",
     )
-    tasks["prepare"] >> tasks["train"]
+    tasks["prepare"] >> tasks["train_service"]
+    tasks["train_service"] >> tasks["train"]
+    tasks["train"] >> tasks["train_service_delete"]
+    tasks["train_service_delete"].as_teardown(setups=tasks["train_service"])
     tasks["train"] >> tasks["evaluate"]
