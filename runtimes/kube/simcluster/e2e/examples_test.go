@@ -91,22 +91,6 @@ func examples(t *testing.T) []*example {
 	return out
 }
 
-// variant returns the example called name compiled with the --set options sets,
-// with the plan `validate` prints for them.
-func variant(t *testing.T, name string, sets ...string) *example {
-	t.Helper()
-	base := exampleNamed(t, name)
-	e := &example{Name: name, bin: base.bin}
-	label := []string{name}
-	for _, s := range sets {
-		e.args = append(e.args, "--set", s)
-		label = append(label, s)
-	}
-	e.Name = strings.Join(label, ",")
-	e.readPlan(t)
-	return e
-}
-
 // command returns the example's program run with args and the example's own
 // options, in a directory holding its manifold.toml.
 func (e *example) command(t *testing.T, args ...string) *exec.Cmd {

@@ -22,8 +22,8 @@ var targets = []string{"job", "jobset", "argo", "argo-job"}
 // argoJobConfig is the manifold.toml of the argo-job target.
 const argoJobConfig = `argo_multi_node = "job"`
 
-// TestExamples runs every example, and neuron-train with its train step on two
-// nodes, on every target: the Jobs and the JobSets in the order their
+// TestExamples runs every example (neuron-train and gpu-efa train on two nodes) on
+// every target: the Jobs and the JobSets in the order their
 // manifold.dev/after annotations give, and the WorkflowTemplate submitted as a
 // Workflow. Every object must be accepted by the API server (created with
 // strict field validation); every step must complete, on nodes of its instance
@@ -36,8 +36,7 @@ const argoJobConfig = `argo_multi_node = "job"`
 // an example's targets run one after the other.
 func TestExamples(t *testing.T) {
 	c := simcluster.Shared(t)
-	flows := append(slices.Clone(examples(t)), variant(t, "neuron-train", "train.nodes=2"))
-	for _, e := range flows {
+	for _, e := range examples(t) {
 		t.Run(e.Name, func(t *testing.T) {
 			t.Parallel()
 			defer lockTypes(e)()
