@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -109,13 +110,24 @@ type runStates struct {
 // runAirflow compiles e for the airflow target and runs its DAG with `airflow
 // dags test` against the cluster, in namespace ns (the kubernetes_default
 // connection's), the pods of step failStep (if not empty) labelled to fail.
-func runAirflow(t *testing.T, c *simcluster.Cluster, ns string, e *example, failStep string) *airflowRun {
+// edit, if not nil, rewrites the DAG file first (for the mutation tests).
+func runAirflow(t *testing.T, c *simcluster.Cluster, ns string, e *example, failStep string, edit func([]byte) []byte) *airflowRun {
 	t.Helper()
 	python := airflowtest.Python(t)
 	home := airflowHomeDir(t, python)
 	dags := t.TempDir()
 	if out, err := e.command(t, "compile", "--target", "airflow", "-o", dags).CombinedOutput(); err != nil {
 		t.Fatalf("%s compile --target airflow: %v\n%s", e.Name, err, out)
+	}
+	if edit != nil {
+		file := filepath.Join(dags, e.Name+".py")
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, edit(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// The volumes the steps mount are the same on every target.
 	preparePVCs(t, c, ns, e.compileTarget(t, "job"))
@@ -225,7 +237,7 @@ func TestAirflowFailedStepStopsDependents(t *testing.T) {
 	c := simcluster.Shared(t)
 	e := exampleNamed(t, "hello")
 	ns := c.Namespace(t)
-	r := runAirflow(t, c, ns, e, "shout")
+	r := runAirflow(t, c, ns, e, "shout", nil)
 	if r.state != "failed" {
 		t.Errorf("DAG run ended %q, want failed\n%s", r.state, r.log)
 	}
@@ -245,5 +257,26 @@ func TestAirflowFailedStepStopsDependents(t *testing.T) {
 		t.Error("shout ran no pod")
 	} else if p := pods[0]; p.Status.Phase != corev1.PodFailed || p.Labels[simcluster.LabelFail] != "true" {
 		t.Errorf("shout's pod %s: phase %s, labels %v; want Failed, labelled to fail", p.Name, p.Status.Phase, p.Labels)
+	}
+}
+
+// TestMutationAirflowBrokenOrder: with hello's last dependency reversed in the
+// DAG (echo before shout), echo starts before shout has ended, and checkOrder,
+// reading the run's task instances, catches it.
+func TestMutationAirflowBrokenOrder(t *testing.T) {
+	c := simcluster.Shared(t)
+	e := exampleNamed(t, "hello")
+	const edge, reversed = `tasks["shout"] >> tasks["echo"]`, `tasks["echo"] >> tasks["shout"]`
+	r := runAirflow(t, c, c.Namespace(t), e, "", func(dag []byte) []byte {
+		if !bytes.Contains(dag, []byte(edge)) {
+			t.Fatalf("hello's DAG has no line %s", edge)
+		}
+		return bytes.Replace(dag, []byte(edge), []byte(reversed), 1)
+	})
+	if r.state != "success" {
+		t.Fatalf("the mutated DAG should still run: %q, tasks %v\n%s", r.state, r.states, r.log)
+	}
+	if problems := checkOrder(e, r.jobRun); !containsAll(problems, "step echo started before step shout, which it waits for, completed") {
+		t.Errorf("checkOrder did not catch the broken order: %q", problems)
 	}
 }
