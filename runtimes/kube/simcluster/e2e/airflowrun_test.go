@@ -95,9 +95,10 @@ type airflowRun struct {
 
 // runStates is what testdata/airflow/runstates.py prints.
 type runStates struct {
-	Error string `json:"error"`
-	RunID string `json:"run_id"`
-	State string `json:"state"`
+	Error string     `json:"error"`
+	RunID string     `json:"run_id"`
+	State string     `json:"state"`
+	Start *time.Time `json:"start"`
 	Tasks []struct {
 		TaskID   string     `json:"task_id"`
 		MapIndex int        `json:"map_index"`
@@ -143,6 +144,7 @@ func runAirflow(t *testing.T, c *simcluster.Cluster, ns string, e *example, fail
 	defer cancel()
 	cmd := exec.CommandContext(ctx, python, "-m", "airflow", "dags", "test", e.Name)
 	cmd.Env = append(airflowEnv(home, dags), "AIRFLOW_CONN_KUBERNETES_DEFAULT="+string(conn), envFailStep+"="+failStep)
+	began := time.Now()
 	out, runErr := cmd.CombinedOutput()
 	states := exec.Command(python, filepath.Join("testdata", "airflow", "runstates.py"), filepath.Join(home, "airflow.db"), e.Name)
 	data, err := states.Output()
@@ -154,6 +156,9 @@ func runAirflow(t *testing.T, c *simcluster.Cluster, ns string, e *example, fail
 	var rs runStates
 	if err := json.Unmarshal(data, &rs); err != nil || rs.Error != "" {
 		t.Fatalf("runstates.py: %v%s\nairflow dags test (%v):\n%s", err, rs.Error, runErr, logTail)
+	}
+	if rs.Start == nil || rs.Start.Before(began) {
+		t.Fatalf("airflow dags test %s made no new run (the latest started at %v): %v\n%s", e.Name, rs.Start, runErr, logTail)
 	}
 	if runErr != nil && rs.State == "success" {
 		t.Errorf("airflow dags test %s: %v, although the run succeeded:\n%s", e.Name, runErr, logTail)

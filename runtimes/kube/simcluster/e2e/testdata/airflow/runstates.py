@@ -1,5 +1,5 @@
 """Prints, as JSON, the latest run of a DAG in an Airflow sqlite database: its
-state and each task instance's state, start and end (RFC 3339, UTC).
+state and start, and each task instance's state, start and end (RFC 3339, UTC).
 
 usage: runstates.py DB DAG_ID
 """
@@ -22,12 +22,12 @@ def rfc3339(value):
 def main(db, dag_id):
     con = sqlite3.connect(db)
     row = con.execute(
-        "SELECT run_id, state FROM dag_run WHERE dag_id = ? ORDER BY id DESC LIMIT 1", (dag_id,)
+        "SELECT run_id, state, start_date FROM dag_run WHERE dag_id = ? ORDER BY id DESC LIMIT 1", (dag_id,)
     ).fetchone()
     if row is None:
         json.dump({"error": "no run of DAG %s" % dag_id}, sys.stdout)
         return
-    run_id, state = row
+    run_id, state, start = row
     tasks = [
         {"task_id": t, "map_index": i, "state": s, "start": rfc3339(b), "end": rfc3339(e)}
         for t, i, s, b, e in con.execute(
@@ -36,7 +36,7 @@ def main(db, dag_id):
             (dag_id, run_id),
         )
     ]
-    json.dump({"run_id": run_id, "state": state, "tasks": tasks}, sys.stdout)
+    json.dump({"run_id": run_id, "state": state, "start": rfc3339(start), "tasks": tasks}, sys.stdout)
 
 
 if __name__ == "__main__":
