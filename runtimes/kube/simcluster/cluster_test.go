@@ -309,10 +309,43 @@ func TestArgoFailedStepStopsDependents(t *testing.T) {
 // TestFailStage: a pod labelled LabelFail fails with exit code 1.
 func TestFailStage(t *testing.T) {
 	c := Shared(t)
+	p := runBarePod(t, c, c.Namespace(t), "doomed", map[string]string{LabelFail: "true"})
+	if p.Status.Phase != corev1.PodFailed {
+		t.Fatalf("the labelled pod ended %s, want Failed", p.Status.Phase)
+	}
+	if st := p.Status.ContainerStatuses; len(st) != 1 || st[0].State.Terminated == nil || st[0].State.Terminated.ExitCode != 1 {
+		t.Errorf("failed pod's container status: %+v", st)
+	}
+}
+
+// TestAirflowPodStage: a bare pod of Airflow's KubernetesPodOperator (labelled
+// LabelPodOperator) completes with exit code 0, unless it is labelled to fail;
+// a bare pod without the label is left running.
+func TestAirflowPodStage(t *testing.T) {
+	c := Shared(t)
 	ns := c.Namespace(t)
+	p := runBarePod(t, c, ns, "operated", map[string]string{LabelPodOperator: "True"})
+	if p.Status.Phase != corev1.PodSucceeded {
+		t.Errorf("the operator's pod ended %s, want Succeeded", p.Status.Phase)
+	} else if st := p.Status.ContainerStatuses; len(st) != 1 || st[0].State.Terminated == nil || st[0].State.Terminated.ExitCode != 0 {
+		t.Errorf("completed pod's container status: %+v", st)
+	}
+	if p := runBarePod(t, c, ns, "operated-doomed", map[string]string{LabelPodOperator: "True", LabelFail: "true"}); p.Status.Phase != corev1.PodFailed {
+		t.Errorf("the operator's pod labelled to fail ended %s, want Failed", p.Status.Phase)
+	}
+	if p := runBarePod(t, c, ns, "unowned", nil); p.Status.Phase != corev1.PodRunning {
+		t.Errorf("a bare pod without the operator's label ended %s, want it left Running", p.Status.Phase)
+	}
+}
+
+// runBarePod creates a pod without owner, named name and labelled labels, and
+// returns it once it has succeeded or failed, or when it has been Running for
+// a few seconds without either.
+func runBarePod(t *testing.T, c *Cluster, ns, name string, labels map[string]string) *corev1.Pod {
+	t.Helper()
 	ctx := context.Background()
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "doomed", Labels: map[string]string{LabelFail: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
 			Name: "main", Image: "busybox",
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}},
@@ -321,22 +354,26 @@ func TestFailStage(t *testing.T) {
 	if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	const settle = 5 * time.Second
+	var running time.Time
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		p, err := c.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Status.Phase == corev1.PodFailed {
-			if st := p.Status.ContainerStatuses; len(st) != 1 || st[0].State.Terminated == nil || st[0].State.Terminated.ExitCode != 1 {
-				t.Errorf("failed pod's container status: %+v", st)
+		switch p.Status.Phase {
+		case corev1.PodSucceeded, corev1.PodFailed:
+			return p
+		case corev1.PodRunning:
+			if running.IsZero() {
+				running = time.Now()
+			} else if time.Since(running) > settle {
+				return p
 			}
-			return
-		}
-		if p.Status.Phase == corev1.PodSucceeded {
-			t.Fatal("the labelled pod succeeded")
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatal("the labelled pod did not fail")
+	t.Fatalf("pod %s did not run", name)
+	return nil
 }

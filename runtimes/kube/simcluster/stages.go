@@ -62,9 +62,15 @@ spec:
       reason: Error
 `
 
+// LabelPodOperator is the label, set to "True", that Airflow's
+// KubernetesPodOperator puts on every pod it creates. kwok completes the pods
+// that carry it and have no owner: the bare pods of the operator's tasks.
+const LabelPodOperator = "kubernetes_pod_operator"
+
 // writeStages writes the kwok configuration: the stock node and pod stages, a
 // copy of the stock pod-complete stage that completes pods owned by Argo
-// Workflows (the stock one completes only pods owned by Jobs), and failStage.
+// Workflows (the stock one completes only pods owned by Jobs), another that
+// completes Airflow's bare operator pods, and failStage.
 func writeStages(assetDir, path string) error {
 	var out bytes.Buffer
 	var podComplete []byte
@@ -89,20 +95,35 @@ func writeStages(assetDir, path string) error {
 	if podComplete == nil {
 		return fmt.Errorf("no pod-complete stage under %s", assetDir)
 	}
-	workflow, err := forOwner(podComplete, "manifold-pod-complete-workflow", "Workflow")
+	workflow, err := forPods(podComplete, "manifold-pod-complete-workflow",
+		map[string]any{"key": ownerKinds, "operator": "In", "values": []any{"Workflow"}})
 	if err != nil {
 		return err
 	}
-	out.WriteString("---\n")
-	out.Write(workflow)
+	// A pod owned by anything (the Pods of an operator's Job carry the label
+	// too) is left to the stage of its owner: one pod, one stage.
+	bare, err := forPods(podComplete, "manifold-pod-complete-airflow",
+		map[string]any{"key": ".metadata.ownerReferences", "operator": "DoesNotExist"},
+		map[string]any{"key": `.metadata.labels["` + LabelPodOperator + `"]`, "operator": "In", "values": []any{"True"}})
+	if err != nil {
+		return err
+	}
+	for _, stage := range [][]byte{workflow, bare} {
+		out.WriteString("---\n")
+		out.Write(stage)
+	}
 	out.WriteString("---\n")
 	out.WriteString(failStage)
 	return os.WriteFile(path, out.Bytes(), 0o644)
 }
 
-// forOwner returns the stage stage renamed to name, selecting pods owned by kind
-// instead of its own owner kind.
-func forOwner(stage []byte, name, kind string) ([]byte, error) {
+// ownerKinds is the key by which the stock pod-complete stage selects the kind
+// of a pod's owners.
+const ownerKinds = ".metadata.ownerReferences.[].kind"
+
+// forPods returns the stage stage renamed to name, its selection by owner kind
+// replaced with the match expressions exprs.
+func forPods(stage []byte, name string, exprs ...map[string]any) ([]byte, error) {
 	var s map[string]any
 	if err := yaml.Unmarshal(stage, &s); err != nil {
 		return nil, err
@@ -110,17 +131,22 @@ func forOwner(stage []byte, name, kind string) ([]byte, error) {
 	s["metadata"] = map[string]any{"name": name}
 	spec, _ := s["spec"].(map[string]any)
 	sel, _ := spec["selector"].(map[string]any)
-	exprs, _ := sel["matchExpressions"].([]any)
+	old, _ := sel["matchExpressions"].([]any)
+	var kept []any
 	found := false
-	for _, e := range exprs {
-		m, _ := e.(map[string]any)
-		if m["key"] == ".metadata.ownerReferences.[].kind" {
-			m["values"] = []any{kind}
+	for _, e := range old {
+		if m, _ := e.(map[string]any); m["key"] == ownerKinds {
 			found = true
+			continue
 		}
+		kept = append(kept, e)
 	}
 	if !found {
-		return nil, fmt.Errorf("the stock pod-complete stage no longer selects by owner kind; update forOwner")
+		return nil, fmt.Errorf("the stock pod-complete stage no longer selects by owner kind; update forPods")
 	}
+	for _, e := range exprs {
+		kept = append(kept, e)
+	}
+	sel["matchExpressions"] = kept
 	return yaml.Marshal(s)
 }

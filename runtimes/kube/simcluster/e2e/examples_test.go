@@ -25,6 +25,7 @@ import (
 func TestMain(m *testing.M) {
 	code := simcluster.Main(m)
 	exampletest.Cleanup()
+	removeAirflowHome()
 	os.Exit(code)
 }
 

@@ -24,7 +24,9 @@ import (
 //   - Names, labels, annotations, owners and the pod's subdomain: each
 //     controller names its own pods and labels them for itself (JobSet's
 //     jobset.sigs.k8s.io/* labels and subdomain, the Job controller's job-name,
-//     Argo's workflows.argoproj.io/* labels and annotations); none is compared.
+//     Argo's workflows.argoproj.io/* labels and annotations, the dag_id,
+//     task_id, run_id, try_number and kubernetes_pod_operator labels of
+//     Airflow's operators); none is compared.
 //   - Argo's executor: its init and wait containers, volumes and mounts are
 //     outside the main container's compared fields; the main container's
 //     command is argoexec's, followed by "--" and the step's own command, which

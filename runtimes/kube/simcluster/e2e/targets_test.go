@@ -17,7 +17,7 @@ import (
 // The targets each example runs on. "argo-job" is the argo target compiled with
 // argo_multi_node = "job": a multi-node step's resource templates create the job
 // target's Service and Indexed Job instead of a JobSet.
-var targets = []string{"job", "jobset", "argo", "argo-job"}
+var targets = []string{"job", "jobset", "argo", "argo-job", "airflow"}
 
 // argoJobConfig is the manifold.toml of the argo-job target.
 const argoJobConfig = `argo_multi_node = "job"`
@@ -28,7 +28,9 @@ const argoJobConfig = `argo_multi_node = "job"`
 // Workflow. Every object must be accepted by the API server (created with
 // strict field validation); every step must complete, on nodes of its instance
 // type only, with the plan's accelerators, after the steps it waits for, a
-// multi-node step's pods on distinct nodes. Then the pods that ran for each step
+// multi-node step's pods on distinct nodes. The Airflow DAG runs with `airflow
+// dags test`: its KubernetesPodOperator and KubernetesJobOperator tasks create
+// the pods, and every task must succeed. Then the pods that ran for each step
 // under each target are compared (see parity).
 //
 // Examples run in parallel, except that two runs needing the same accelerator
@@ -76,6 +78,19 @@ func runTarget(t *testing.T, c *simcluster.Cluster, e *example, target string) *
 	switch target {
 	case "job", "jobset":
 		return runOrdered(t, c, ns, e.compileTarget(t, target))
+	case "airflow":
+		r := runAirflow(t, c, ns, e, "", nil)
+		if r.state != "success" {
+			t.Errorf("DAG run ended %q, want success; tasks %v\n%s", r.state, r.states, r.log)
+		}
+		for task, states := range r.states {
+			for i, s := range states {
+				if s != "success" {
+					t.Errorf("task %s instance %d ended %s", task, i, s)
+				}
+			}
+		}
+		return r.jobRun
 	}
 	if target == "argo-job" {
 		v := *e
