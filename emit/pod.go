@@ -197,5 +197,3 @@ func pairs(kvs []plan.KeyValue) map[string]string {
 	}
 	return m
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -443,8 +443,6 @@ type schedule string
 func (o schedule) applyFlow(f *FlowSpec) { f.Schedule = new(strings.TrimSpace(string(o))) }
 func (o schedule) String() string        { return fmt.Sprintf("Schedule(%q)", string(o)) }
 
-func ptr[T any](v T) *T { return &v }
-
 // upsert replaces the element of list with v's key, or appends v.
 func upsert[T any](list []T, v T, key func(T) string) []T {
 	for i := range list {

@@ -212,5 +212,3 @@ func deadline(timeout time.Duration, retries int) int64 {
 	}
 	return emit.Seconds(total)
 }
-
-func ptr[T any](v T) *T { return &v }
