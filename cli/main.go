@@ -6,7 +6,8 @@
 //
 //	hello                       # run it on this machine (the same as `hello run`)
 //	hello run --param name=you --max-parallel 4
-//	hello runs list             # the local runs; `hello runs show RUN` shows one
+//	hello run --kube --context kind-manifold   # run it on a cluster
+//	hello runs list             # the runs, local and on clusters; `hello runs show RUN` shows one
 //	hello compile --target job -o out/
 //	hello validate --set train.efa=4
 //	hello graph --format dot
@@ -15,7 +16,8 @@
 // run executes the flow with the local runtime (package runtimes/local): steps in
 // dependency order, Run steps through `step NAME` of this same program, Command
 // steps as processes, with a live view on a terminal and everything kept under
-// .manifold/runs/<run id>/.
+// .manifold/runs/<run id>/. run --kube runs it on a Kubernetes cluster instead (package
+// runtimes/kube), recorded in the same place.
 //
 // Exit status: 0 on success, 1 when the flow (or its config) is invalid or a step
 // fails, 2 when the command line is wrong, 130 when a run is interrupted.
@@ -27,10 +29,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"sort"
 	"strings"
-	"syscall"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -54,7 +54,7 @@ var targets = []emit.Target{job.Target{}, jobset.Target{}, argo.Target{}, airflo
 
 // Main runs the flow program's command line and exits with its status.
 func Main(flow *sdk.Flow) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interrupts()
 	code := Run(ctx, flow, os.Args, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

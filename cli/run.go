@@ -10,7 +10,9 @@ import (
 	ucli "github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
+	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/local"
+	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -23,29 +25,46 @@ const ExitInterrupted = 130
 func runCommand(flow *sdk.Flow, arg0 string) *ucli.Command {
 	return &ucli.Command{
 		Name:  "run",
-		Usage: "run the flow on this machine (the default command)",
+		Usage: "run the flow on this machine (the default command), or on a cluster with --kube",
 		Description: "Compiles the flow and runs its steps here, in dependency order, at most --max-parallel at once.\n" +
 			"Run steps run through this program (`step NAME`), Command steps as processes of this machine,\n" +
 			"each with its pod's environment plus MANIFOLD_RUN_DIR and MANIFOLD_ARTIFACTS. Everything a run\n" +
-			"makes is kept in " + local.DefaultRoot + "/<run id>/: run.json, artifacts under <step>[/<index>]/, and\n" +
+			"makes is kept in " + record.DefaultRoot + "/<run id>/: run.json, artifacts under <step>[/<index>]/, and\n" +
 			"each step's state.json, stdout.log and stderr.log under _steps/<step>[/<index>]/.\n\n" +
 			"A failed step stops the steps that wait for it; the others finish, and the run exits 1.\n" +
 			"--run-id resumes a run: steps and items that succeeded are not run again. Accelerators\n" +
-			"(Neuron, EFA, GPUs) are reported and ignored; --strict refuses them instead.",
+			"(Neuron, EFA, GPUs) are reported and ignored; --strict refuses them instead.\n\n" +
+			"With --kube the steps run on the cluster of the kubeconfig instead: each step is created exactly as\n" +
+			"`compile --target job` (or, with --as jobset, `--target jobset`) emits it, labelled with the run\n" +
+			"(" + plan.LabelRun + "), once the steps it waits for have succeeded; the run follows them\n" +
+			"through watches, streams their logs where the cluster serves them, reports pods the scheduler cannot\n" +
+			"place after --pending-grace, and is recorded in " + record.DefaultRoot + "/<run id>/ like a local run.\n" +
+			"Ctrl-C deletes everything the run created and waits until it is gone (Ctrl-C again stops waiting);\n" +
+			"a run that succeeds is removed too, a failed one is left for inspection. --keep leaves everything.",
 		Flags: append([]ucli.Flag{
 			&ucli.IntFlag{Name: "max-parallel", Aliases: []string{"j"}, Value: runtime.NumCPU(), Usage: "run at most `N` step processes at once"},
 			&ucli.StringFlag{Name: "run-id", Usage: "resume the run `ID` (or start a new run with that ID)"},
 			&ucli.BoolFlag{Name: "strict", Usage: "refuse steps that ask for accelerators instead of ignoring the request"},
-		}, flowFlags()...),
+		}, append(kubeFlags(), flowFlags()...)...),
 		Action: func(c *ucli.Context) error {
 			if err := noArgs(c); err != nil {
 				return err
+			}
+			if err := checkKubeFlags(c); err != nil {
+				return err
+			}
+			if c.Bool("kube") {
+				p, err := load(c, flow)
+				if err != nil {
+					return err
+				}
+				return runKube(c, p)
 			}
 			if n := c.Int("max-parallel"); n < 1 {
 				return usageErr("--max-parallel %d: give at least 1", n)
 			}
 			if id := c.String("run-id"); c.IsSet("run-id") {
-				if err := local.CheckRunID(id); err != nil {
+				if err := record.CheckRunID(id); err != nil {
 					return usageErr("--run-id: %v", err)
 				}
 			}
@@ -80,7 +99,7 @@ func runCommand(flow *sdk.Flow, arg0 string) *ucli.Command {
 					fmt.Fprintln(c.App.ErrWriter, e.Error())
 				}
 				return silentInvalid
-			case res != nil && res.State == local.Interrupted:
+			case res != nil && res.State == record.Interrupted:
 				return &exitError{code: ExitInterrupted, err: err}
 			}
 			return invalidErr(err)

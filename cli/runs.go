@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -11,18 +12,18 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/manifoldflow/manifold/runtimes/local"
+	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
 func runsCommand(flow *sdk.Flow) *ucli.Command {
 	return &ucli.Command{
 		Name:  "runs",
-		Usage: "list the flow's local runs, or show one",
+		Usage: "list the flow's runs, local or on a cluster, or show one",
 		Subcommands: []*ucli.Command{
 			{
 				Name:  "list",
-				Usage: "list the local runs of the flow, oldest first",
+				Usage: "list the runs of the flow recorded here, oldest first",
 				Flags: []ucli.Flag{
 					&ucli.BoolFlag{Name: "all", Usage: "list the runs of every flow, not only " + flowName(flow)},
 				},
@@ -30,16 +31,16 @@ func runsCommand(flow *sdk.Flow) *ucli.Command {
 					if err := noArgs(c); err != nil {
 						return err
 					}
-					runs, err := local.List(local.DefaultRoot)
+					runs, err := record.List(record.DefaultRoot)
 					if err != nil {
 						return invalidErr(err)
 					}
-					rows := [][]string{{"RUN", "FLOW", "STATE", "STARTED", "DURATION"}}
+					rows := [][]string{{"RUN", "FLOW", "STATE", "STARTED", "DURATION", "WHERE"}}
 					for _, r := range runs {
 						if !c.Bool("all") && r.Flow != flowName(flow) {
 							continue
 						}
-						rows = append(rows, []string{r.ID, r.Flow, string(r.State), r.Start.Local().Format(time.DateTime), span(r.State, r.Start, r.End)})
+						rows = append(rows, []string{r.ID, r.Flow, string(r.State), r.Start.Local().Format(time.DateTime), span(r.State, r.Start, r.End), where(&r)})
 					}
 					return writeTable(c.App.Writer, rows)
 				},
@@ -52,7 +53,7 @@ func runsCommand(flow *sdk.Flow) *ucli.Command {
 					if c.NArg() != 1 {
 						return usageErr("runs show takes one run ID, got %d arguments (see runs list)", c.NArg())
 					}
-					rec, tasks, err := local.Read(local.DefaultRoot, c.Args().First())
+					rec, tasks, err := record.Read(record.DefaultRoot, c.Args().First())
 					if err != nil {
 						return invalidErr(err)
 					}
@@ -63,8 +64,24 @@ func runsCommand(flow *sdk.Flow) *ucli.Command {
 	}
 }
 
-func showRun(out io.Writer, rec *local.Record, tasks []local.Task) error {
+// where says where a run ran: "local", or for a cluster run its kubeconfig
+// context (or else its API server) and namespace.
+func where(rec *record.Record) string {
+	if rec.Runtime == "" {
+		return "local"
+	}
+	w := cmp.Or(rec.Context, rec.Cluster, rec.Runtime)
+	if rec.Namespace != "" {
+		w += "/" + rec.Namespace
+	}
+	return w
+}
+
+func showRun(out io.Writer, rec *record.Record, tasks []record.Task) error {
 	fmt.Fprintf(out, "run %s of flow %s: %s\n", rec.ID, rec.Flow, rec.State)
+	if rec.Runtime != "" {
+		fmt.Fprintln(out, clusterLine(rec))
+	}
 	fmt.Fprintf(out, "started %s, took %s\n", rec.Start.Local().Format(time.DateTime), span(rec.State, rec.Start, rec.End))
 	var params []string
 	for _, name := range slices.Sorted(maps.Keys(rec.Params)) {
@@ -77,7 +94,17 @@ func showRun(out io.Writer, rec *local.Record, tasks []local.Task) error {
 		fmt.Fprintf(out, "error: %s\n", rec.Error)
 	}
 	fmt.Fprintln(out)
-	rows := [][]string{{"STEP", "ITEM", "STATE", "ATTEMPTS", "DURATION", "EXIT", "ERROR"}}
+	// NODE and REASON are a cluster's; a column shows only when a task has it.
+	nodes := slices.ContainsFunc(tasks, func(t record.Task) bool { return t.Node != "" })
+	reasons := slices.ContainsFunc(tasks, func(t record.Task) bool { return t.Reason != "" })
+	header := []string{"STEP", "ITEM", "STATE", "ATTEMPTS", "DURATION", "EXIT"}
+	if nodes {
+		header = append(header, "NODE")
+	}
+	if reasons {
+		header = append(header, "REASON")
+	}
+	rows := [][]string{append(header, "ERROR")}
 	for _, t := range tasks {
 		exit := ""
 		if t.ExitCode != nil {
@@ -87,13 +114,39 @@ func showRun(out io.Writer, rec *local.Record, tasks []local.Task) error {
 		if !t.Start.IsZero() {
 			dur = span(t.State, t.Start, t.End)
 		}
-		rows = append(rows, []string{t.Label(), t.Item, string(t.State), strconv.Itoa(t.Attempts), dur, exit, t.Error})
+		row := []string{t.Label(), t.Item, string(t.State), strconv.Itoa(t.Attempts), dur, exit}
+		if nodes {
+			row = append(row, t.Node)
+		}
+		if reasons {
+			row = append(row, t.Reason)
+		}
+		rows = append(rows, append(row, t.Error))
 	}
 	return writeTable(out, rows)
 }
 
+// clusterLine says where a cluster run ran: "on cluster URL (context C),
+// namespace N, as job", leaving out what the record does not hold.
+func clusterLine(rec *record.Record) string {
+	line := "on cluster"
+	if rec.Cluster != "" {
+		line += " " + rec.Cluster
+	}
+	if rec.Context != "" {
+		line += " (context " + rec.Context + ")"
+	}
+	if rec.Namespace != "" {
+		line += ", namespace " + rec.Namespace
+	}
+	if rec.As != "" {
+		line += ", as " + rec.As
+	}
+	return line
+}
+
 // span is the time from start to end, or to now while a run or step goes on.
-func span(state local.State, start, end time.Time) string {
+func span(state record.State, start, end time.Time) string {
 	switch {
 	case end.IsZero() && state.Final():
 		return "-"

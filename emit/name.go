@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+
+	"github.com/manifoldflow/manifold/plan"
 )
 
 // MaxNameLength is the longest object name every target can use: a DNS-1123
@@ -25,4 +27,18 @@ func Name(max int, parts ...string) string {
 		return hash[:max]
 	}
 	return strings.TrimRight(full[:keep], "-.") + "-" + hash
+}
+
+// RunSuffixLength is the length of the suffix RunName adds for a run.
+const RunSuffixLength = 6
+
+// RunName is Name(max, parts...) for an object of flow f, with a hash of f's run
+// ID as the last part when f is made for a run (f.Run), so that two runs of one
+// flow never share an object name.
+func RunName(f *plan.Flow, max int, parts ...string) string {
+	if f.Run == "" {
+		return Name(max, parts...)
+	}
+	sum := sha256.Sum256([]byte(f.Run))
+	return Name(max, append(parts, hex.EncodeToString(sum[:])[:RunSuffixLength])...)
 }

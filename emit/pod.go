@@ -99,8 +99,15 @@ func Pod(f *plan.Flow, s *plan.Step, o PodOptions) corev1.PodTemplateSpec {
 	}
 	spec.Containers = []corev1.Container{c}
 
+	labels := pairs(s.Labels)
+	if f.Run != "" {
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[plan.LabelRun] = f.Run
+	}
 	return corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: pairs(s.Labels), Annotations: pairs(s.Annotations)},
+		ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: pairs(s.Annotations)},
 		Spec:       spec,
 	}
 }

@@ -20,6 +20,9 @@ const (
 	LabelPartOf       = "app.kubernetes.io/part-of"
 	LabelFlow         = "manifold.dev/flow"
 	LabelStep         = "manifold.dev/step"
+	// LabelRun carries the run ID on everything a runtime creates for a run, pods
+	// included; compiled output has none.
+	LabelRun = "manifold.dev/run"
 	// LabelIndex carries a foreach item's index on the objects made for that item
 	// (not on its pods, which are the step's pod).
 	LabelIndex = "manifold.dev/index"
@@ -74,6 +77,11 @@ type Flow struct {
 	// ArgoMultiNode is how the argo target runs a multi-node step: ArgoJobSet or
 	// ArgoJob.
 	ArgoMultiNode string
+	// Run is the ID of the run a runtime makes the job or jobset target's objects
+	// for, "" when compiling. With it every pod carries LabelRun, and every object
+	// name ends in a short hash of it, so the runs of a flow never collide in a
+	// namespace.
+	Run string
 }
 
 // The ways the argo target can run a multi-node step (manifold.toml's

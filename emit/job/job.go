@@ -97,9 +97,9 @@ func Jobs(f *plan.Flow, s *plan.Step) []*batchv1.Job {
 // within MaxName(s).
 func JobName(f *plan.Flow, s *plan.Step, index int) string {
 	if index < 0 {
-		return emit.Name(MaxName(s), f.Name, s.Name)
+		return emit.RunName(f, MaxName(s), f.Name, s.Name)
 	}
-	return emit.Name(MaxName(s), f.Name, s.Name, strconv.Itoa(index))
+	return emit.RunName(f, MaxName(s), f.Name, s.Name, strconv.Itoa(index))
 }
 
 // MaxName is the longest name a Job of step s may have: a multi-node step's leaves

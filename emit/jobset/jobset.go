@@ -61,7 +61,7 @@ func Objects(f *plan.Flow) ([]any, field.ErrorList) {
 
 // Name is the name of step s's JobSet: the flow's and step's names within MaxName.
 func Name(f *plan.Flow, s *plan.Step) string {
-	return emit.Name(MaxName(s), f.Name, s.Name)
+	return emit.RunName(f, MaxName(s), f.Name, s.Name)
 }
 
 // MaxName is the longest name step s's JobSet may have. It leaves room for what

@@ -29,8 +29,6 @@ package local
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -48,6 +46,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/display"
+	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -110,14 +110,6 @@ func (e *RefusedError) Error() string {
 // ErrInterrupted is what Run returns, wrapped, when its context ends the run.
 var ErrInterrupted = errors.New("interrupted")
 
-// NewRunID returns a fresh run ID: the UTC time to the second, then random hex, so
-// IDs sort by start time.
-func NewRunID(now time.Time) string {
-	var b [3]byte
-	_, _ = rand.Read(b[:])
-	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
-}
-
 type task struct {
 	step  *plan.Step
 	index int // -1 for a step without Foreach
@@ -130,8 +122,6 @@ type task struct {
 	// earlier is set when an earlier runner of this run already succeeded.
 	earlier bool
 	timer   *time.Timer
-	// dirMade is set once stateDir exists; only the scheduling loop uses it.
-	dirMade bool
 }
 
 type runner struct {
@@ -139,7 +129,7 @@ type runner struct {
 	o    Options
 	id   string
 	dir  string
-	disp *display
+	disp *display.Display
 
 	mu    sync.Mutex
 	rec   Record
@@ -199,8 +189,8 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	if err := os.MkdirAll(r.dir, 0o755); err != nil {
 		return nil, err
 	}
-	lk, err := lock(r.dir)
-	if errors.Is(err, errBusy) {
+	lk, err := record.Lock(r.dir)
+	if errors.Is(err, record.ErrBusy) {
 		return nil, fmt.Errorf("run %s is in progress in another process: wait for it, or start a new run without --run-id", id)
 	}
 	if err != nil {
@@ -213,7 +203,7 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 		params[p.Name] = p.Value
 	}
 	r.rec = Record{Flow: f.Name, ID: id, State: Running, Start: now.UTC(), PID: os.Getpid(), Params: params}
-	prev, err := readRecord(r.dir)
+	prev, err := record.ReadRecord(r.dir)
 	resumed := err == nil
 	switch {
 	case resumed:
@@ -231,7 +221,7 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	if err := writeJSON(filepath.Join(r.dir, runFile), r.rec); err != nil {
+	if err := record.WriteRecord(r.dir, r.rec); err != nil {
 		return nil, err
 	}
 
@@ -240,11 +230,11 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	if resumed {
 		verb = "resuming run"
 	}
-	r.disp.note("%s %s of flow %s: %d steps, at most %d at a time, in %s", verb, id, f.Name, len(f.Steps), o.MaxParallel, r.relDir())
+	r.disp.Note("%s %s of flow %s: %d steps, at most %d at a time, in %s", verb, id, f.Name, len(f.Steps), o.MaxParallel, r.relDir())
 	for _, n := range notes {
-		r.disp.note("%s", n)
+		r.disp.Note("%s", n)
 	}
-	r.disp.start()
+	r.disp.Start()
 	r.loop(ctx)
 	return r.finish(ctx)
 }
@@ -279,7 +269,7 @@ func (r *runner) addTasks(s *plan.Step, resumed bool) error {
 		}
 		t.label = t.rec.Label()
 		if resumed {
-			prev, err := readTask(r.dir, s.Name, t.index)
+			prev, err := record.ReadTask(r.dir, s.Name, t.index)
 			if err != nil {
 				return err
 			}
@@ -290,9 +280,8 @@ func (r *runner) addTasks(s *plan.Step, resumed bool) error {
 		if resumed && !t.earlier {
 			// What an earlier runner recorded of a task that runs again is stale. (A
 			// task without state.json reads as pending.)
-			path := filepath.Join(t.stateDir, stateFile)
-			if _, err := os.Stat(path); err == nil {
-				if err := writeJSON(path, t.rec); err != nil {
+			if _, err := os.Stat(filepath.Join(t.stateDir, record.StateFile)); err == nil {
+				if err := record.WriteTask(r.dir, t.rec); err != nil {
 					return err
 				}
 			}
@@ -396,13 +385,13 @@ func (r *runner) release(queue []*task, released map[string]bool) []*task {
 				r.update(t, func(rec *Task) {
 					rec.State, rec.Error = Skipped, "not started: "+blocker
 				})
-				r.disp.event(t, true, "not started: %s", blocker)
+				r.disp.Event(t.label, true, "not started: %s", blocker)
 			}
 		case ready:
 			released[s.Name] = true
 			for _, t := range r.steps[s.Name] {
 				if t.earlier {
-					r.disp.event(t, false, "succeeded in an earlier attempt of this run: not run again")
+					r.disp.Event(t.label, false, "succeeded in an earlier attempt of this run: not run again")
 					continue
 				}
 				queue = append(queue, t)
@@ -472,9 +461,9 @@ func (r *runner) begin(t *task) int {
 		rec.State, rec.ExitCode, rec.Error = Running, nil, ""
 	})
 	if n == 1 {
-		r.disp.event(t, false, "started")
+		r.disp.Event(t.label, false, "started")
 	} else {
-		r.disp.event(t, false, "attempt %d of %d started", n, t.step.Retry+1)
+		r.disp.Event(t.label, false, "attempt %d of %d started", n, t.step.Retry+1)
 	}
 	return n
 }
@@ -506,18 +495,18 @@ func (r *runner) ended(ctx context.Context, t *task, o outcome) (time.Duration, 
 	})
 	switch rec.State {
 	case Succeeded:
-		r.disp.event(t, false, "succeeded in %s", human(rec.End.Sub(rec.Start)))
+		r.disp.Event(t.label, false, "succeeded in %s", display.Human(rec.End.Sub(rec.Start)))
 	case Interrupted:
-		r.disp.event(t, true, "interrupted")
+		r.disp.Event(t.label, true, "interrupted")
 	case Failed:
-		r.disp.event(t, true, "failed after %s: %s", count(rec.Attempts, "attempt"), rec.Error)
+		r.disp.Event(t.label, true, "failed after %s: %s", count(rec.Attempts, "attempt"), rec.Error)
 	case Retrying:
 		delay := backoff(t.step.RetryBackoff, rec.Attempts)
-		when := "retrying in " + human(delay)
+		when := "retrying in " + display.Human(delay)
 		if delay == 0 {
 			when = "retrying"
 		}
-		r.disp.event(t, true, "attempt %d failed: %s; %s", rec.Attempts, rec.Error, when)
+		r.disp.Event(t.label, true, "attempt %d failed: %s; %s", rec.Attempts, rec.Error, when)
 		return delay, true
 	}
 	return 0, false
@@ -528,7 +517,7 @@ func (r *runner) interrupt(t *task) {
 	r.update(t, func(rec *Task) {
 		rec.State, rec.End, rec.Error = Interrupted, time.Now().UTC(), "interrupted while waiting to retry: "+rec.Error
 	})
-	r.disp.event(t, true, "interrupted")
+	r.disp.Event(t.label, true, "interrupted")
 }
 
 // backoff is the delay before the retry that follows attempt n: d, then doubling.
@@ -546,15 +535,7 @@ func (r *runner) update(t *task, change func(*Task)) {
 	change(&t.rec)
 	rec := t.rec
 	r.mu.Unlock()
-	var err error
-	if !t.dirMade {
-		err = os.MkdirAll(t.stateDir, 0o755)
-		t.dirMade = err == nil
-	}
-	if err == nil {
-		err = writeJSON(filepath.Join(t.stateDir, stateFile), rec)
-	}
-	if err != nil {
+	if err := record.WriteTask(r.dir, rec); err != nil {
 		r.mu.Lock()
 		if r.writeErr == nil {
 			r.writeErr = err
@@ -608,11 +589,11 @@ func (r *runner) finish(ctx context.Context) (*Result, error) {
 	if err != nil {
 		r.rec.Error = err.Error()
 	}
-	if werr := writeJSON(filepath.Join(r.dir, runFile), r.rec); werr != nil && err == nil {
+	if werr := record.WriteRecord(r.dir, r.rec); werr != nil && err == nil {
 		res.State, err = Failed, fmt.Errorf("run %s: %w", r.id, werr)
 	}
-	r.disp.stop()
-	r.disp.note("run %s %s in %s", r.id, res.State, human(r.rec.End.Sub(r.rec.Start)))
+	r.disp.Stop()
+	r.disp.Note("run %s %s in %s", r.id, res.State, display.Human(r.rec.End.Sub(r.rec.Start)))
 	return res, err
 }
 
@@ -662,15 +643,4 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-// human prints a duration for people: 350ms, 1.2s, 3m4s.
-func human(d time.Duration) string {
-	switch {
-	case d < time.Second:
-		return d.Round(time.Millisecond).String()
-	case d < time.Minute:
-		return d.Round(100 * time.Millisecond).String()
-	}
-	return d.Round(time.Second).String()
 }

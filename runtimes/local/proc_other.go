@@ -7,8 +7,7 @@ import (
 	"os/exec"
 )
 
-// Without process groups, a step's own process is all the runner stops, and
-// without file locks two runners could resume one run at once.
+// Without process groups, a step's own process is all the runner stops.
 
 func newGroup(*exec.Cmd) {}
 
@@ -17,5 +16,3 @@ func signalGroup(pid int, _ bool) {
 		_ = p.Kill()
 	}
 }
-
-func tryLock(*os.File, bool) error { return nil }

@@ -3,8 +3,6 @@
 package local
 
 import (
-	"errors"
-	"os"
 	"os/exec"
 	"syscall"
 )
@@ -22,18 +20,4 @@ func signalGroup(pid int, kill bool) {
 		sig = syscall.SIGKILL
 	}
 	_ = syscall.Kill(-pid, sig)
-}
-
-// tryLock takes f's lock, exclusive or shared, without waiting; errBusy says
-// another process holds it. The lock goes with the process, however it ends.
-func tryLock(f *os.File, exclusive bool) error {
-	how := syscall.LOCK_SH
-	if exclusive {
-		how = syscall.LOCK_EX
-	}
-	err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
-	if errors.Is(err, syscall.EWOULDBLOCK) {
-		return errBusy
-	}
-	return err
 }

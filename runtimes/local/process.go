@@ -143,8 +143,8 @@ func (r *runner) attempt(ctx context.Context, t *task, n int) outcome {
 	}
 
 	var copying sync.WaitGroup
-	stdout := &lines{emit: func(line string) { r.disp.output(t, false, line) }}
-	stderr := &lines{emit: func(line string) { r.disp.output(t, true, line) }}
+	stdout := &lines{emit: func(line string) { r.disp.Output(t.label, false, line) }}
+	stderr := &lines{emit: func(line string) { r.disp.Output(t.label, true, line) }}
 	copying.Go(func() { pump(outR, outLog, stdout) })
 	copying.Go(func() { pump(errR, errLog, stderr) })
 

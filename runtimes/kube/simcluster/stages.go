@@ -12,8 +12,9 @@ import (
 
 // LabelFail, set to "true" on a pod, makes kwok fail the pod (exit code 1) once it
 // runs, instead of completing it: tests use it to prove that a failed step stops
-// the steps after it.
-const LabelFail = "manifold.dev/simfail"
+// the steps after it. A flow may set it with sdk.Label (it is outside Manifold's
+// own manifold.dev/ keys).
+const LabelFail = "sim.manifold.dev/fail"
 
 // stageDirs are the stock kwok stage sets the cluster loads, under assets/.
 var stageDirs = []string{"kwok-stages/node-fast", "kwok-stages/node-heartbeat", "kwok-stages/pod-fast"}
@@ -55,7 +56,7 @@ spec:
             exitCode: 1
             finishedAt: {{ $now | Quote }}
             reason: Error
-            message: failed by the manifold.dev/simfail label
+            message: failed by the sim.manifold.dev/fail label
             startedAt: {{ $now | Quote }}
       {{ end }}
       phase: Failed

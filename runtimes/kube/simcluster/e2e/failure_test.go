@@ -9,7 +9,7 @@ import (
 )
 
 // TestJobSetFailedStepStopsDependents makes neuron-train's train step fail
-// (kwok fails pods labelled manifold.dev/simfail): the JobSet controller
+// (kwok fails pods labelled sim.manifold.dev/fail): the JobSet controller
 // restarts its JobSet as often as the plan's retries allow (failurePolicy
 // maxRestarts), then fails it, and evaluate, which waits for train, is never
 // created.

@@ -28,7 +28,7 @@ func exampleNamed(t *testing.T, name string) *example {
 }
 
 // TestJobFailedStepStopsDependents makes hello's middle step fail (kwok fails
-// pods labelled manifold.dev/simfail): its Job fails and the step after it is
+// pods labelled sim.manifold.dev/fail): its Job fails and the step after it is
 // never created.
 func TestJobFailedStepStopsDependents(t *testing.T) {
 	c := simcluster.Shared(t)

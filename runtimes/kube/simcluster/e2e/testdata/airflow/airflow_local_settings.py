@@ -12,7 +12,7 @@ import os
 from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
 from airflow.providers.cncf.kubernetes.utils.pod_manager import OnFinishAction
 
-FAIL_LABEL = "manifold.dev/simfail"
+FAIL_LABEL = "sim.manifold.dev/fail"
 STEP_LABEL = "manifold.dev/step"
 
 

@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/kube"
+	"github.com/manifoldflow/manifold/runtimes/record"
+)
+
+// kubeFlags are run's flags for running on a cluster.
+func kubeFlags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.BoolFlag{Name: "kube", Usage: "run on the Kubernetes cluster of the kubeconfig instead of this machine"},
+		&ucli.StringFlag{Name: "kubeconfig", Usage: "with --kube: the kubeconfig `FILE` (default: $KUBECONFIG, then ~/.kube/config)"},
+		&ucli.StringFlag{Name: "context", Usage: "with --kube: the kubeconfig `CONTEXT` (default: its current context)"},
+		&ucli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: "with --kube: the `NAMESPACE` of steps without their own (default: the context's, or default)"},
+		&ucli.StringFlag{Name: "as", Value: kube.AsJob, Usage: "with --kube: create each step as a `KIND`: job (Jobs, and a Service per multi-node step) or jobset (JobSets)"},
+		&ucli.BoolFlag{Name: "keep", Usage: "with --kube: leave the run's objects on the cluster when it succeeds or is interrupted"},
+		&ucli.DurationFlag{Name: "pending-grace", Value: kube.DefaultPendingGrace, Usage: "with --kube: report pods the scheduler cannot place after `DURATION`; fail pods that cannot get their image after it"},
+		&ucli.DurationFlag{Name: "pending-timeout", DefaultText: "none: wait", Usage: "with --kube: fail a step whose pods cannot be scheduled for `DURATION`"},
+	}
+}
+
+// kubeOnly are the flags that mean nothing without --kube.
+var kubeOnly = []string{"kubeconfig", "context", "namespace", "as", "keep", "pending-grace", "pending-timeout"}
+
+// checkKubeFlags refuses flags that belong to the other runtime.
+func checkKubeFlags(c *ucli.Context) error {
+	if c.Bool("kube") {
+		for _, name := range []string{"max-parallel", "strict"} {
+			if c.IsSet(name) {
+				return usageErr("--%s applies to runs on this machine, not to --kube runs", name)
+			}
+		}
+		if as := c.String("as"); as != kube.AsJob && as != kube.AsJobSet {
+			return usageErr("--as %q: choose %s or %s", as, kube.AsJob, kube.AsJobSet)
+		}
+		if d := c.Duration("pending-grace"); d <= 0 {
+			return usageErr("--pending-grace %s: give a positive duration", d)
+		}
+		if d := c.Duration("pending-timeout"); d < 0 {
+			return usageErr("--pending-timeout %s: give a positive duration, or leave it out to wait", d)
+		}
+		if id := c.String("run-id"); c.IsSet("run-id") {
+			if err := kube.CheckRunID(id); err != nil {
+				return usageErr("--run-id: %v", err)
+			}
+		}
+		return nil
+	}
+	for _, name := range kubeOnly {
+		if c.IsSet(name) {
+			return usageErr("--%s needs --kube", name)
+		}
+	}
+	return nil
+}
+
+// runKube runs p on the cluster the flags name.
+func runKube(c *ucli.Context, p *plan.Flow) error {
+	width, height, live := terminal(c.App.Writer)
+	res, err := kube.Run(c.Context, p, kube.Options{
+		Kubeconfig:     c.String("kubeconfig"),
+		Context:        c.String("context"),
+		Namespace:      c.String("namespace"),
+		As:             c.String("as"),
+		Keep:           c.Bool("keep"),
+		RunID:          c.String("run-id"),
+		PendingGrace:   c.Duration("pending-grace"),
+		PendingTimeout: c.Duration("pending-timeout"),
+		Force:          forceContext(c.Context),
+		Stdout:         c.App.Writer,
+		Stderr:         c.App.ErrWriter,
+		Live:           live,
+		Width:          width,
+		Height:         height,
+	})
+	switch {
+	case err == nil:
+		return nil
+	case res != nil && res.State == record.Interrupted:
+		return &exitError{code: ExitInterrupted, err: err}
+	case errors.Is(err, context.Canceled):
+		return &exitError{code: ExitInterrupted, err: err}
+	}
+	return invalidErr(err)
+}
+
+type forceKey struct{}
+
+// forceContext returns the context that a second interrupt ends, or one that never
+// ends.
+func forceContext(ctx context.Context) context.Context {
+	if f, ok := ctx.Value(forceKey{}).(context.Context); ok {
+		return f
+	}
+	return context.Background()
+}
+
+// interrupts returns a context that the first SIGINT or SIGTERM ends, carrying
+// (for forceContext) one that the second ends: a run stops at the first, and stops
+// cleaning up at the second.
+func interrupts() (context.Context, func()) {
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	force, forceCancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sig:
+			cancel()
+			select {
+			case <-sig:
+				fmt.Fprintf(os.Stderr, "\n%s again: not waiting any longer\n", s)
+				forceCancel()
+			case <-done:
+			}
+		case <-done:
+		}
+	}()
+	return context.WithValue(ctx, forceKey{}, force), func() {
+		signal.Stop(sig)
+		close(done)
+		cancel()
+		forceCancel()
+	}
+}

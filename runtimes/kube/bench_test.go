@@ -1,0 +1,92 @@
+package kube_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/kube"
+	"github.com/manifoldflow/manifold/runtimes/kube/simcluster"
+	"github.com/manifoldflow/manifold/sdk"
+)
+
+// chain is a flow of n Command steps, each after the one before.
+func chain(n int) *sdk.Flow {
+	f := sdk.NewFlow("kube-chain", sdk.Image("example.com/flow:v1"))
+	for i := range n {
+		opts := []sdk.StepOption{sdk.Command("true")}
+		if i > 0 {
+			opts = append(opts, sdk.After(fmt.Sprintf("s%d", i-1)))
+		}
+		f.Step(fmt.Sprintf("s%d", i), opts...)
+	}
+	return f
+}
+
+// BenchmarkStepLatency measures, on the simulated cluster, the time from a step's
+// Job succeeding to the next step's Job being created, as a watch of its own sees
+// both: the Job's Complete condition appearing, and the successor's Job added.
+// It reports the median and the 90th percentile over every step of every run.
+func BenchmarkStepLatency(b *testing.B) {
+	c := simcluster.Shared(b)
+	ns := c.Namespace(b)
+	const steps = 10
+	p := compileFlow(b, chain(steps))
+	var gaps []time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		id := fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), i)
+		ctx, cancel := context.WithCancel(context.Background())
+		w, err := c.Client.BatchV1().Jobs(ns).Watch(ctx, metav1.ListOptions{LabelSelector: plan.LabelRun + "=" + id})
+		if err != nil {
+			b.Fatal(err)
+		}
+		added, complete := map[string]time.Time{}, map[string]time.Time{}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for ev := range w.ResultChan() {
+				j, ok := ev.Object.(*batchv1.Job)
+				if !ok {
+					continue
+				}
+				now, step := time.Now(), j.Labels[plan.LabelStep]
+				if _, seen := added[step]; !seen {
+					added[step] = now
+				}
+				for _, cond := range j.Status.Conditions {
+					if _, seen := complete[step]; !seen && cond.Type == batchv1.JobComplete && cond.Status == corev1.ConditionTrue {
+						complete[step] = now
+					}
+				}
+			}
+		}()
+		o := options(c, ns, b.TempDir())
+		o.RunID = id
+		if _, err := kube.Run(ctx, p, o); err != nil {
+			b.Fatal(err)
+		}
+		cancel()
+		w.Stop()
+		<-done
+		for s := 1; s < steps; s++ {
+			prev, next := fmt.Sprintf("s%d", s-1), fmt.Sprintf("s%d", s)
+			if complete[prev].IsZero() || added[next].IsZero() {
+				b.Fatalf("run %s: the watch missed %s completing or %s being created", id, prev, next)
+			}
+			gaps = append(gaps, added[next].Sub(complete[prev]))
+		}
+	}
+	b.StopTimer()
+	slices.Sort(gaps)
+	b.ReportMetric(float64(gaps[len(gaps)/2].Microseconds())/1000, "ms-median-to-successor")
+	b.ReportMetric(float64(gaps[len(gaps)*9/10].Microseconds())/1000, "ms-p90-to-successor")
+}

@@ -1,0 +1,62 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/manifoldflow/manifold/plan"
+)
+
+// foreground deletes an object after what it owns (a Job's pods, a JobSet's
+// Jobs), so that once it is gone nothing of it is left.
+var foreground = metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationForeground)}
+
+// deleteUnit deletes unit u's objects, last (the Job or JobSet) first.
+func (r *runner) deleteUnit(ctx context.Context, u *unit) error {
+	for _, o := range slices.Backward(u.objects) {
+		err := r.c.dynamic.Resource(o.gvr).Namespace(u.ns).Delete(ctx, o.u.GetName(), foreground)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting %s %s: %w", o.u.GetKind(), o.u.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// cleanup deletes everything labelled with the run (foreground), and waits until
+// the caches hold none of it, for at most CleanupTimeout or until Options.Force
+// ends. It returns what was left.
+func (r *runner) cleanup(ctx context.Context) []string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.o.CleanupTimeout)
+	defer cancel()
+	sel := metav1.ListOptions{LabelSelector: plan.LabelRun + "=" + r.id}
+	gvrs := []schema.GroupVersionResource{jobGVR, serviceGVR}
+	if r.o.As == AsJobSet {
+		gvrs = []schema.GroupVersionResource{jobSetGVR, jobGVR, serviceGVR}
+	}
+	for ns := range r.w.ns {
+		for _, gvr := range gvrs {
+			err := r.c.dynamic.Resource(gvr).Namespace(ns).DeleteCollection(ctx, foreground, sel)
+			if err != nil && !apierrors.IsNotFound(err) {
+				r.disp.Note("deleting the run's %s in %s: %v", gvr.Resource, ns, err)
+			}
+		}
+	}
+	for {
+		left := r.w.left()
+		if len(left) == 0 {
+			return nil
+		}
+		select {
+		case <-r.w.changed:
+		case <-ctx.Done():
+			return left
+		case <-r.o.Force.Done():
+			return left
+		}
+	}
+}

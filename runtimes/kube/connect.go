@@ -1,0 +1,199 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Kinds the runtime creates, with their resources.
+var (
+	jobGVR     = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
+	serviceGVR = schema.GroupVersionResource{Version: "v1", Resource: "services"}
+	jobSetGVR  = schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}
+)
+
+// cluster is a connection to the API server of the cluster a run uses.
+type cluster struct {
+	config  *rest.Config
+	client  kubernetes.Interface
+	dynamic dynamic.Interface
+	// context is the kubeconfig context used, host the API server's URL, and
+	// namespace the one objects without their own go to.
+	context, host, namespace string
+}
+
+// connectTimeout bounds the first request to the cluster, which tells whether it
+// can be reached at all.
+const connectTimeout = 15 * time.Second
+
+// connect resolves the kubeconfig as kubectl does (the explicit path, else
+// KUBECONFIG, else ~/.kube/config; the context given or the current one) and
+// checks that the cluster answers.
+func connect(ctx context.Context, o Options) (*cluster, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.Kubeconfig
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.Context}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	raw, err := cc.RawConfig()
+	if err != nil {
+		return nil, fmt.Errorf("reading the kubeconfig: %w", err)
+	}
+	name := o.Context
+	if name == "" {
+		name = raw.CurrentContext
+	}
+	if len(raw.Contexts) == 0 {
+		return nil, errors.New("no kubeconfig with a cluster was found: pass --kubeconfig FILE, set KUBECONFIG, or create ~/.kube/config (`kind up` makes one for a laptop cluster)")
+	}
+	if _, ok := raw.Contexts[name]; !ok {
+		var names []string
+		for n := range raw.Contexts {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		if name == "" {
+			return nil, fmt.Errorf("the kubeconfig sets no current context: pass --context, one of %s", strings.Join(names, ", "))
+		}
+		return nil, fmt.Errorf("the kubeconfig has no context %q: pass --context with one of %s", name, strings.Join(names, ", "))
+	}
+	rc, err := cc.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig context %s: %w", name, err)
+	}
+	rc = rest.CopyConfig(rc)
+	rc.QPS, rc.Burst = 50, 100
+	c := &cluster{config: rc, context: name, host: rc.Host}
+	if c.namespace = o.Namespace; c.namespace == "" {
+		if c.namespace, _, err = cc.Namespace(); err != nil {
+			return nil, fmt.Errorf("kubeconfig context %s: %w", name, err)
+		}
+	}
+	if c.client, err = kubernetes.NewForConfig(rc); err != nil {
+		return nil, err
+	}
+	if c.dynamic, err = dynamic.NewForConfig(rc); err != nil {
+		return nil, err
+	}
+
+	probe := rest.CopyConfig(rc)
+	probe.Timeout = connectTimeout
+	pc, err := kubernetes.NewForConfig(probe)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := pc.Discovery().ServerVersion(); err != nil {
+		switch {
+		case apierrors.IsUnauthorized(err):
+			return nil, fmt.Errorf("the cluster at %s (context %s) refused the credentials: %v; log in again or fix the kubeconfig's user", c.host, name, err)
+		case apierrors.IsForbidden(err):
+			// Some clusters forbid /version to some users; the checks below say
+			// what matters.
+		default:
+			return nil, fmt.Errorf("cannot reach the cluster at %s (context %s): %v; is it running? (`kubectl cluster-info` checks it; `kind up` starts a laptop cluster)", c.host, name, err)
+		}
+	}
+	return c, nil
+}
+
+// access is one thing the runtime must be allowed to do.
+type access struct {
+	verb, group, resource, subresource string
+}
+
+// preflight checks, before anything is created, that every namespace the run uses
+// exists, that the cluster serves the kinds it will create, and that RBAC lets
+// this user create, watch and delete them and read pod logs.
+func (c *cluster) preflight(ctx context.Context, namespaces []string, as string, multiNode bool) error {
+	if as == AsJobSet {
+		if err := c.served(jobSetGVR, "install the JobSet controller (`kind up --with jobset`, or https://jobset.sigs.k8s.io/docs/installation/), or run with --as job"); err != nil {
+			return err
+		}
+	}
+	for _, ns := range namespaces {
+		_, err := c.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return fmt.Errorf("namespace %s does not exist on the cluster at %s: create it (`kubectl create namespace %s`) or pass --namespace", ns, c.host, ns)
+		case apierrors.IsForbidden(err):
+			// Listing namespaces is often not allowed; the access checks below
+			// tell whether this one can be used.
+		case err != nil:
+			return fmt.Errorf("namespace %s: %w", ns, err)
+		}
+	}
+	needs := []access{
+		{"get", "", "pods", ""}, {"list", "", "pods", ""}, {"watch", "", "pods", ""},
+		{"get", "", "pods", "log"}, {"list", "", "events", ""},
+	}
+	kinds := []access{{resource: "jobs", group: "batch"}}
+	if as == AsJobSet {
+		kinds = []access{{resource: "jobsets", group: jobSetGVR.Group}}
+	} else if multiNode {
+		kinds = append(kinds, access{resource: "services"})
+	}
+	for _, k := range kinds {
+		for _, verb := range []string{"create", "get", "list", "watch", "delete"} {
+			needs = append(needs, access{verb, k.group, k.resource, ""})
+		}
+	}
+	for _, ns := range namespaces {
+		var refused []string
+		for _, a := range needs {
+			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Namespace: ns, Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource,
+				},
+			}}
+			got, err := c.client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+			if err != nil {
+				return fmt.Errorf("asking the cluster at %s what this user may do: %w", c.host, err)
+			}
+			if !got.Status.Allowed {
+				what := a.resource
+				if a.subresource != "" {
+					what += "/" + a.subresource
+				}
+				if a.group != "" {
+					what += "." + a.group
+				}
+				refused = append(refused, a.verb+" "+what)
+			}
+		}
+		if len(refused) > 0 {
+			return fmt.Errorf("RBAC on the cluster at %s (context %s) does not let this user %s in namespace %s: ask a cluster admin for a Role granting them, or use another --namespace or --context",
+				c.host, c.context, strings.Join(slices.Compact(refused), ", "), ns)
+		}
+	}
+	return nil
+}
+
+// served checks that the API server serves resource gvr, saying what to do when it
+// does not.
+func (c *cluster) served(gvr schema.GroupVersionResource, todo string) error {
+	list, err := c.client.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("asking the cluster at %s for the %s API: %w", c.host, gvr.GroupVersion(), err)
+	}
+	if list != nil {
+		for _, r := range list.APIResources {
+			if r.Name == gvr.Resource {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("the cluster at %s does not serve %s (%s): %s", c.host, gvr.Resource, gvr.GroupVersion(), todo)
+}

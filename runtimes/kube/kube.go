@@ -1,0 +1,474 @@
+// Package kube runs a compiled flow on a Kubernetes cluster: any cluster a
+// kubeconfig reaches (kind on a laptop, EKS in production).
+//
+// Each step becomes exactly the objects the job target (or, with AsJobSet, the
+// jobset target) emits for it — the runtime calls those emitters for a plan made
+// for the run, so every object and pod carries the run's label
+// (manifold.dev/run) and a name of its own — and is created once every step it
+// waits for has succeeded. Informers on the run's Jobs, JobSets and pods drive the
+// run; nothing polls. Retries are the objects' own (a Job's backoffLimit, a
+// JobSet's maxRestarts); a step that fails stops the steps that wait for it, while
+// independent steps finish. Pods the scheduler cannot place are reported with its
+// reason after a grace period, pod logs are streamed where the cluster serves
+// them, and the run is recorded beside local runs (.manifold/runs/<id>/).
+//
+// An interrupt deletes everything the run created (foreground propagation, waiting
+// until it is gone) unless Options.Keep; resuming a run ID runs again only the
+// steps that did not succeed.
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/emit/job"
+	"github.com/manifoldflow/manifold/emit/jobset"
+	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/display"
+	"github.com/manifoldflow/manifold/runtimes/record"
+)
+
+// The ways a run creates its steps (Options.As).
+const (
+	// AsJob creates each step as the job target emits it: a Job per step (per
+	// foreach item), an Indexed Job and headless Service for a multi-node step.
+	AsJob = "job"
+	// AsJobSet creates each step as the jobset target emits it: one JobSet.
+	AsJobSet = "jobset"
+)
+
+// Defaults of Options.
+const (
+	// DefaultPendingGrace is how long a step's pods may wait to be scheduled before
+	// the scheduler's reason is reported.
+	DefaultPendingGrace = 2 * time.Minute
+	// DefaultCleanupTimeout bounds the wait for a run's objects to be deleted.
+	DefaultCleanupTimeout = 2 * time.Minute
+)
+
+// Options say which cluster a flow runs on, and how.
+type Options struct {
+	// Kubeconfig is the kubeconfig file; "" resolves it as kubectl does
+	// (KUBECONFIG, then ~/.kube/config).
+	Kubeconfig string
+	// Context is the kubeconfig context; "" uses its current context.
+	Context string
+	// Namespace holds the objects of steps without a namespace of their own; ""
+	// uses the context's namespace, or "default".
+	Namespace string
+	// As is AsJob (the default) or AsJobSet.
+	As string
+	// Keep leaves the run's objects on the cluster when the run is interrupted or
+	// succeeds. A failed run always leaves them, for inspection.
+	Keep bool
+	// RunID resumes that run when it is recorded, or names a new one.
+	RunID string
+	// Root holds the run records; record.DefaultRoot when empty.
+	Root string
+	// PendingGrace is how long pods may wait to be scheduled before the reason is
+	// reported (DefaultPendingGrace when 0). A pod that cannot pull its image fails
+	// its step after PendingGrace.
+	PendingGrace time.Duration
+	// PendingTimeout, when positive, fails a step whose pods have waited that long
+	// to be scheduled; otherwise such a step waits for as long as it takes.
+	PendingTimeout time.Duration
+	// CleanupTimeout bounds the wait for deleted objects to be gone
+	// (DefaultCleanupTimeout when 0).
+	CleanupTimeout time.Duration
+	// Force, when it ends while an interrupted run deletes its objects, stops the
+	// wait: Run returns at once and names what was left.
+	Force context.Context
+	// Stdout receives progress and the pods' logs, Stderr what the pods wrote to
+	// it where the cluster tells them apart; io.Discard when nil.
+	Stdout, Stderr io.Writer
+	// Live redraws one line per step in place on Stdout, a terminal Width columns
+	// wide and Height lines high; otherwise every event is a timestamped line.
+	Live          bool
+	Width, Height int
+}
+
+// Result is how a run ended.
+type Result struct {
+	ID string
+	// Dir is the run's record directory.
+	Dir   string
+	State record.State
+	// Failed holds the steps and items that failed, in flow order.
+	Failed []record.Task
+	// NotStarted names the steps that did not start because a step they wait for
+	// failed.
+	NotStarted []string
+	// Left names the objects still on the cluster after an interrupted run whose
+	// cleanup was cut short.
+	Left []string
+}
+
+// ErrInterrupted is what Run returns, wrapped, when its context ends the run.
+var ErrInterrupted = errors.New("interrupted")
+
+// CheckRunID says what is wrong with a run ID for a cluster run, or nil: it must
+// be a run ID (record.CheckRunID) and a label value.
+func CheckRunID(id string) error {
+	if err := record.CheckRunID(id); err != nil {
+		return err
+	}
+	if errs := validation.IsValidLabelValue(id); len(errs) > 0 {
+		return fmt.Errorf("run ID %q: it labels the run's objects, and %s", id, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// unit is what the runtime creates and watches as one: a Job (with a multi-node
+// step's Service), or a JobSet. A step has one, or one per foreach item on the job
+// target.
+type unit struct {
+	step  *plan.Step
+	index int // the foreach item, -1 for a unit that runs the whole step
+	label string
+	ns    string
+	kind  string // "Job" or "JobSet"
+	name  string
+	// objects are created in order; the last is the Job or JobSet.
+	objects []object
+	// pods is how many pods run at once.
+	pods int
+
+	// Guarded by runner.mu: the record and what the view shows.
+	rec   record.Task
+	ready int
+	nodes []string
+
+	// Only the loop uses the rest.
+	earlier    bool // succeeded in an earlier runner of this run
+	created    bool
+	seen       bool // the informer has shown the Job or JobSet
+	stuckSince time.Time
+	stuck      string
+	imageStuck bool
+	reported   bool
+	timers     []*time.Timer
+}
+
+type object struct {
+	gvr schema.GroupVersionResource
+	u   *unstructured.Unstructured
+}
+
+type runner struct {
+	f    *plan.Flow
+	o    Options
+	c    *cluster
+	id   string
+	dir  string
+	disp *display.Display
+	w    *watcher
+	logs *logs
+
+	mu    sync.Mutex
+	rec   record.Record
+	units []*unit
+	steps map[string][]*unit
+	// abandoned are the units deleted because they could not start.
+	abandoned []*unit
+}
+
+// Run runs f on the cluster o names and returns how the run ended. The error is
+// nil only when every step succeeded; with a Result it says which steps failed and
+// why, or that ctx interrupted the run (ErrInterrupted). Without a Result nothing
+// was created: the cluster could not be reached, or cannot run the flow (a missing
+// namespace or API, or RBAC refusal), and the error says what to do.
+func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
+	if o.As == "" {
+		o.As = AsJob
+	}
+	if o.As != AsJob && o.As != AsJobSet {
+		return nil, fmt.Errorf("--as %q: choose %s or %s", o.As, AsJob, AsJobSet)
+	}
+	if o.Root == "" {
+		o.Root = record.DefaultRoot
+	}
+	if o.PendingGrace <= 0 {
+		o.PendingGrace = DefaultPendingGrace
+	}
+	if o.CleanupTimeout <= 0 {
+		o.CleanupTimeout = DefaultCleanupTimeout
+	}
+	if o.Stdout == nil {
+		o.Stdout = io.Discard
+	}
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
+	if o.Force == nil {
+		o.Force = context.Background()
+	}
+	now := time.Now()
+	id := o.RunID
+	if id == "" {
+		id = record.NewRunID(now)
+	} else if err := CheckRunID(id); err != nil {
+		return nil, err
+	}
+
+	c, err := connect(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	rp := *f
+	rp.Run, rp.Schedule = id, ""
+	units, errs := plan2units(&rp, o.As, c.namespace)
+	if len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	var namespaces []string
+	multiNode := false
+	for _, u := range units {
+		if !slices.Contains(namespaces, u.ns) {
+			namespaces = append(namespaces, u.ns)
+		}
+		multiNode = multiNode || u.step.Nodes > 1
+	}
+	if err := c.preflight(ctx, namespaces, o.As, multiNode); err != nil {
+		return nil, err
+	}
+
+	root, err := filepath.Abs(o.Root)
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{f: &rp, o: o, c: c, id: id, dir: filepath.Join(root, id), units: units, steps: map[string][]*unit{}}
+	for _, u := range units {
+		r.steps[u.step.Name] = append(r.steps[u.step.Name], u)
+	}
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		return nil, err
+	}
+	lk, err := record.Lock(r.dir)
+	if errors.Is(err, record.ErrBusy) {
+		return nil, fmt.Errorf("run %s is in progress in another process: wait for it, or start a new run without --run-id", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer lk.Close()
+	resumed, err := r.open(now)
+	if err != nil {
+		return nil, err
+	}
+
+	r.w, err = watch(ctx, c, namespaces, o.As == AsJobSet, r.id)
+	if err != nil {
+		return nil, err
+	}
+	defer r.w.stop()
+	r.logs = newLogs(r)
+	if err := r.adopt(ctx, resumed); err != nil {
+		return nil, err
+	}
+
+	labels := make([]string, 0, len(units))
+	for _, u := range units {
+		labels = append(labels, u.label)
+		if u.step.Nodes > 1 {
+			labels = append(labels, rankLabel(u.label, u.step.Nodes-1))
+		}
+	}
+	r.disp = display.New(display.Options{
+		Stdout: o.Stdout, Stderr: o.Stderr, Live: o.Live, Width: o.Width, Height: o.Height,
+		Labels: labels, View: r.view, StateColumn: 1,
+	})
+	verb := "run"
+	if resumed {
+		verb = "resuming run"
+	}
+	r.disp.Note("%s %s of flow %s: %d steps as %ss in namespace %s of %s (context %s); record in %s",
+		verb, id, f.Name, len(f.Steps), kindOf(o.As), strings.Join(namespaces, ", "), c.host, c.context, rel(r.dir))
+	if f.Schedule != "" {
+		r.disp.Note("the flow's schedule (%s) does not apply: run --kube runs it once, now", f.Schedule)
+	}
+	r.disp.Start()
+	for _, u := range units {
+		if u.earlier {
+			r.disp.Event(u.label, true, "succeeded earlier in this run: not run again")
+		}
+	}
+	interrupted := r.loop(ctx)
+	return r.finish(ctx, interrupted)
+}
+
+func kindOf(as string) string {
+	if as == AsJobSet {
+		return "JobSet"
+	}
+	return "Job"
+}
+
+// plan2units builds the run's objects with the target's emitter and groups them
+// into units.
+func plan2units(f *plan.Flow, as, namespace string) ([]*unit, field.ErrorList) {
+	var objs []any
+	var errs field.ErrorList
+	if as == AsJobSet {
+		objs, errs = jobset.Objects(f)
+	} else {
+		objs, errs = job.Objects(f)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	var units []*unit
+	var pending []object // a Service waits for the Job it precedes
+	for _, o := range objs {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			return nil, field.ErrorList{field.InternalError(nil, err)}
+		}
+		u := &unstructured.Unstructured{Object: m}
+		if u.GetNamespace() == "" {
+			u.SetNamespace(namespace)
+		}
+		var gvr schema.GroupVersionResource
+		switch u.GetKind() {
+		case "Service":
+			pending = append(pending, object{serviceGVR, u})
+			continue
+		case "Job":
+			gvr = jobGVR
+		case "JobSet":
+			gvr = jobSetGVR
+		default:
+			return nil, field.ErrorList{field.InternalError(nil, fmt.Errorf("the %s target emitted a %s, which the runtime cannot run", as, u.GetKind()))}
+		}
+		s := f.Step(u.GetLabels()[plan.LabelStep])
+		if s == nil {
+			return nil, field.ErrorList{field.InternalError(nil, fmt.Errorf("%s %s has no step label", u.GetKind(), u.GetName()))}
+		}
+		un := &unit{step: s, index: -1, label: s.Name, ns: u.GetNamespace(), kind: u.GetKind(), name: u.GetName(), pods: s.Nodes}
+		if v, ok := u.GetLabels()[plan.LabelIndex]; ok && u.GetKind() == "Job" {
+			un.index, _ = strconv.Atoi(v)
+			un.label = fmt.Sprintf("%s[%d]", s.Name, un.index)
+		}
+		if u.GetKind() == "JobSet" && s.Foreach != nil {
+			un.pods = s.Nodes * len(s.Foreach)
+		}
+		un.objects = append(pending, object{gvr, u})
+		pending = nil
+		un.rec = record.Task{Step: s.Name, State: record.Pending}
+		if un.index >= 0 {
+			un.rec.Index, un.rec.Item = new(un.index), s.Foreach[un.index]
+		}
+		units = append(units, un)
+	}
+	return units, nil
+}
+
+// open writes the run's record, or reads it back to resume the run.
+func (r *runner) open(now time.Time) (bool, error) {
+	params := map[string]string{}
+	for _, p := range r.f.Params {
+		params[p.Name] = p.Value
+	}
+	ns := r.c.namespace
+	r.rec = record.Record{
+		Flow: r.f.Name, ID: r.id, State: record.Running, Start: now.UTC(), PID: os.Getpid(), Params: params,
+		Runtime: "kube", Cluster: r.c.host, Context: r.c.context, Namespace: ns, As: r.o.As,
+	}
+	prev, err := record.ReadRecord(r.dir)
+	resumed := err == nil
+	switch {
+	case resumed:
+		if err := r.resumable(prev, params); err != nil {
+			return false, err
+		}
+		r.rec.Start = prev.Start
+	case !errors.Is(err, os.ErrNotExist):
+		return false, fmt.Errorf("run %s: %w", r.id, err)
+	}
+	for i := range r.f.Steps {
+		s := &r.f.Steps[i]
+		items := 0
+		if r.o.As == AsJob {
+			items = len(s.Foreach)
+		}
+		r.rec.Steps = append(r.rec.Steps, record.StepInfo{Name: s.Name, After: s.After, Items: items})
+	}
+	if resumed {
+		for _, u := range r.units {
+			prev, err := record.ReadTask(r.dir, u.step.Name, u.index)
+			if err != nil {
+				return false, err
+			}
+			if prev.State == record.Succeeded && prev.Item == u.rec.Item {
+				u.rec, u.earlier = prev, true
+			}
+		}
+	}
+	for _, u := range r.units {
+		if err := record.WriteTask(r.dir, u.rec); err != nil {
+			return false, err
+		}
+	}
+	return resumed, record.WriteRecord(r.dir, r.rec)
+}
+
+// resumable checks that run prev can be resumed by this runner.
+func (r *runner) resumable(prev *record.Record, params map[string]string) error {
+	switch {
+	case prev.Flow != r.f.Name:
+		return fmt.Errorf("run %s belongs to flow %s, not %s: choose another --run-id", prev.ID, prev.Flow, r.f.Name)
+	case prev.Runtime != "kube":
+		return fmt.Errorf("run %s ran on this machine: resume it with `run --run-id %s` (without --kube), or start a new cluster run", prev.ID, prev.ID)
+	case prev.Cluster != r.c.host:
+		return fmt.Errorf("run %s ran on the cluster at %s, not %s: resume it with --context %s", prev.ID, prev.Cluster, r.c.host, prev.Context)
+	case prev.Namespace != r.c.namespace:
+		return fmt.Errorf("run %s ran in namespace %s: resume it with --namespace %s", prev.ID, prev.Namespace, prev.Namespace)
+	case prev.As != r.o.As:
+		return fmt.Errorf("run %s ran as %s: resume it with --as %s", prev.ID, prev.As, prev.As)
+	}
+	for _, name := range slices.Sorted(maps.Keys(params)) {
+		if old, ok := prev.Params[name]; ok && old != params[name] {
+			return fmt.Errorf("run %s was made with --param %s=%s, not %s: resume it with the same params, or start a new run without --run-id", prev.ID, name, old, params[name])
+		}
+	}
+	return nil
+}
+
+// rankLabel is the output label of node rank of a multi-node unit.
+func rankLabel(label string, rank int) string {
+	return label + "/" + strconv.Itoa(rank)
+}
+
+// rel returns path relative to the working directory when it is below it.
+func rel(path string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	if r, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return path
+}
+
+// podRank returns the node rank of a pod of a multi-node step.
+func podRank(p *corev1.Pod) string {
+	return p.Annotations[emit.CompletionIndexAnnotation]
+}

@@ -1,0 +1,554 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/display"
+	"github.com/manifoldflow/manifold/runtimes/record"
+)
+
+// adopt matches what the cluster already holds of a resumed run (a run kept with
+// Keep, or whose runner died): a unit whose Job or JobSet succeeded is not run
+// again, one that failed is deleted to run again, and one still running is
+// watched where it is.
+func (r *runner) adopt(ctx context.Context, resumed bool) error {
+	if !resumed {
+		return nil
+	}
+	var stale []*unit
+	for _, u := range r.units {
+		ob := r.observe(u)
+		switch {
+		case !ob.exists:
+		case ob.succeeded:
+			u.earlier, u.created, u.seen = true, true, true
+			if u.rec.State != record.Succeeded {
+				r.update(u, func(t *record.Task) { t.State, t.End = record.Succeeded, time.Now().UTC() })
+			}
+		case ob.failed || u.earlier:
+			stale = append(stale, u)
+		default:
+			u.created, u.seen = true, true
+			r.update(u, func(t *record.Task) { t.State = record.Running })
+		}
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	for _, u := range stale {
+		if err := r.deleteUnit(ctx, u); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.o.CleanupTimeout)
+	defer cancel()
+	for {
+		left := 0
+		for _, u := range stale {
+			if r.observe(u).exists {
+				left++
+			}
+		}
+		if left == 0 {
+			return nil
+		}
+		select {
+		case <-r.w.changed:
+		case <-ctx.Done():
+			return fmt.Errorf("resuming run %s: the failed objects of its last attempt are still being deleted; try again shortly", r.id)
+		}
+	}
+}
+
+// loop creates units as the steps they wait for succeed and follows them until
+// none is left to start or ctx ends the run. It reports whether ctx did.
+func (r *runner) loop(ctx context.Context) bool {
+	for {
+		r.evaluate(ctx)
+		r.release(ctx)
+		active := false
+		for _, u := range r.units {
+			if u.created && !r.final(u) {
+				active = true
+			}
+		}
+		if !active && !r.startable() {
+			return false
+		}
+		select {
+		case <-r.w.changed:
+		case <-ctx.Done():
+			return true
+		}
+	}
+}
+
+func (r *runner) final(u *unit) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return u.rec.State.Final()
+}
+
+// startable reports whether some unit has not been created and may still be.
+func (r *runner) startable() bool {
+	for _, u := range r.units {
+		if !u.created && !r.final(u) {
+			return true
+		}
+	}
+	return false
+}
+
+// release creates the units of every step whose dependencies all succeeded, and
+// skips the steps that wait for one that failed or was skipped.
+func (r *runner) release(ctx context.Context) {
+	for i := range r.f.Steps {
+		s := &r.f.Steps[i]
+		ready, blocker := true, ""
+		for _, a := range s.After {
+			switch st := r.stepState(a); st {
+			case record.Succeeded:
+			case record.Failed, record.Skipped:
+				ready, blocker = false, a+" "+string(st)
+			default:
+				ready = false
+			}
+			if blocker != "" {
+				break
+			}
+		}
+		for _, u := range r.steps[s.Name] {
+			if u.created || r.final(u) {
+				continue
+			}
+			switch {
+			case blocker != "":
+				r.update(u, func(t *record.Task) { t.State, t.Error = record.Skipped, "not started: "+blocker })
+				r.disp.Event(u.label, true, "not started: %s", blocker)
+			case ready:
+				r.create(ctx, u)
+			}
+		}
+	}
+}
+
+// create creates unit u's objects in order.
+func (r *runner) create(ctx context.Context, u *unit) {
+	u.created = true
+	r.update(u, func(t *record.Task) {
+		t.State, t.Attempts, t.Start, t.End, t.Error, t.Reason, t.ExitCode = record.Running, 1, time.Now().UTC(), time.Time{}, "", "", nil
+	})
+	for _, o := range u.objects {
+		_, err := r.c.dynamic.Resource(o.gvr).Namespace(u.ns).Create(ctx, o.u, metav1.CreateOptions{FieldValidation: "Strict"})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			if ctx.Err() != nil {
+				return
+			}
+			r.fail(u, fmt.Sprintf("the cluster refused its %s %s: %v", o.u.GetKind(), o.u.GetName(), err), "Refused", nil)
+			return
+		}
+	}
+	r.disp.Event(u.label, false, "%s %s created", u.kind, u.name)
+}
+
+// evaluate brings every created unit's state up to date with the caches.
+func (r *runner) evaluate(ctx context.Context) {
+	now := time.Now()
+	for _, u := range r.units {
+		if !u.created || r.final(u) {
+			continue
+		}
+		ob := r.observe(u)
+		if !ob.exists {
+			if u.seen {
+				r.fail(u, fmt.Sprintf("its %s %s was deleted from the cluster", u.kind, u.name), "Deleted", nil)
+			}
+			continue
+		}
+		u.seen = true
+		r.logs.follow(ctx, u, ob.pods)
+		switch {
+		case ob.succeeded:
+			r.stopTimers(u)
+			r.update(u, func(t *record.Task) {
+				t.State, t.End, t.Attempts, t.ExitCode = record.Succeeded, now.UTC(), ob.attempt, new(0)
+				t.Node, t.Pods = strings.Join(ob.nodes, ","), podNames(ob)
+			})
+			r.setView(u, ob)
+			r.disp.Event(u.label, false, "succeeded in %s", display.Human(now.Sub(r.task(u).Start)))
+			continue
+		case ob.failed:
+			r.stopTimers(u)
+			msg, reason, code := ob.reason, ob.reason, (*int)(nil)
+			if ob.message != "" {
+				msg += ": " + ob.message
+			}
+			if p := failedPod(ob.pods); p != nil {
+				var pm string
+				pm, reason, code = podFailure(p, u.step)
+				msg = pm + "; " + u.kind + " " + msg
+				if tail := r.logs.tail(ctx, p); tail != "" {
+					msg += "\n" + tail
+				}
+			}
+			r.update(u, func(t *record.Task) { t.Attempts = ob.attempt; t.Pods = podNames(ob) })
+			r.fail(u, msg, reason, code)
+			continue
+		}
+		r.setView(u, ob)
+		if n := r.task(u).Attempts; ob.attempt > n {
+			why := "a pod failed"
+			if p := failedPod(ob.pods); p != nil {
+				why, _, _ = podFailure(p, u.step)
+			}
+			r.update(u, func(t *record.Task) { t.Attempts = ob.attempt })
+			r.disp.Event(u.label, true, "attempt %d failed: %s; retrying (attempt %d of %d)", n, why, ob.attempt, u.step.Retry+1)
+		}
+		r.pending(u, ob, now)
+	}
+}
+
+// pending follows a unit whose pods cannot start: the reason is reported once
+// after the grace period (at once for an image that cannot be pulled); a pod that
+// cannot get its image fails the step after the grace period, and one that cannot
+// be scheduled after PendingTimeout, when set.
+func (r *runner) pending(u *unit, ob observed, now time.Time) {
+	stuck, image := ob.stuck, ob.imageStuck
+	if stuck == "" && len(ob.pods) == 0 {
+		stuck = fmt.Sprintf("its %s %s has made no pods", u.kind, u.name)
+		if msg := r.warning(u); msg != "" {
+			stuck += ": " + msg
+		} else if u.kind == "JobSet" {
+			stuck += "; is the JobSet controller running?"
+		}
+	}
+	if stuck == "" {
+		if !u.stuckSince.IsZero() {
+			r.stopTimers(u)
+			u.stuckSince, u.stuck, u.reported, u.imageStuck = time.Time{}, "", false, false
+		}
+		return
+	}
+	if u.stuckSince.IsZero() || image != u.imageStuck {
+		r.stopTimers(u)
+		u.stuckSince, u.reported, u.imageStuck = now, false, image
+		r.after(u, r.o.PendingGrace)
+		if r.o.PendingTimeout > 0 && !image {
+			r.after(u, r.o.PendingTimeout)
+		}
+	}
+	u.stuck = stuck
+	waited := now.Sub(u.stuckSince)
+	if !u.reported && (image || waited >= r.o.PendingGrace) {
+		u.reported = true
+		r.update(u, func(t *record.Task) { t.Reason = reasonOf(stuck) })
+		if image {
+			r.disp.Event(u.label, true, "%s", stuck)
+		} else {
+			r.disp.Event(u.label, true, "waiting %s: %s", display.Human(waited.Round(time.Second)), stuck)
+		}
+	}
+	switch {
+	case image && waited >= r.o.PendingGrace:
+		r.abandon(u, fmt.Sprintf("%s (for %s)", stuck, display.Human(waited.Round(time.Second))), reasonOf(stuck))
+	case !image && r.o.PendingTimeout > 0 && waited >= r.o.PendingTimeout:
+		r.abandon(u, fmt.Sprintf("still pending after --pending-timeout %s: %s", r.o.PendingTimeout, stuck), "Unschedulable")
+	}
+}
+
+// reasonOf picks the short reason out of a stuck message.
+func reasonOf(stuck string) string {
+	for _, w := range waitingReasons {
+		if strings.Contains(stuck, ": "+w+":") {
+			return w
+		}
+	}
+	if strings.Contains(stuck, "cannot be scheduled") {
+		return "Unschedulable"
+	}
+	return "Pending"
+}
+
+// abandon fails a unit that cannot start and deletes its objects, so that its pods
+// do not start later by surprise; the run waits for them to be gone before it
+// ends.
+func (r *runner) abandon(u *unit, msg, reason string) {
+	r.fail(u, msg, reason, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := r.deleteUnit(ctx, u); err != nil {
+		r.disp.Note("deleting the objects of %s: %v", u.label, err)
+		return
+	}
+	r.abandoned = append(r.abandoned, u)
+}
+
+// awaitAbandoned waits, for at most CleanupTimeout, until the objects of the
+// units abandoned are gone.
+func (r *runner) awaitAbandoned(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.o.CleanupTimeout)
+	defer cancel()
+	for {
+		var left []string
+		for _, u := range r.abandoned {
+			if r.observe(u).exists {
+				left = append(left, u.kind+" "+u.name)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		select {
+		case <-r.w.changed:
+		case <-ctx.Done():
+			r.disp.Note("still being deleted: %s", strings.Join(left, ", "))
+			return
+		case <-r.o.Force.Done():
+			return
+		}
+	}
+}
+
+// warning returns the latest warning event about unit u's Job or JobSet, which
+// says why it makes no pods (a quota, an admission webhook), or "".
+func (r *runner) warning(u *unit) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list, err := r.c.client.CoreV1().Events(u.ns).List(ctx, metav1.ListOptions{
+		FieldSelector: "involvedObject.name=" + u.name + ",type=Warning",
+	})
+	if err != nil || len(list.Items) == 0 {
+		return ""
+	}
+	last := list.Items[len(list.Items)-1]
+	return last.Reason + ": " + last.Message
+}
+
+// after wakes the loop after d.
+func (r *runner) after(u *unit, d time.Duration) {
+	u.timers = append(u.timers, time.AfterFunc(d, r.w.kick))
+}
+
+func (r *runner) stopTimers(u *unit) {
+	for _, t := range u.timers {
+		t.Stop()
+	}
+	u.timers = nil
+}
+
+// fail records that unit u failed.
+func (r *runner) fail(u *unit, msg, reason string, code *int) {
+	r.stopTimers(u)
+	var rec record.Task
+	r.update(u, func(t *record.Task) {
+		t.State, t.End, t.Error, t.Reason, t.ExitCode = record.Failed, time.Now().UTC(), msg, reason, code
+		rec = *t
+	})
+	r.disp.Event(u.label, true, "failed after %s: %s", count(rec.Attempts, "attempt"), msg)
+}
+
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+func podNames(ob observed) []string {
+	var names []string
+	for _, p := range ob.pods {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+// setView records what the live view shows of u.
+func (r *runner) setView(u *unit, ob observed) {
+	r.mu.Lock()
+	u.ready, u.nodes = ob.ready, ob.nodes
+	if len(ob.nodes) > 0 {
+		u.rec.Node = strings.Join(ob.nodes, ",")
+	}
+	r.mu.Unlock()
+}
+
+// task returns a copy of u's record.
+func (r *runner) task(u *unit) record.Task {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return u.rec
+}
+
+// update changes u's record and writes it.
+func (r *runner) update(u *unit, change func(*record.Task)) {
+	r.mu.Lock()
+	change(&u.rec)
+	rec := u.rec
+	r.mu.Unlock()
+	if err := record.WriteTask(r.dir, rec); err != nil && r.disp != nil {
+		r.disp.Note("recording the state of %s: %v", u.label, err)
+	}
+}
+
+// stepState sums up the state of a step's units.
+func (r *runner) stepState(step string) record.State {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var failed, skipped, final int
+	us := r.steps[step]
+	for _, u := range us {
+		switch u.rec.State {
+		case record.Failed:
+			failed++
+		case record.Skipped, record.Interrupted:
+			skipped++
+		}
+		if u.rec.State.Final() {
+			final++
+		}
+	}
+	switch {
+	case final < len(us):
+		return record.Running
+	case failed > 0:
+		return record.Failed
+	case skipped > 0:
+		return record.Skipped
+	}
+	return record.Succeeded
+}
+
+// view is the live view: one row per unit.
+func (r *runner) view(now time.Time) (string, []string, [][]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	done := 0
+	var rows [][]string
+	for _, u := range r.units {
+		t := u.rec
+		if t.State.Final() {
+			done++
+		}
+		pods := ""
+		if u.created && !t.State.Final() {
+			pods = fmt.Sprintf("%d/%d", u.ready, u.pods)
+		}
+		attempt := ""
+		if t.Attempts > 0 {
+			attempt = fmt.Sprintf("%d/%d", t.Attempts, u.step.Retry+1)
+		}
+		dur := ""
+		switch {
+		case t.Start.IsZero():
+		case t.State.Final() && !t.End.IsZero():
+			dur = display.Human(t.End.Sub(t.Start))
+		case !t.State.Final():
+			dur = display.Human(now.Sub(t.Start).Truncate(100 * time.Millisecond))
+		}
+		rows = append(rows, []string{u.label, string(t.State), pods, nodeSummary(u.nodes), attempt, dur})
+	}
+	title := fmt.Sprintf("run %s: %d/%d done, %s", r.id, done, len(r.units), display.Human(now.Sub(r.rec.Start).Truncate(100*time.Millisecond)))
+	return title, []string{"STEP", "STATE", "PODS", "NODE", "ATTEMPT", "TIME"}, rows
+}
+
+// finish records how the run ended, cleans up, and reports.
+func (r *runner) finish(ctx context.Context, interrupted bool) (*Result, error) {
+	res := &Result{ID: r.id, Dir: r.dir, State: record.Succeeded}
+	if interrupted {
+		for _, u := range r.units {
+			if !r.final(u) {
+				r.stopTimers(u)
+				r.update(u, func(t *record.Task) {
+					t.State, t.End, t.Error = record.Interrupted, time.Now().UTC(), "interrupted"
+				})
+			}
+		}
+	}
+	r.logs.stop()
+	r.awaitAbandoned(ctx)
+	r.mu.Lock()
+	for _, u := range r.units {
+		switch u.rec.State {
+		case record.Failed:
+			res.Failed = append(res.Failed, u.rec)
+		case record.Skipped:
+			if !slices.Contains(res.NotStarted, u.rec.Step) {
+				res.NotStarted = append(res.NotStarted, u.rec.Step)
+			}
+		}
+	}
+	r.mu.Unlock()
+
+	var err error
+	switch {
+	case interrupted:
+		res.State = record.Interrupted
+		err = fmt.Errorf("run %s %w; resume it with --run-id %s", r.id, ErrInterrupted, r.id)
+	case len(res.Failed) > 0:
+		res.State = record.Failed
+		err = r.failure(res)
+	}
+	r.rec.State, r.rec.End = res.State, time.Now().UTC()
+	if err != nil {
+		r.rec.Error = err.Error()
+	}
+	if werr := record.WriteRecord(r.dir, r.rec); werr != nil && err == nil {
+		res.State, err = record.Failed, fmt.Errorf("run %s: %w", r.id, werr)
+	}
+	r.disp.Stop()
+	switch {
+	case r.o.Keep:
+		r.disp.Note("kept the run's objects: `kubectl delete %s -l %s=%s -n %s` removes them", r.kinds(), plan.LabelRun, r.id, r.c.namespace)
+	case res.State == record.Failed:
+		r.disp.Note("left the run's objects for inspection: `kubectl get %s,pods -l %s=%s -n %s`; `kubectl delete %s -l %s=%s -n %s` removes them",
+			r.kinds(), plan.LabelRun, r.id, r.c.namespace, r.kinds(), plan.LabelRun, r.id, r.c.namespace)
+	default:
+		if interrupted {
+			r.disp.Note("deleting what run %s created (Ctrl-C again to stop waiting)", r.id)
+		}
+		res.Left = r.cleanup(ctx)
+		if len(res.Left) > 0 {
+			r.disp.Note("left on the cluster: %s; `kubectl delete %s -l %s=%s -n %s` removes them", strings.Join(res.Left, ", "), r.kinds(), plan.LabelRun, r.id, r.c.namespace)
+		}
+	}
+	r.disp.Note("run %s %s in %s", r.id, res.State, display.Human(r.rec.End.Sub(r.rec.Start)))
+	return res, err
+}
+
+func (r *runner) kinds() string {
+	if r.o.As == AsJobSet {
+		return "jobsets"
+	}
+	return "jobs,services"
+}
+
+// failure says which steps failed, why, and what did not run.
+func (r *runner) failure(res *Result) error {
+	var labels []string
+	for _, t := range res.Failed {
+		labels = append(labels, t.Label())
+	}
+	noun := "step"
+	if len(labels) > 1 {
+		noun = "steps"
+	}
+	first := res.Failed[0]
+	msg := fmt.Sprintf("%s %s failed: %s", noun, strings.Join(labels, ", "), first.Error)
+	if len(labels) > 1 {
+		msg = fmt.Sprintf("%s %s failed; %s: %s", noun, strings.Join(labels, ", "), first.Label(), first.Error)
+	}
+	if len(res.NotStarted) > 0 {
+		msg += "\nnot started: " + strings.Join(res.NotStarted, ", ")
+	}
+	return errors.New(msg)
+}

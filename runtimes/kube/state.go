@@ -1,0 +1,218 @@
+package kube
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/manifoldflow/manifold/plan"
+)
+
+// jobSetNameLabel is the label JobSet puts on the Jobs and pods of a JobSet.
+const jobSetNameLabel = "jobset.sigs.k8s.io/jobset-name"
+
+// observed is where a unit stands, read from the informer caches.
+type observed struct {
+	// exists is set once the cache holds the Job or JobSet.
+	exists          bool
+	succeeded       bool
+	failed          bool
+	reason, message string // the Job's or JobSet's, when failed
+	// attempt is the attempt running (or the last one).
+	attempt int
+	// pods are the unit's pods, all attempts; ready counts those running and ready.
+	pods  []*corev1.Pod
+	ready int
+	nodes []string
+	// stuck says why pods cannot start ("" when they can): the scheduler's
+	// message, or a container that cannot get its image.
+	stuck      string
+	imageStuck bool
+}
+
+// waitingReasons are container waiting reasons that do not go away by waiting.
+var waitingReasons = []string{"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError"}
+
+// observe reads unit u's state from the caches.
+func (r *runner) observe(u *unit) observed {
+	var ob observed
+	switch u.kind {
+	case "Job":
+		j := r.w.job(u.ns, u.name)
+		if j == nil {
+			return ob
+		}
+		ob.exists = true
+		for _, c := range j.Status.Conditions {
+			if c.Status != corev1.ConditionTrue {
+				continue
+			}
+			switch c.Type {
+			case batchv1.JobComplete:
+				ob.succeeded = true
+			case batchv1.JobFailed:
+				ob.failed, ob.reason, ob.message = true, c.Reason, c.Message
+			}
+		}
+		// Each failed pod is an attempt that ended; the Job counts them.
+		ob.attempt = min(int(j.Status.Failed)+1, u.step.Retry+1)
+		if ob.failed {
+			ob.attempt = max(1, min(int(j.Status.Failed), u.step.Retry+1))
+		}
+		ob.pods = r.w.pods(u.ns, batchv1.JobNameLabel, u.name)
+	case "JobSet":
+		js := r.w.jobSet(u.ns, u.name)
+		if js == nil {
+			return ob
+		}
+		ob.exists = true
+		var status struct {
+			Conditions []metav1.Condition `json:"conditions"`
+			Restarts   int                `json:"restarts"`
+		}
+		if st, ok := js.Object["status"].(map[string]any); ok {
+			_ = runtime.DefaultUnstructuredConverter.FromUnstructured(st, &status)
+		}
+		for _, c := range status.Conditions {
+			if c.Status != metav1.ConditionTrue {
+				continue
+			}
+			switch c.Type {
+			case "Completed":
+				ob.succeeded = true
+			case "Failed":
+				ob.failed, ob.reason, ob.message = true, c.Reason, c.Message
+			}
+		}
+		ob.attempt = status.Restarts + 1
+		ob.pods = r.w.pods(u.ns, jobSetNameLabel, u.name)
+	}
+	sort.Slice(ob.pods, func(i, j int) bool {
+		a, b := ob.pods[i], ob.pods[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Name < b.Name
+	})
+	for _, p := range ob.pods {
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if p.Spec.NodeName != "" && !slices.Contains(ob.nodes, p.Spec.NodeName) {
+			ob.nodes = append(ob.nodes, p.Spec.NodeName)
+		}
+		if p.Status.Phase == corev1.PodRunning && podReady(p) {
+			ob.ready++
+		}
+		if p.Status.Phase != corev1.PodPending {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable && ob.stuck == "" {
+				ob.stuck = fmt.Sprintf("pod %s cannot be scheduled: %s", p.Name, c.Message)
+			}
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if w := cs.State.Waiting; w != nil && slices.Contains(waitingReasons, w.Reason) {
+				ob.stuck = fmt.Sprintf("pod %s on node %s: %s: %s", p.Name, p.Spec.NodeName, w.Reason, w.Message)
+				if u.step.Body == plan.BodyRun {
+					ob.stuck += "; this Run step's image must contain the flow program (" + u.step.Image + ")"
+				}
+				ob.imageStuck = true
+			}
+		}
+	}
+	sort.Strings(ob.nodes)
+	return ob
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// failedPod returns the pod whose failure ended the unit's last attempt: the
+// failed pod that finished last, or nil.
+func failedPod(pods []*corev1.Pod) *corev1.Pod {
+	var last *corev1.Pod
+	var lastAt metav1.Time
+	for _, p := range pods {
+		if p.Status.Phase != corev1.PodFailed {
+			continue
+		}
+		at := p.CreationTimestamp
+		for _, cs := range p.Status.ContainerStatuses {
+			if t := cs.State.Terminated; t != nil && !t.FinishedAt.IsZero() {
+				at = t.FinishedAt
+			}
+		}
+		if last == nil || !at.Before(&lastAt) {
+			last, lastAt = p, at
+		}
+	}
+	return last
+}
+
+// podFailure says why pod p failed: its container's reason and exit code (for
+// example OOMKilled, exit 137), or the pod's own reason (DeadlineExceeded,
+// Evicted). It returns the reason alone too, and the exit code (nil when no
+// container ended).
+func podFailure(p *corev1.Pod, s *plan.Step) (string, string, *int) {
+	where := "pod " + p.Name
+	if p.Spec.NodeName != "" {
+		where += " on node " + p.Spec.NodeName
+	}
+	if rank := podRank(p); s.Nodes > 1 && rank != "" {
+		where += " (rank " + rank + ")"
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		t := cs.State.Terminated
+		if t == nil || cs.Name != plan.ContainerName {
+			continue
+		}
+		reason := t.Reason
+		if reason == "" {
+			reason = "Error"
+		}
+		msg := fmt.Sprintf("%s: %s (exit %d)", where, reason, t.ExitCode)
+		if t.Message != "" {
+			msg += ": " + strings.TrimSpace(t.Message)
+		}
+		if s.Body == plan.BodyRun && (t.ExitCode == 126 || t.ExitCode == 127 || reason == "StartError" || reason == "ContainerCannotRun") {
+			msg += fmt.Sprintf("; the image %s does not seem to contain the flow program (%s): build the flow into the image or set sdk.Image", s.Image, s.Command[0])
+		}
+		code := int(t.ExitCode)
+		return msg, reason, &code
+	}
+	reason := p.Status.Reason
+	if reason == "" {
+		reason = string(p.Status.Phase)
+	}
+	msg := where + ": " + reason
+	if p.Status.Message != "" {
+		msg += ": " + p.Status.Message
+	}
+	return msg, reason, nil
+}
+
+// nodeSummary shows the nodes a unit runs on: one, or the first and how many more.
+func nodeSummary(nodes []string) string {
+	switch len(nodes) {
+	case 0:
+		return ""
+	case 1:
+		return nodes[0]
+	}
+	return nodes[0] + " +" + strconv.Itoa(len(nodes)-1)
+}

@@ -1,0 +1,298 @@
+// Package record reads and writes run directories, the record of a flow's runs that
+// every runtime keeps the same way, so that `runs list` and `runs show` read a local
+// run and a cluster run alike.
+//
+// A run keeps everything under <root>/<run id>/:
+//
+//	run.json                          the run: flow, params, steps, state, start and end
+//	<step>/[<index>/]<name>.json      artifacts (sdk.Context.Put; MANIFOLD_ARTIFACTS)
+//	_steps/<step>/[<index>/]          state.json, stdout.log and stderr.log of each step or item
+//	.lock                             held by the runner while the run goes on
+//
+// Files are written through a temporary file renamed into place, so a reader never
+// sees half of one. A run recorded as running whose lock no runner holds reads as
+// abandoned.
+package record
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/manifoldflow/manifold/internal/atomicfile"
+	"github.com/manifoldflow/manifold/sdk"
+)
+
+// DefaultRoot is where runs are kept, relative to the working directory.
+const DefaultRoot = ".manifold/runs"
+
+// Files and directories of a run directory. Step names are DNS-1123 labels, which
+// hold no '_' or '.', so these never meet a step's artifact directory.
+const (
+	runFile  = "run.json"
+	lockFile = ".lock"
+	stepsDir = "_steps"
+	// StateFile holds, in each step's (or item's) state directory, its Task;
+	// StdoutLog and StderrLog what its attempts wrote.
+	StateFile = "state.json"
+	StdoutLog = "stdout.log"
+	StderrLog = "stderr.log"
+)
+
+// State is where a run, a step or a foreach item stands.
+type State string
+
+// States. A run ends succeeded, failed or interrupted; a step or item also ends
+// skipped (a step it waits for did not succeed).
+const (
+	Pending     State = "pending"
+	Running     State = "running"
+	Retrying    State = "retrying" // waiting out RetryBackoff before the next attempt
+	Succeeded   State = "succeeded"
+	Failed      State = "failed"
+	Skipped     State = "skipped"
+	Interrupted State = "interrupted"
+	// Abandoned is what a reader reports for a run recorded as running whose runner
+	// is gone (killed without a chance to record it).
+	Abandoned State = "abandoned"
+	// Queued is a step or item submitted to a cluster that waits for admission
+	// (a queue, quota or capacity) before its pods can start.
+	Queued State = "queued"
+)
+
+// Final reports whether s is an end state.
+func (s State) Final() bool {
+	switch s {
+	case Succeeded, Failed, Skipped, Interrupted, Abandoned:
+		return true
+	}
+	return false
+}
+
+// Record is a run's run.json.
+type Record struct {
+	Flow  string    `json:"flow"`
+	ID    string    `json:"id"`
+	State State     `json:"state"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end,omitzero"`
+	// PID is the runner's process.
+	PID int `json:"pid"`
+	// Runtime names what ran the run: "kube" for a cluster; empty for this
+	// machine.
+	Runtime string `json:"runtime,omitempty"`
+	// Cluster is the API server's URL of a cluster run, Context the kubeconfig
+	// context it was reached through, Namespace where its workloads ran and As
+	// what they ran as ("job" or "jobset").
+	Cluster   string `json:"cluster,omitempty"`
+	Context   string `json:"context,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	As        string `json:"as,omitempty"`
+	// Params are the flow params the run was made with; resuming it needs the same.
+	Params map[string]string `json:"params,omitempty"`
+	// Steps are the flow's steps in dependency order.
+	Steps []StepInfo `json:"steps"`
+	Error string     `json:"error,omitempty"`
+}
+
+// StepInfo names a step of a run and its foreach items.
+type StepInfo struct {
+	Name  string   `json:"name"`
+	After []string `json:"after,omitempty"`
+	// Items is the number of foreach items, 0 for a step that runs once.
+	Items int `json:"items,omitempty"`
+}
+
+// Task is the state.json of one step, or of one item of a foreach step.
+type Task struct {
+	Step string `json:"step"`
+	// Index and Item are a foreach item's; Index is nil for a step that runs once.
+	Index *int   `json:"index,omitempty"`
+	Item  string `json:"item,omitempty"`
+	State State  `json:"state"`
+	// Attempts counts the attempts made by the last runner that ran the task.
+	Attempts int       `json:"attempts"`
+	Start    time.Time `json:"start,omitzero"`
+	End      time.Time `json:"end,omitzero"`
+	// ExitCode is the last attempt's exit status, -1 when a signal ended it, nil
+	// when no process ran.
+	ExitCode *int   `json:"exitCode,omitempty"`
+	Error    string `json:"error,omitempty"`
+	// Pods name the pods of the last attempt of a cluster run, and Node the
+	// nodes they ran on, comma-separated.
+	Pods []string `json:"pods,omitempty"`
+	Node string   `json:"node,omitempty"`
+	// Reason is the cluster's word for how the last attempt ended or why it
+	// waits: OOMKilled, ImagePullBackOff, Unschedulable…
+	Reason string `json:"reason,omitempty"`
+}
+
+// Label names the task in output: the step, with [index] for a foreach item.
+func (t *Task) Label() string {
+	if t.Index == nil {
+		return t.Step
+	}
+	return t.Step + "[" + strconv.Itoa(*t.Index) + "]"
+}
+
+// index is the task's foreach index, or -1.
+func (t *Task) index() int {
+	if t.Index == nil {
+		return -1
+	}
+	return *t.Index
+}
+
+// StateDir returns the directory holding a step's (or item's) state.json and logs;
+// index is -1 for a step without foreach items.
+func StateDir(runDir, step string, index int) string {
+	return sdk.ArtifactDir(filepath.Join(runDir, stepsDir), step, index)
+}
+
+var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+// CheckRunID says what is wrong with a run ID given by a user, or nil.
+func CheckRunID(id string) error {
+	if !runIDPattern.MatchString(id) {
+		return fmt.Errorf("run ID %q: use up to 63 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
+	}
+	return nil
+}
+
+// NewRunID returns a fresh run ID: the UTC time to the second, then random hex, so
+// IDs sort by start time.
+func NewRunID(now time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// List returns the runs under root, oldest first (run IDs sort by their start). A
+// missing root holds no runs. Runs whose run.json cannot be read are left out.
+func List(root string) ([]Record, error) {
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var runs []Record
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		rec, err := ReadRecord(filepath.Join(root, e.Name()))
+		if err != nil {
+			continue
+		}
+		runs = append(runs, *rec)
+	}
+	sort.Slice(runs, func(i, j int) bool { return runs[i].ID < runs[j].ID })
+	return runs, nil
+}
+
+// Read returns the run id under root and the state of each of its steps and items,
+// in the flow's order. Steps that never started are reported pending.
+func Read(root, id string) (*Record, []Task, error) {
+	if err := CheckRunID(id); err != nil {
+		return nil, nil, err
+	}
+	dir := filepath.Join(root, id)
+	rec, err := ReadRecord(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("no run %s in %s", id, root)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var tasks []Task
+	for _, s := range rec.Steps {
+		n := max(s.Items, 1)
+		for i := range n {
+			index := -1
+			if s.Items > 0 {
+				index = i
+			}
+			t, err := ReadTask(dir, s.Name, index)
+			if err != nil {
+				return nil, nil, err
+			}
+			tasks = append(tasks, t)
+		}
+	}
+	return rec, tasks, nil
+}
+
+// ReadRecord reads the run.json of run directory dir, reporting a run recorded as
+// running whose runner no longer holds the lock as abandoned. A run directory
+// without run.json is an error that wraps fs.ErrNotExist.
+func ReadRecord(dir string) (*Record, error) {
+	data, err := os.ReadFile(filepath.Join(dir, runFile))
+	if err != nil {
+		return nil, err
+	}
+	var rec Record
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, runFile), err)
+	}
+	if rec.State == Running && !locked(dir) {
+		rec.State = Abandoned
+	}
+	return &rec, nil
+}
+
+// ReadTask reads the state.json of a step (index -1) or of item index of a
+// foreach step. A task without one has not started: it reads as pending.
+func ReadTask(runDir, step string, index int) (Task, error) {
+	t := Task{Step: step, State: Pending}
+	if index >= 0 {
+		t.Index = &index
+	}
+	path := filepath.Join(StateDir(runDir, step, index), StateFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return t, nil
+	}
+	if err != nil {
+		return t, err
+	}
+	if err := json.Unmarshal(data, &t); err != nil {
+		return t, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+// WriteRecord writes rec as the run.json of run directory dir, which must exist,
+// replacing the previous one at once.
+func WriteRecord(dir string, rec Record) error {
+	return writeJSON(filepath.Join(dir, runFile), rec)
+}
+
+// WriteTask writes t as the state.json of its step or item in run directory
+// runDir, making its state directory when needed and replacing the previous
+// state.json at once.
+func WriteTask(runDir string, t Task) error {
+	dir := StateDir(runDir, t.Step, t.index())
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return writeJSON(filepath.Join(dir, StateFile), t)
+}
+
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(path, append(data, '\n'))
+}
