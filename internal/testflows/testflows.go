@@ -79,3 +79,20 @@ func Write(t testing.TB, target emit.Target, f *sdk.Flow, dir, name string) stri
 	}
 	return path
 }
+
+// Chain is a flow of n Command steps that run `true`, s000, s001, …, each after the
+// one before: what the runtimes' per-step benchmarks run.
+func Chain(n int) *sdk.Flow {
+	f := sdk.NewFlow("chain", sdk.Image("registry.example.com/chain:v1"))
+	for i := range n {
+		opts := []sdk.StepOption{sdk.Command("true")}
+		if i > 0 {
+			opts = append(opts, sdk.After(ChainStep(i-1)))
+		}
+		f.Step(ChainStep(i), opts...)
+	}
+	return f
+}
+
+// ChainStep is the name of step i of Chain.
+func ChainStep(i int) string { return fmt.Sprintf("s%03d", i) }

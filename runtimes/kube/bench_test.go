@@ -11,24 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/manifoldflow/manifold/internal/testflows"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/kube"
 	"github.com/manifoldflow/manifold/runtimes/kube/simcluster"
-	"github.com/manifoldflow/manifold/sdk"
 )
-
-// chain is a flow of n Command steps, each after the one before.
-func chain(n int) *sdk.Flow {
-	f := sdk.NewFlow("kube-chain", sdk.Image("example.com/flow:v1"))
-	for i := range n {
-		opts := []sdk.StepOption{sdk.Command("true")}
-		if i > 0 {
-			opts = append(opts, sdk.After(fmt.Sprintf("s%d", i-1)))
-		}
-		f.Step(fmt.Sprintf("s%d", i), opts...)
-	}
-	return f
-}
 
 // BenchmarkStepLatency measures, on the simulated cluster, the time from a step's
 // Job succeeding to the next step's Job being created, as a watch of its own sees
@@ -38,7 +25,7 @@ func BenchmarkStepLatency(b *testing.B) {
 	c := simcluster.Shared(b)
 	ns := c.Namespace(b)
 	const steps = 10
-	p := compileFlow(b, chain(steps))
+	p := compileFlow(b, testflows.Chain(steps))
 	var gaps []time.Duration
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -78,7 +65,7 @@ func BenchmarkStepLatency(b *testing.B) {
 		w.Stop()
 		<-done
 		for s := 1; s < steps; s++ {
-			prev, next := fmt.Sprintf("s%d", s-1), fmt.Sprintf("s%d", s)
+			prev, next := testflows.ChainStep(s-1), testflows.ChainStep(s)
 			if complete[prev].IsZero() || added[next].IsZero() {
 				b.Fatalf("run %s: the watch missed %s completing or %s being created", id, prev, next)
 			}

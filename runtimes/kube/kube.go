@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -254,19 +253,13 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{f: &rp, o: o, c: c, id: id, dir: filepath.Join(root, id), units: units, steps: map[string][]*unit{}}
-	for _, u := range units {
-		r.steps[u.step.Name] = append(r.steps[u.step.Name], u)
-	}
-	if err := os.MkdirAll(r.dir, 0o755); err != nil {
-		return nil, err
-	}
-	lk, err := record.Lock(r.dir)
-	if errors.Is(err, record.ErrBusy) {
-		return nil, fmt.Errorf("run %s is in progress in another process: wait for it, or start a new run without --run-id", id)
-	}
+	dir, lk, err := record.Open(root, id)
 	if err != nil {
 		return nil, err
+	}
+	r := &runner{f: &rp, o: o, c: c, id: id, dir: dir, units: units, steps: map[string][]*unit{}}
+	for _, u := range units {
+		r.steps[u.step.Name] = append(r.steps[u.step.Name], u)
 	}
 	defer lk.Close()
 	resumed, err := r.open(now)
@@ -431,9 +424,10 @@ func (r *runner) open(now time.Time) (bool, error) {
 
 // resumable checks that run prev can be resumed by this runner.
 func (r *runner) resumable(prev *record.Record, params map[string]string) error {
+	if err := record.Resumable(prev, r.f.Name, params); err != nil {
+		return err
+	}
 	switch {
-	case prev.Flow != r.f.Name:
-		return fmt.Errorf("run %s belongs to flow %s, not %s: choose another --run-id", prev.ID, prev.Flow, r.f.Name)
 	case prev.Runtime != "kube":
 		return fmt.Errorf("run %s ran on this machine: resume it with `run --run-id %s` (without --kube), or start a new cluster run", prev.ID, prev.ID)
 	case prev.Cluster != r.c.host:
@@ -442,11 +436,6 @@ func (r *runner) resumable(prev *record.Record, params map[string]string) error 
 		return fmt.Errorf("run %s ran in namespace %s: resume it with --namespace %s", prev.ID, prev.Namespace, prev.Namespace)
 	case prev.As != r.o.As:
 		return fmt.Errorf("run %s ran as %s: resume it with --as %s", prev.ID, prev.As, prev.As)
-	}
-	for _, name := range slices.Sorted(maps.Keys(params)) {
-		if old, ok := prev.Params[name]; ok && old != params[name] {
-			return fmt.Errorf("run %s was made with --param %s=%s, not %s: resume it with the same params, or start a new run without --run-id", prev.ID, name, old, params[name])
-		}
 	}
 	return nil
 }

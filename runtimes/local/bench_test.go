@@ -1,13 +1,12 @@
 package local_test
 
 import (
-	"fmt"
 	"os/exec"
 	"testing"
 	"time"
 
+	"github.com/manifoldflow/manifold/internal/testflows"
 	"github.com/manifoldflow/manifold/runtimes/local"
-	"github.com/manifoldflow/manifold/sdk"
 )
 
 // BenchmarkOverhead runs a chain of 200 steps that each run `true`, one at a time,
@@ -16,15 +15,7 @@ import (
 // logs and state files. The goal is under 5 ms.
 func BenchmarkOverhead(b *testing.B) {
 	const steps = 200
-	flow := sdk.NewFlow("bench", sdk.Image("registry.example.com/bench:v1"))
-	for i := range steps {
-		opts := []sdk.StepOption{sdk.Command("true")}
-		if i > 0 {
-			opts = append(opts, sdk.After(fmt.Sprintf("s%03d", i-1)))
-		}
-		flow.Step(fmt.Sprintf("s%03d", i), opts...)
-	}
-	p := compileFlow(b, flow, nil)
+	p := compileFlow(b, testflows.Chain(steps), nil)
 	root := b.TempDir()
 	var runs, direct time.Duration
 	n := 0

@@ -33,7 +33,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -185,17 +184,11 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	} else if err := CheckRunID(id); err != nil {
 		return nil, err
 	}
-	r := &runner{flow: f, o: o, id: id, dir: filepath.Join(root, id), steps: map[string][]*task{}}
-	if err := os.MkdirAll(r.dir, 0o755); err != nil {
-		return nil, err
-	}
-	lk, err := record.Lock(r.dir)
-	if errors.Is(err, record.ErrBusy) {
-		return nil, fmt.Errorf("run %s is in progress in another process: wait for it, or start a new run without --run-id", id)
-	}
+	dir, lk, err := record.Open(root, id)
 	if err != nil {
 		return nil, err
 	}
+	r := &runner{flow: f, o: o, id: id, dir: dir, steps: map[string][]*task{}}
 	defer lk.Close()
 
 	params := map[string]string{}
@@ -207,7 +200,7 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	resumed := err == nil
 	switch {
 	case resumed:
-		if err := resumable(prev, f, params); err != nil {
+		if err := record.Resumable(prev, f.Name, params); err != nil {
 			return nil, err
 		}
 		r.rec.Start = prev.Start
@@ -237,19 +230,6 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	r.disp.Start()
 	r.loop(ctx)
 	return r.finish(ctx)
-}
-
-// resumable checks that run prev can be resumed with flow f and params.
-func resumable(prev *Record, f *plan.Flow, params map[string]string) error {
-	if prev.Flow != f.Name {
-		return fmt.Errorf("run %s belongs to flow %s, not %s: choose another --run-id", prev.ID, prev.Flow, f.Name)
-	}
-	for _, name := range slices.Sorted(maps.Keys(params)) {
-		if old, ok := prev.Params[name]; ok && old != params[name] {
-			return fmt.Errorf("run %s was made with --param %s=%s, not %s: resume it with the same params, or start a new run without --run-id", prev.ID, name, old, params[name])
-		}
-	}
-	return nil
 }
 
 // addTasks makes the tasks of step s: one, or one per foreach item. When resuming,

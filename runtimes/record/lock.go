@@ -2,6 +2,7 @@ package record
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -34,4 +35,21 @@ func locked(dir string) bool {
 	}
 	defer f.Close()
 	return errors.Is(tryLock(f, false), ErrBusy)
+}
+
+// Open makes the directory of run id under root and takes its lock (see Lock),
+// saying what to do when another runner holds it. It returns the run's directory.
+func Open(root, id string) (string, io.Closer, error) {
+	dir := filepath.Join(root, id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", nil, err
+	}
+	lk, err := Lock(dir)
+	if errors.Is(err, ErrBusy) {
+		return "", nil, fmt.Errorf("run %s is in progress in another process: wait for it, or start a new run without --run-id", id)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, lk, nil
 }

@@ -21,9 +21,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -295,4 +297,18 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	return atomicfile.Write(path, append(data, '\n'))
+}
+
+// Resumable checks that run prev, as recorded, can be resumed as a run of flow
+// with params: the same flow, and no param given another value.
+func Resumable(prev *Record, flow string, params map[string]string) error {
+	if prev.Flow != flow {
+		return fmt.Errorf("run %s belongs to flow %s, not %s: choose another --run-id", prev.ID, prev.Flow, flow)
+	}
+	for _, name := range slices.Sorted(maps.Keys(params)) {
+		if old, ok := prev.Params[name]; ok && old != params[name] {
+			return fmt.Errorf("run %s was made with --param %s=%s, not %s: resume it with the same params, or start a new run without --run-id", prev.ID, name, old, params[name])
+		}
+	}
+	return nil
 }

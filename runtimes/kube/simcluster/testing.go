@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -91,4 +92,41 @@ func (c *Cluster) Namespace(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return ns.Name
+}
+
+// BoundClaim creates, in namespace ns, the PersistentVolumeClaim name bound to a
+// volume of its own, as a cluster's storage would provide it (the scheduler places
+// no pod whose claim is unbound), and deletes the volume when t ends.
+func (c *Cluster) BoundClaim(t testing.TB, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	size := resource.MustParse("1Ti")
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/data/" + name}},
+			ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: name},
+		},
+	}
+	if _, err := c.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create volume for claim %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = c.Client.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+	})
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			StorageClassName: new(""),
+			VolumeName:       pv.Name,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+		},
+	}
+	if _, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create claim %s: %v", name, err)
+	}
 }

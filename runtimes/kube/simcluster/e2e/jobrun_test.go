@@ -10,7 +10,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -246,7 +245,6 @@ func nodeTypes(t *testing.T, c *simcluster.Cluster) map[string]string {
 // place pods whose claims are unbound.
 func preparePVCs(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstructured.Unstructured) {
 	t.Helper()
-	ctx := context.Background()
 	seen := map[string]bool{}
 	for _, o := range objs {
 		for _, v := range podVolumes(t, o) {
@@ -255,35 +253,7 @@ func preparePVCs(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstruc
 			}
 			claim := v.PersistentVolumeClaim.ClaimName
 			seen[claim] = true
-			size := resource.MustParse("1Ti")
-			pv := &corev1.PersistentVolume{
-				ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + claim},
-				Spec: corev1.PersistentVolumeSpec{
-					Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
-					AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
-					PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-					PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/data/" + claim}},
-					ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: claim},
-				},
-			}
-			if _, err := c.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				_ = c.Client.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
-			})
-			pvc := &corev1.PersistentVolumeClaim{
-				ObjectMeta: metav1.ObjectMeta{Name: claim, Namespace: ns},
-				Spec: corev1.PersistentVolumeClaimSpec{
-					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
-					StorageClassName: new(""),
-					VolumeName:       pv.Name,
-					Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
-				},
-			}
-			if _, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
+			c.BoundClaim(t, ns, claim)
 		}
 	}
 }
