@@ -25,12 +25,13 @@ func kubeFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "as", Value: kube.AsJob, Usage: "with --kube: create each step as a `KIND`: job (Jobs, and a Service per multi-node step) or jobset (JobSets)"},
 		&ucli.BoolFlag{Name: "keep", Usage: "with --kube: leave the run's objects on the cluster when it succeeds or is interrupted"},
 		&ucli.DurationFlag{Name: "pending-grace", Value: kube.DefaultPendingGrace, Usage: "with --kube: report pods the scheduler cannot place after `DURATION`; fail pods that cannot get their image after it"},
+		&ucli.BoolFlag{Name: "no-check", Usage: "with --kube: do not check first that the cluster's nodes can take every step (see check)"},
 		&ucli.DurationFlag{Name: "pending-timeout", DefaultText: "none: wait", Usage: "with --kube: fail a step whose pods cannot be scheduled for `DURATION`"},
 	}
 }
 
 // kubeOnly are the flags that mean nothing without --kube.
-var kubeOnly = []string{"kubeconfig", "context", "namespace", "as", "keep", "pending-grace", "pending-timeout"}
+var kubeOnly = []string{"kubeconfig", "context", "namespace", "as", "keep", "pending-grace", "pending-timeout", "no-check"}
 
 // checkKubeFlags refuses flags that belong to the other runtime.
 func checkKubeFlags(c *ucli.Context) error {
@@ -76,6 +77,7 @@ func runKube(c *ucli.Context, p *plan.Flow) error {
 		RunID:          c.String("run-id"),
 		PendingGrace:   c.Duration("pending-grace"),
 		PendingTimeout: c.Duration("pending-timeout"),
+		NoCheck:        c.Bool("no-check"),
 		Force:          forceContext(c.Context),
 		Stdout:         c.App.Writer,
 		Stderr:         c.App.ErrWriter,

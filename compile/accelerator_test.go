@@ -537,7 +537,7 @@ func TestInstanceType(t *testing.T) {
 			want: with(func(s *plan.Step) {
 				s.InstanceType = "p5.48xlarge"
 				s.NodeSelector = []plan.KeyValue{{Key: instanceKey, Value: "p5.48xlarge"}}
-				s.EFA = 32
+				s.EFA, s.EFAAll = 32, true
 				s.Requests = q(efaKey, "32")
 				s.Limits = q(efaKey, "32")
 			}),
@@ -548,7 +548,7 @@ func TestInstanceType(t *testing.T) {
 			want: with(func(s *plan.Step) {
 				s.InstanceType = "trn1.32xlarge"
 				s.NodeSelector = []plan.KeyValue{{Key: instanceKey, Value: "trn1.32xlarge"}}
-				s.Neuron, s.EFA = 16, 8
+				s.Neuron, s.EFA, s.EFAAll = 16, 8, true
 				s.Requests = q(neuronKey, "16", efaKey, "8")
 				s.Limits = q(neuronKey, "16", efaKey, "8")
 				s.Tolerations = []plan.Toleration{neuronTol}

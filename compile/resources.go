@@ -24,6 +24,8 @@ const neuronPrefix = "aws.amazon.com/neuron"
 
 type resourceResult struct {
 	neuron, efa, gpu int
+	// efaAll is set when the EFA count is the instance type's, by sdk.EFAAll.
+	efaAll           bool
 	gpuResource      string
 	sharedMemory     string
 	requests, limits []plan.Quantity
@@ -110,6 +112,7 @@ func resources(r *resolved, gpuToleration bool) (resourceResult, field.ErrorList
 		errs = append(errs, field.Invalid(r.efaAll.at, "EFAAll()", fmt.Sprintf("%s has no EFA interfaces; leave out sdk.EFAAll", inst.Type)))
 	case r.efaAll.set && known:
 		efa = count{int64(inst.EFA), r.at.Child("efa")}
+		out.efaAll = true
 	case r.efa.set && r.efa.v <= 0:
 		errs = append(errs, field.Invalid(r.efa.at, r.efa.v, "must be a positive number of EFA interfaces; to request none, leave out sdk.EFA"))
 	case r.efa.set:

@@ -25,6 +25,9 @@ type stepEnv struct {
 	flow          string
 	entrypoint    string
 	gpuToleration bool
+	// artifactVolume is set when every pod mounts the flow's artifact volume at
+	// plan.ArtifactVolumePath.
+	artifactVolume bool
 }
 
 // compile checks one merged step and builds its plan. known holds every step name
@@ -36,7 +39,7 @@ func (e stepEnv) compile(r *resolved, known map[string]bool) (plan.Step, field.E
 	errs = append(errs, checkOrder(r, &s, known)...)
 	res, resErrs := resources(r, e.gpuToleration)
 	errs = append(errs, resErrs...)
-	s.Neuron, s.EFA, s.GPU, s.GPUResource = res.neuron, res.efa, res.gpu, res.gpuResource
+	s.Neuron, s.EFA, s.EFAAll, s.GPU, s.GPUResource = res.neuron, res.efa, res.efaAll, res.gpu, res.gpuResource
 	s.InstanceType = r.instanceType.v
 	s.Requests, s.Limits = res.requests, res.limits
 	s.SharedMemory = res.sharedMemory
@@ -70,9 +73,11 @@ func (e stepEnv) body(r *resolved, s *plan.Step) field.ErrorList {
 	if !r.image.set || r.image.v == "" {
 		what := "a Command step runs in an image"
 		if r.run != nil {
-			what = "a Run step runs this flow's binary, which must be in its image"
+			what = "a Run step runs this flow's binary, which must be in its image: build that image with `" + e.flow + " image build --push --tag REF` and compile with --image-from-build (or image_from_build = true in manifold.toml), or"
+		} else {
+			what += ":"
 		}
-		errs = append(errs, field.Required(r.at.Child("image"), what+": set sdk.Image on the step or the flow, image in manifold.toml, or --set "+r.name+".image=REF"))
+		errs = append(errs, field.Required(r.at.Child("image"), what+" set sdk.Image on the step or the flow, image in manifold.toml, or --set "+r.name+".image=REF"))
 	} else {
 		s.Image = r.image.v
 		errs = append(errs, checkText(r.image.at, r.image.v)...)
@@ -262,6 +267,8 @@ func (e stepEnv) pod(r *resolved, s *plan.Step) field.ErrorList {
 			errs = append(errs, field.Invalid(it.at.Child("path"), v.Path, "must be a clean absolute path without ':', such as /data"))
 		case mounts[v.Path] && v.Path == "/dev/shm":
 			errs = append(errs, field.Forbidden(it.at.Child("path"), "sdk.SharedMemory already mounts /dev/shm"))
+		case e.artifactVolume && v.Path == plan.ArtifactVolumePath:
+			errs = append(errs, field.Forbidden(it.at.Child("path"), "the flow's artifact volume is mounted at "+plan.ArtifactVolumePath+"; choose another path"))
 		case mounts[v.Path]:
 			errs = append(errs, field.Duplicate(it.at.Child("path"), v.Path))
 		}

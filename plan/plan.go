@@ -41,6 +41,15 @@ const (
 	// EnvArtifacts is a step's own artifact directory, <run dir>/<step>[/<index>],
 	// where a Command step keeps what it makes.
 	EnvArtifacts = "MANIFOLD_ARTIFACTS"
+	// EnvArtifactStore is the root of a flow's artifact store on a cluster: an
+	// s3://bucket/prefix URL, or ArtifactVolumePath where the shared volume is
+	// mounted. A run keeps its artifacts under <store>/<flow>/<run id>/.
+	EnvArtifactStore = "MANIFOLD_ARTIFACT_STORE"
+	// EnvRunID is the ID of the run a step belongs to, which names its directory
+	// in the artifact store.
+	EnvRunID = "MANIFOLD_RUN_ID"
+	// EnvS3Endpoint overrides the S3 endpoint, for S3-compatible servers.
+	EnvS3Endpoint = "MANIFOLD_S3_ENDPOINT"
 
 	// The rendezvous variables every node of a multi-node step gets.
 	EnvNodeRank      = "MANIFOLD_NODE_RANK"
@@ -63,6 +72,15 @@ const (
 
 	// ContainerName is the name of every step's container (Argo requires "main").
 	ContainerName = "main"
+
+	// ArtifactVolumeName is the pod volume of a flow's shared artifact volume,
+	// mounted at ArtifactVolumePath in every step's container.
+	ArtifactVolumeName = "manifold-artifacts"
+	ArtifactVolumePath = "/manifold/artifacts"
+	// DefaultRunID is the run ID of the job and jobset targets' pods when no
+	// runtime names the run (Flow.Run is empty): compiled output applied by hand
+	// is one run at a time, as its object names are.
+	DefaultRunID = "default"
 )
 
 // Flow is a compiled flow.
@@ -78,10 +96,27 @@ type Flow struct {
 	// ArgoJob.
 	ArgoMultiNode string
 	// Run is the ID of the run a runtime makes the job or jobset target's objects
-	// for, "" when compiling. With it every pod carries LabelRun, and every object
-	// name ends in a short hash of it, so the runs of a flow never collide in a
-	// namespace.
+	// for (or that compile --run-id names), "" when compiling. With it every pod
+	// carries LabelRun, and every object name ends in a short hash of it, so the
+	// runs of a flow never collide in a namespace.
 	Run string
+	// Artifacts is where steps on a cluster keep their artifacts; nil when the
+	// flow has no artifact store (a pod then keeps them in its own file system).
+	Artifacts *Artifacts
+}
+
+// Artifacts is a flow's artifact store on a cluster. Every step's pod gets its
+// variables (EnvArtifactStore, EnvRunID, EnvRunDir, EnvArtifacts) and, for a
+// volume, the volume.
+type Artifacts struct {
+	// URL is the store's root: s3://bucket/prefix, or ArtifactVolumePath when
+	// Claim is set.
+	URL string
+	// Endpoint is the S3 endpoint of an S3-compatible server, "" for AWS's own.
+	Endpoint string
+	// Claim is the ReadWriteMany PersistentVolumeClaim mounted at URL in every
+	// pod; "" for S3.
+	Claim string
 }
 
 // The ways the argo target can run a multi-node step (manifold.toml's
@@ -141,6 +176,10 @@ type Step struct {
 	EFA         int
 	GPU         int
 	GPUResource string
+	// EFAAll is set when EFA is every interface of the instance type
+	// (sdk.EFAAll): the catalog's count when compiling, the count the target nodes
+	// advertise when checking or running on a cluster.
+	EFAAll bool
 	// SharedMemory is the size of the memory-backed /dev/shm, "" for none.
 	SharedMemory string
 	InstanceType string

@@ -197,3 +197,25 @@ func (c *cluster) served(gvr schema.GroupVersionResource, todo string) error {
 	}
 	return fmt.Errorf("the cluster at %s does not serve %s (%s): %s", c.host, gvr.Resource, gvr.GroupVersion(), todo)
 }
+
+// claim is a PersistentVolumeClaim a step mounts, in the namespace of its pods.
+type claim struct {
+	ns, name, step string
+}
+
+// claimsExist checks that every claim the steps mount exists: a pod whose claim
+// does not exist waits for it for ever.
+func (c *cluster) claimsExist(ctx context.Context, claims []claim) error {
+	for _, cl := range claims {
+		_, err := c.client.CoreV1().PersistentVolumeClaims(cl.ns).Get(ctx, cl.name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return fmt.Errorf("step %s mounts the PersistentVolumeClaim %s, which does not exist in namespace %s on the cluster at %s: create it, or run in the namespace that has it (--namespace)", cl.step, cl.name, cl.ns, c.host)
+		case apierrors.IsForbidden(err):
+			// Not allowed to look: the pods will say if it is missing.
+		case err != nil:
+			return fmt.Errorf("PersistentVolumeClaim %s of step %s: %w", cl.name, cl.step, err)
+		}
+	}
+	return nil
+}

@@ -1,12 +1,16 @@
 package kube_test
 
 import (
+	"encoding/json"
+	"errors"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/manifoldflow/manifold/internal/exampletest"
+	"github.com/manifoldflow/manifold/runtimes/kube"
 	"github.com/manifoldflow/manifold/runtimes/kube/simcluster"
 	"github.com/manifoldflow/manifold/runtimes/record"
 )
@@ -58,5 +62,54 @@ func TestExamples(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestCheckCommand runs `neuron-train check` as a user would: every step fits the
+// simulated cluster; three nodes of train do not (it has two trn1.32xlarge nodes);
+// an unreachable cluster is status 2.
+func TestCheckCommand(t *testing.T) {
+	c := simcluster.Shared(t)
+	bin := exampletest.Build(t)["neuron-train"]
+	run := func(args ...string) (string, int) {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"check"}, args...)...)
+		cmd.Dir = t.TempDir()
+		out, err := cmd.CombinedOutput()
+		code := 0
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), code
+	}
+
+	out, code := run("--kubeconfig", c.Kubeconfig)
+	if code != 0 || !regexp.MustCompile(`(?m)^train\s+2 nodes, 8 EFA each\s+2/\d+: trn1-32xlarge-0, trn1-32xlarge-1\s+ok$`).MatchString(out) {
+		t.Errorf("check: status %d; want 0 and train ok on both trn1.32xlarge nodes:\n%s", code, out)
+	}
+
+	out, code = run("--kubeconfig", c.Kubeconfig, "--set", "train.nodes=3", "-o", "json")
+	var report kube.Report
+	if code != 1 {
+		t.Errorf("check of a 3-node train: status %d; want 1:\n%s", code, out)
+	}
+	if err := json.Unmarshal([]byte(out), &report); err != nil {
+		t.Fatalf("check -o json: %v:\n%s", err, out)
+	}
+	for _, p := range report.Steps {
+		if ok := p.Step != "train"; p.OK != ok {
+			t.Errorf("step %s: ok %v; want %v", p.Step, p.OK, ok)
+		}
+		if p.Step == "train" && !strings.HasPrefix(p.Reason, "it runs on 3 nodes at once, and 2/") {
+			t.Errorf("train: reason %q", p.Reason)
+		}
+	}
+
+	out, code = run("--kubeconfig", writeKubeconfig(t, "https://127.0.0.1:1", nil, "x"))
+	if code != 2 || !strings.Contains(out, "cannot reach the cluster at https://127.0.0.1:1") {
+		t.Errorf("check of an unreachable cluster: status %d; want 2:\n%s", code, out)
 	}
 }

@@ -92,6 +92,9 @@ type Options struct {
 	// CleanupTimeout bounds the wait for deleted objects to be gone
 	// (DefaultCleanupTimeout when 0).
 	CleanupTimeout time.Duration
+	// NoCheck skips checking, before anything is created, that the cluster's nodes
+	// can take every step (Check).
+	NoCheck bool
 	// Force, when it ends while an interrupted run deletes its objects, stops the
 	// wait: Run returns at once and names what was left.
 	Force context.Context
@@ -118,6 +121,19 @@ type Result struct {
 	// Left names the objects still on the cluster after an interrupted run whose
 	// cleanup was cut short.
 	Left []string
+}
+
+// UnplaceableError is what Run returns when some step could never be scheduled on
+// the cluster's nodes (see Check); nothing was created.
+type UnplaceableError struct{ Report *Report }
+
+// Error names each step that cannot be placed and why, one per line.
+func (e *UnplaceableError) Error() string {
+	var lines []string
+	for _, p := range e.Report.Unplaceable() {
+		lines = append(lines, "step "+p.Step+" cannot be placed on the cluster at "+e.Report.Cluster+": "+p.Reason)
+	}
+	return strings.Join(lines, "\n") + "\n(`check` shows every step; --no-check runs anyway)"
 }
 
 // ErrInterrupted is what Run returns, wrapped, when its context ends the run.
@@ -231,6 +247,22 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	var notes []string
+	if !o.NoCheck {
+		report, err := c.check(ctx, f)
+		switch {
+		case errors.Is(err, errNodesForbidden):
+			notes = append(notes, "placement not checked: this user may not list the cluster's nodes")
+		case err != nil:
+			return nil, err
+		case !report.OK:
+			return nil, &UnplaceableError{Report: report}
+		default:
+			var resolved []string
+			f, resolved = resolve(f, report)
+			notes = append(notes, resolved...)
+		}
+	}
 	rp := *f
 	rp.Run, rp.Schedule = id, ""
 	units, errs := plan2units(&rp, o.As, c.namespace)
@@ -238,14 +270,23 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 		return nil, errs.ToAggregate()
 	}
 	var namespaces []string
+	var claims []claim
 	multiNode := false
 	for _, u := range units {
 		if !slices.Contains(namespaces, u.ns) {
 			namespaces = append(namespaces, u.ns)
 		}
 		multiNode = multiNode || u.step.Nodes > 1
+		for _, v := range u.step.Volumes {
+			if cl := (claim{u.ns, v.Claim, u.step.Name}); !slices.Contains(claims, cl) {
+				claims = append(claims, cl)
+			}
+		}
 	}
 	if err := c.preflight(ctx, namespaces, o.As, multiNode); err != nil {
+		return nil, err
+	}
+	if err := c.claimsExist(ctx, claims); err != nil {
 		return nil, err
 	}
 
@@ -292,10 +333,13 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	if resumed {
 		verb = "resuming run"
 	}
-	r.disp.Note("%s %s of flow %s: %d steps as %ss in namespace %s of %s (context %s); record in %s",
-		verb, id, f.Name, len(f.Steps), kindOf(o.As), strings.Join(namespaces, ", "), c.host, c.context, rel(r.dir))
+	r.disp.Note("%s %s of flow %s: %s as %ss in namespace %s of %s (context %s); record in %s",
+		verb, id, f.Name, count(len(f.Steps), "step"), kindOf(o.As), strings.Join(namespaces, ", "), c.host, c.context, rel(r.dir))
 	if f.Schedule != "" {
 		r.disp.Note("the flow's schedule (%s) does not apply: run --kube runs it once, now", f.Schedule)
+	}
+	for _, n := range notes {
+		r.disp.Note("%s", n)
 	}
 	r.disp.Start()
 	for _, u := range units {

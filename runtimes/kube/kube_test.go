@@ -243,8 +243,26 @@ func TestPendingReported(t *testing.T) {
 	c := simcluster.Shared(t)
 	ns := c.Namespace(t)
 	o := options(c, ns, t.TempDir())
+	p := compileFlow(t, pendingFlow(1))
+
+	// check predicts it, and run --kube refuses the flow before creating anything.
+	const lack = "have too little vpc.amazonaws.com/efa (8 allocatable, 32 asked)"
+	report, err := kube.Check(context.Background(), p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if report.OK || len(report.Unplaceable()) != 1 || report.Unplaceable()[0].Step != "big" || !strings.Contains(report.Unplaceable()[0].Reason, "2 "+lack) {
+		t.Errorf("check: %+v; want step big unplaceable: 2 trn1.32xlarge nodes %s", report.Steps, lack)
+	}
+	var unplaceable *kube.UnplaceableError
+	if r := runFlow(t, context.Background(), p, o); r.res != nil || !errors.As(r.err, &unplaceable) || !strings.Contains(r.err.Error(), "step big cannot be placed") {
+		t.Fatalf("run: result %v, error %v; want it refused before anything is created", r.res, r.err)
+	}
+
+	// Run anyway: the real scheduler agrees.
+	o.NoCheck = true
 	o.PendingGrace, o.PendingTimeout = time.Second, 4*time.Second
-	r := runFlow(t, context.Background(), compileFlow(t, pendingFlow(1)), o)
+	r := runFlow(t, context.Background(), p, o)
 	if r.err == nil {
 		t.Fatal("run succeeded; want step big to fail after --pending-timeout")
 	}
@@ -298,7 +316,7 @@ func TestInterruptAndResume(t *testing.T) {
 		t.Run(as, func(t *testing.T) {
 			ns := c.Namespace(t)
 			o := options(c, ns, t.TempDir())
-			o.As, o.RunID = as, "interrupt-"+as
+			o.As, o.RunID, o.NoCheck = as, "interrupt-"+as, true
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go interruptWhenPending(t, ctx, c, ns, o.RunID, cancel)

@@ -18,9 +18,9 @@ import (
 	"github.com/manifoldflow/manifold/sdk"
 )
 
-// oneStep is a flow of one Command step.
+// oneStep is a flow of one Command step that mounts the claim "data".
 func oneStep() *sdk.Flow {
-	return sdk.NewFlow("kube-one", sdk.Image("example.com/flow:v1")).Step("only", sdk.Command("true"))
+	return sdk.NewFlow("kube-one", sdk.Image("example.com/flow:v1")).Step("only", sdk.Command("true"), sdk.Volume("data", "/data"))
 }
 
 // writeKubeconfig writes a kubeconfig with one context, "test", for server with
@@ -69,6 +69,8 @@ func TestRefusedBeforeCreating(t *testing.T) {
 			"reading the kubeconfig"},
 		{"missing namespace", kube.Options{Kubeconfig: c.Kubeconfig, Namespace: "no-such-namespace"},
 			"namespace no-such-namespace does not exist on the cluster at " + c.Config.Host + ": create it"},
+		{"missing claim", kube.Options{Kubeconfig: c.Kubeconfig, Namespace: ns},
+			"step only mounts the PersistentVolumeClaim data, which does not exist in namespace " + ns},
 		{"RBAC", kube.Options{Kubeconfig: nobody, Namespace: ns},
 			"RBAC on the cluster at " + c.Config.Host + " (context test) does not let this user get pods, list pods"},
 		{"RBAC jobsets", kube.Options{Kubeconfig: nobody, Namespace: ns, As: kube.AsJobSet},

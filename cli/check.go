@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/manifoldflow/manifold/runtimes/kube"
+	"github.com/manifoldflow/manifold/sdk"
+)
+
+// ExitUnreachable is check's status when it could not ask the cluster: it cannot
+// be reached, or does not let this user list its nodes.
+const ExitUnreachable = 2
+
+func checkCommand(flow *sdk.Flow) *ucli.Command {
+	return &ucli.Command{
+		Name:  "check",
+		Usage: "check that a cluster's nodes can run every step, before submitting anything",
+		Description: "For every step, lists the nodes that pass its node selector and tolerations and advertise\n" +
+			"enough allocatable of each resource it asks for (Neuron devices, EFA interfaces, GPUs, CPU, memory).\n" +
+			"A step no node can take — or, for a multi-node step, fewer nodes than it runs on — would stay\n" +
+			"Pending for ever: it is named with the reason. The nodes a step with EFA targets must all\n" +
+			"advertise the same number of EFA interfaces; a mixed or partial rollout fails closed, with the\n" +
+			"counts seen. sdk.EFAAll() resolves to that count.\n\n" +
+			"Exit status: 0 when every step can be placed, 1 when one cannot, 2 when the cluster cannot be\n" +
+			"asked (unreachable, or no RBAC to list nodes). run --kube makes the same check first.",
+		Flags: append([]ucli.Flag{
+			&ucli.StringFlag{Name: "kubeconfig", Usage: "the kubeconfig `FILE` (default: $KUBECONFIG, then ~/.kube/config)"},
+			&ucli.StringFlag{Name: "context", Usage: "the kubeconfig `CONTEXT` (default: its current context)"},
+			&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "print a `FORMAT`: table or json"},
+		}, flowFlags()...),
+		Action: func(c *ucli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			format := c.String("output")
+			if format != "table" && format != "json" {
+				return usageErr("--output %q: choose table or json", format)
+			}
+			p, err := load(c, flow)
+			if err != nil {
+				return err
+			}
+			report, err := kube.Check(c.Context, p, kube.Options{Kubeconfig: c.String("kubeconfig"), Context: c.String("context")})
+			if err != nil {
+				return &exitError{code: ExitUnreachable, err: err}
+			}
+			if format == "json" {
+				data, err := json.MarshalIndent(report, "", "  ")
+				if err != nil {
+					return invalidErr(err)
+				}
+				fmt.Fprintln(c.App.Writer, string(data))
+			} else if err := printReport(c, report); err != nil {
+				return err
+			}
+			if !report.OK {
+				return silentInvalid
+			}
+			return nil
+		},
+	}
+}
+
+// printReport writes the report as a table, then why each step that cannot be
+// placed cannot.
+func printReport(c *ucli.Context, r *kube.Report) error {
+	fmt.Fprintf(c.App.Writer, "cluster %s (context %s): %d nodes\n", r.Cluster, r.Context, r.NodeCount)
+	rows := [][]string{{"STEP", "NEEDS", "FITS", "RESULT"}}
+	for _, p := range r.Steps {
+		needs := count(p.Nodes, "node")
+		if p.EFA > 0 {
+			needs += ", " + strconv.Itoa(p.EFA) + " EFA each"
+		}
+		fits := strconv.Itoa(len(p.Fit)) + "/" + strconv.Itoa(r.NodeCount)
+		if len(p.Fit) > 0 {
+			fits += ": " + strings.Join(p.Fit[:min(len(p.Fit), 3)], ", ")
+			if len(p.Fit) > 3 {
+				fits += fmt.Sprintf(" and %d more", len(p.Fit)-3)
+			}
+		}
+		result := "ok"
+		if !p.OK {
+			result = "cannot be placed"
+		}
+		rows = append(rows, []string{p.Step, needs, fits, result})
+	}
+	if err := writeTable(c.App.Writer, rows); err != nil {
+		return err
+	}
+	for _, p := range r.Unplaceable() {
+		fmt.Fprintf(c.App.ErrWriter, "step %s cannot be placed: %s\n", p.Step, p.Reason)
+	}
+	return nil
+}
+
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}

@@ -1,0 +1,139 @@
+package kube_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/kube"
+	"github.com/manifoldflow/manifold/runtimes/kube/simcluster"
+	"github.com/manifoldflow/manifold/sdk"
+)
+
+// checkType is an instance type no other test's nodes have: the nodes of
+// TestCheckEFARollout are the only ones of it.
+const checkType = "trn1n.32xlarge"
+
+// addNode creates a Ready node of checkType advertising efa EFA interfaces, as
+// kwok runs it, and deletes it when t ends.
+func addNode(t *testing.T, c *simcluster.Cluster, name string, efa int64) {
+	t.Helper()
+	ctx := context.Background()
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Labels:      map[string]string{plan.LabelInstanceType: checkType, "kubernetes.io/hostname": name, "type": "kwok"},
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+		},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: plan.ResourceNeuron, Effect: corev1.TaintEffectNoSchedule}}},
+	}
+	if _, err := c.Client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	setEFA(t, c, name, efa)
+	w, err := c.Client.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case ev := <-w.ResultChan():
+			if n, ok := ev.Object.(*corev1.Node); ok && ev.Type != watch.Deleted && ready(n) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("node %s did not become Ready", name)
+		}
+	}
+}
+
+func ready(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			for _, t := range n.Spec.Taints {
+				if t.Key == corev1.TaintNodeNotReady {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// setEFA sets node name's capacity: a trn1n.32xlarge's, with efa EFA interfaces.
+// (A merge patch of the status: kwok updates the node too.)
+func setEFA(t *testing.T, c *simcluster.Cluster, name string, efa int64) {
+	t.Helper()
+	res := fmt.Sprintf(`{"cpu":"128","memory":"512Gi","pods":"110",%q:"16",%q:"%d"}`, plan.ResourceNeuron, plan.ResourceEFA, efa)
+	patch := []byte(`{"status":{"capacity":` + res + `,"allocatable":` + res + `}}`)
+	if _, err := c.Client.CoreV1().Nodes().Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCheckEFARollout: two nodes of one type, one advertising EFA and one not (a
+// partial rollout of the device plugin). check fails closed and names the counts;
+// once both advertise the same count, sdk.EFAAll() resolves to it — not to the
+// catalog's — and the run asks for that many.
+func TestCheckEFARollout(t *testing.T) {
+	c := simcluster.Shared(t)
+	ns := c.Namespace(t)
+	addNode(t, c, "check-a", 8)
+	addNode(t, c, "check-b", 0)
+	f := sdk.NewFlow("kube-efa", sdk.Image("example.com/flow:v1")).
+		Step("train", sdk.Command("train"), sdk.InstanceType(checkType), sdk.Trainium(16), sdk.EFAAll(), sdk.Nodes(2))
+	p := compileFlow(t, f)
+	if p.Steps[0].EFA != 16 {
+		t.Fatalf("the catalog gives %s %d EFA interfaces; the test expects 16", checkType, p.Steps[0].EFA)
+	}
+	o := options(c, ns, t.TempDir())
+
+	report, err := kube.Check(context.Background(), p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const mixed = "the 2 nodes it targets advertise different numbers of EFA interfaces (0 on check-b; 8 on check-a)"
+	if report.OK || !strings.Contains(report.Steps[0].Reason, mixed) {
+		t.Errorf("check on a partial rollout: %+v; want it to fail closed: %s", report.Steps[0], mixed)
+	}
+
+	setEFA(t, c, "check-b", 8)
+	report, err = kube.Check(context.Background(), p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !report.OK || report.Steps[0].EFA != 8 || strings.Join(report.Steps[0].Fit, ",") != "check-a,check-b" {
+		t.Fatalf("check once both nodes advertise 8: %+v; want ok on check-a and check-b, EFA 8", report.Steps[0])
+	}
+
+	o.Keep = true
+	r := runFlow(t, context.Background(), p, o)
+	if r.err != nil {
+		t.Fatalf("run: %v", r.err)
+	}
+	if !strings.Contains(r.out.String(), "train: sdk.EFAAll() asks the 8 EFA interfaces the cluster's trn1n.32xlarge nodes advertise (the catalog says 16)") {
+		t.Errorf("the run does not say EFAAll resolved to the cluster's count")
+	}
+	pods, err := c.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: plan.LabelRun + "=" + r.res.ID})
+	if err != nil || len(pods.Items) != 2 {
+		t.Fatalf("pods of the run: %d (%v); want 2", len(pods.Items), err)
+	}
+	for _, pod := range pods.Items {
+		got := pod.Spec.Containers[0].Resources.Limits[plan.ResourceEFA]
+		if got.Value() != 8 || !strings.HasPrefix(pod.Spec.NodeName, "check-") {
+			t.Errorf("pod %s asks %s EFA on node %s; want 8 on check-a or check-b", pod.Name, got.String(), pod.Spec.NodeName)
+		}
+	}
+}

@@ -1,0 +1,72 @@
+package kube
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/manifoldflow/manifold/compile"
+	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/sdk"
+)
+
+// node is a Ready trn1.32xlarge node with the Neuron taint and efa EFA
+// interfaces.
+func node(name string, efa int64, change func(*corev1.Node)) corev1.Node {
+	res := corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("128"), corev1.ResourceMemory: resource.MustParse("512Gi"),
+		plan.ResourceNeuron: resource.MustParse("16"), plan.ResourceEFA: *resource.NewQuantity(efa, resource.DecimalSI),
+	}
+	n := corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{plan.LabelInstanceType: "trn1.32xlarge"}},
+		Spec:       corev1.NodeSpec{Taints: []corev1.Taint{{Key: plan.ResourceNeuron, Effect: corev1.TaintEffectNoSchedule}}},
+		Status:     corev1.NodeStatus{Allocatable: res, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
+	}
+	if change != nil {
+		change(&n)
+	}
+	return n
+}
+
+// TestPlaceStep checks one 2-node Trainium step with EFA against node sets, each
+// with the reason a scheduler would give, or a placement.
+func TestPlaceStep(t *testing.T) {
+	f := sdk.NewFlow("f", sdk.Image("example.com/f:v1")).
+		Step("train", sdk.Command("train"), sdk.InstanceType("trn1.32xlarge"), sdk.Trainium(16), sdk.EFA(8), sdk.Nodes(2))
+	p, errs := compile.Compile(f, compile.Options{})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	cordoned := func(n *corev1.Node) { n.Spec.Unschedulable = true }
+	notReady := func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }
+	otherType := func(n *corev1.Node) { n.Labels[plan.LabelInstanceType] = "p5.48xlarge" }
+	tainted := func(n *corev1.Node) {
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "dedicated", Value: "infra", Effect: corev1.TaintEffectNoSchedule})
+	}
+	for _, tc := range []struct {
+		name  string
+		nodes []corev1.Node
+		fit   string
+		want  string // in the reason; "" when it can be placed
+	}{
+		{"two fit", []corev1.Node{node("a", 8, nil), node("b", 8, nil), node("c", 8, otherType)}, "a,b", ""},
+		{"one fits", []corev1.Node{node("a", 8, nil), node("b", 8, cordoned), node("c", 8, otherType)}, "a",
+			"it runs on 2 nodes at once, and 1/3 nodes can take its pod: 1 are cordoned, 1 do not match its node selector node.kubernetes.io/instance-type=trn1.32xlarge"},
+		{"none fit", []corev1.Node{node("a", 8, notReady), node("b", 8, tainted)}, "",
+			"it would stay Pending: 0/2 nodes can take its pod: 1 are not Ready, 1 have a taint it does not tolerate (dedicated=infra:NoSchedule)"},
+		{"too little EFA", []corev1.Node{node("a", 4, nil), node("b", 4, nil)}, "",
+			"0/2 nodes can take its pod: 2 have too little vpc.amazonaws.com/efa (4 allocatable, 8 asked)"},
+		{"mixed EFA", []corev1.Node{node("a", 8, nil), node("b", 4, nil), node("c", 8, nil)}, "",
+			"the 3 nodes it targets advertise different numbers of EFA interfaces (4 on b; 8 on a, c)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := placeStep(p, &p.Steps[0], tc.nodes)
+			if strings.Join(got.Fit, ",") != tc.fit || got.OK != (tc.want == "") || !strings.Contains(got.Reason, tc.want) {
+				t.Errorf("placement %+v; want fit %q and reason %q", got, tc.fit, tc.want)
+			}
+		})
+	}
+}
