@@ -2,7 +2,8 @@
 // kube-apiserver, kube-scheduler and kube-controller-manager built from source,
 // kwok in place of the kubelet, the JobSet controller with its webhooks and Argo's
 // workflow-controller, on loopback ports, with fake nodes shaped like the
-// catalog's instance types. No containers run: kwok moves pods to Running and then
+// catalog's instance types by package nodeshape (which shapes the workers of
+// `kind up --simulate` too). No containers run: kwok moves pods to Running and then
 // to Succeeded (or to Failed for pods labelled LabelFail).
 //
 // The programs are built by `make sim-tools` (BuildTools) from the modules under

@@ -3,6 +3,8 @@ package simcluster
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -12,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/manifoldflow/manifold/catalog"
-	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/kube/nodeshape"
 )
 
 // CPUInstanceType is the instance type of the plain CPU nodes: no accelerators,
@@ -20,12 +22,12 @@ import (
 const CPUInstanceType = "m7i.8xlarge"
 
 // LabelSimulated marks every fake node the harness creates.
-const LabelSimulated = "manifold.dev/simulated"
+const LabelSimulated = nodeshape.LabelSimulated
 
 // Taint keys the accelerator nodes carry, as EKS puts them on such nodes.
 const (
-	TaintNeuron = plan.ResourceNeuron
-	TaintNVIDIA = plan.ResourceNVIDIA
+	TaintNeuron = nodeshape.TaintNeuron
+	TaintNVIDIA = nodeshape.TaintNVIDIA
 )
 
 // NodeGroup asks for Count fake nodes of one instance type.
@@ -65,66 +67,59 @@ func NodeName(t string, i int) string {
 	return strings.ReplaceAll(t, ".", "-") + "-" + strconv.Itoa(i)
 }
 
-// nodeFor builds the Node and its status (capacity equals allocatable) for node i
-// of instance type t.
-func nodeFor(t string, i int) (*corev1.Node, error) {
+// nodeFor builds node i of instance type t: its labels, taints and extended
+// resources are t's shape (package nodeshape), to which it adds the host's cpu,
+// memory and pods, as a kubelet reports them, and the labels and annotation kwok
+// manages nodes by. The status (capacity equals allocatable) holds only the
+// host's resources; createNodes applies the shape's.
+func nodeFor(t string, i int) (*corev1.Node, nodeshape.Shape, error) {
 	size, ok := hostSize[t]
 	if !ok {
-		return nil, fmt.Errorf("the simulated cluster has no host size for instance type %q; add it to hostSize", t)
+		return nil, nodeshape.Shape{}, fmt.Errorf("the simulated cluster has no host size for instance type %q; add it to hostSize", t)
+	}
+	shape := nodeshape.Of(catalog.Instance{Type: t})
+	if t != CPUInstanceType {
+		var err error
+		if shape, err = nodeshape.ForType(t); err != nil {
+			return nil, nodeshape.Shape{}, err
+		}
 	}
 	res := corev1.ResourceList{
 		corev1.ResourceCPU:    *resource.NewQuantity(int64(size.cpu), resource.DecimalSI),
 		corev1.ResourceMemory: resource.MustParse(strconv.Itoa(size.memoryGiB) + "Gi"),
 		corev1.ResourcePods:   *resource.NewQuantity(110, resource.DecimalSI),
 	}
-	var taints []corev1.Taint
-	if t != CPUInstanceType {
-		inst, ok := catalog.Lookup(t)
-		if !ok {
-			return nil, fmt.Errorf("instance type %q is not in the catalog", t)
-		}
-		if n := inst.NeuronDevices(); n > 0 {
-			res[plan.ResourceNeuron] = *resource.NewQuantity(int64(n), resource.DecimalSI)
-			taints = append(taints, corev1.Taint{Key: TaintNeuron, Effect: corev1.TaintEffectNoSchedule})
-		}
-		if n := inst.GPUs(); n > 0 && inst.Accelerator == catalog.NVIDIA {
-			res[plan.ResourceNVIDIA] = *resource.NewQuantity(int64(n), resource.DecimalSI)
-			taints = append(taints, corev1.Taint{Key: TaintNVIDIA, Effect: corev1.TaintEffectNoSchedule})
-		}
-		if inst.EFA > 0 {
-			res[plan.ResourceEFA] = *resource.NewQuantity(int64(inst.EFA), resource.DecimalSI)
-		}
-	}
 	name := NodeName(t, i)
+	labels := map[string]string{
+		"kubernetes.io/hostname": name,
+		"kubernetes.io/os":       "linux",
+		"kubernetes.io/arch":     "amd64",
+		"type":                   "kwok",
+	}
+	maps.Copy(labels, shape.Labels)
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: name,
-			Labels: map[string]string{
-				plan.LabelInstanceType:   t,
-				"kubernetes.io/hostname": name,
-				"kubernetes.io/os":       "linux",
-				"kubernetes.io/arch":     "amd64",
-				"type":                   "kwok",
-				LabelSimulated:           "true",
-			},
+			Name:        name,
+			Labels:      labels,
 			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
 		},
-		Spec: corev1.NodeSpec{Taints: taints},
+		Spec: corev1.NodeSpec{Taints: slices.Clone(shape.Taints)},
 		Status: corev1.NodeStatus{
 			Capacity:    res,
 			Allocatable: res.DeepCopy(),
 		},
-	}, nil
+	}, shape, nil
 }
 
-// createNodes creates the fake nodes and sets their capacity through the status
-// subresource (a create ignores status). kwok, started afterwards, keeps both and
-// marks the nodes Ready.
+// createNodes creates the fake nodes, sets the host's resources through the
+// status subresource (a create ignores status), as a kubelet would, then the
+// shape's extended resources as `kind up --simulate` does (nodeshape.ApplyStatus).
+// kwok, started afterwards, keeps both and marks the nodes Ready.
 func createNodes(ctx context.Context, c kubernetes.Interface, groups []NodeGroup) ([]string, error) {
 	var names []string
 	for _, g := range groups {
 		for i := range g.Count {
-			n, err := nodeFor(g.InstanceType, i)
+			n, shape, err := nodeFor(g.InstanceType, i)
 			if err != nil {
 				return nil, err
 			}
@@ -136,6 +131,9 @@ func createNodes(ctx context.Context, c kubernetes.Interface, groups []NodeGroup
 			created.Status.Capacity, created.Status.Allocatable = status.Capacity, status.Allocatable
 			if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 				return nil, fmt.Errorf("set status of node %s: %w", n.Name, err)
+			}
+			if _, err := nodeshape.ApplyStatus(ctx, c, n.Name, shape); err != nil {
+				return nil, err
 			}
 			names = append(names, n.Name)
 		}
