@@ -1,17 +1,19 @@
 # The test command is `make test`: formatting, vet, then every test.
 GO ?= go
 
-.PHONY: test fmt-check vet tools airflow sim-tools sim golden bench
+.PHONY: test fmt-check vet tools airflow moto sim-tools sim golden bench
 
 # Tests find the checkers built here through MANIFOLD_KUBEVALIDATE and
-# MANIFOLD_ARGOLINT, and the Airflow environment through MANIFOLD_AIRFLOW_PYTHON;
-# without them (go test ./... by hand) each test process builds its own checkers and
-# finds or builds the cached Airflow environment itself. The simulated cluster's
-# programs must be built (sim-tools) before its tests run.
-test: fmt-check vet tools airflow sim-tools
+# MANIFOLD_ARGOLINT, the Airflow environment through MANIFOLD_AIRFLOW_PYTHON and
+# the S3 test server's through MANIFOLD_MOTO_PYTHON; without them (go test ./... by
+# hand) each test process builds its own checkers and finds or builds the cached
+# Python environments itself. The simulated cluster's programs must be built
+# (sim-tools) before its tests run.
+test: fmt-check vet tools airflow moto sim-tools
 	MANIFOLD_KUBEVALIDATE=$(CURDIR)/bin/kubevalidate \
 	MANIFOLD_ARGOLINT=$(CURDIR)/bin/argolint \
 	MANIFOLD_AIRFLOW_PYTHON=$$(tools/airflow/venv.sh) \
+	MANIFOLD_MOTO_PYTHON=$$(tools/moto/venv.sh) \
 	$(GO) test -count=1 ./...
 
 # tools/kubevalidate runs the API server's own validation, tools/argolint Argo's
@@ -26,6 +28,13 @@ tools:
 # and cached under $$HOME/.cache/manifold/airflow/<hash of the constraints>/.
 airflow:
 	tools/airflow/venv.sh >/dev/null
+
+# The S3 test server's environment: moto's server (moto[server]) from PyPI, pinned
+# by tools/moto/constraints.txt; the artifact store tests start it on a loopback
+# port. Built once (under a minute) and cached under
+# $$HOME/.cache/manifold/moto/<hash of the constraints>/.
+moto:
+	tools/moto/venv.sh >/dev/null
 
 # The simulated cluster's programs (etcd, the Kubernetes control plane, kwok, the
 # JobSet and Argo controllers), built from the Go module proxy into

@@ -1,15 +1,20 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/internal/atomicfile"
+	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -22,6 +27,8 @@ func compileCommand(flow *sdk.Flow) *ucli.Command {
 		Flags: append([]ucli.Flag{
 			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Value: "job", Usage: "what to emit: " + strings.Join(targetNames(), ", ") + ", or all"},
 			&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Usage: "write files into `DIR`; - for standard output"},
+			&ucli.BoolFlag{Name: "image-from-build", Usage: "make every Run step's image the one `image build` recorded in " + compile.BuiltImageFile},
+			&ucli.StringFlag{Name: "run-id", Usage: "job and jobset targets: emit the objects of run `ID`, as run --kube creates them (names end in a hash of ID, pods carry " + plan.LabelRun + " and, with an artifact store, " + plan.EnvRunID + "=ID)"},
 		}, flowFlags()...),
 		Action: func(c *ucli.Context) error {
 			if err := noArgs(c); err != nil {
@@ -35,9 +42,15 @@ func compileCommand(flow *sdk.Flow) *ucli.Command {
 			if dir == "" {
 				return usageErr("--output \"\": give a directory, or - for standard output")
 			}
-			p, err := load(c, flow)
+			p, err := loadWithBuild(c, flow)
 			if err != nil {
 				return err
+			}
+			if c.IsSet("run-id") {
+				if err := runIDFor(c, chosen); err != nil {
+					return err
+				}
+				p.Run = c.String("run-id")
 			}
 			var files []emit.File
 			for _, t := range chosen {
@@ -65,6 +78,46 @@ func compileCommand(flow *sdk.Flow) *ucli.Command {
 			return nil
 		},
 	}
+}
+
+// runIDFor checks --run-id: a run ID, for targets whose objects a run names (Argo
+// and Airflow name each run themselves).
+func runIDFor(c *ucli.Context, chosen []emit.Target) error {
+	if err := record.CheckRunID(c.String("run-id")); err != nil {
+		return usageErr("--run-id: %v", err)
+	}
+	for _, t := range chosen {
+		if name := t.Name(); name != "job" && name != "jobset" {
+			return usageErr("--run-id is for --target job or jobset: on %s each run has its own ID (the workflow's name on Argo, the DAG run's id on Airflow)", name)
+		}
+	}
+	return nil
+}
+
+// loadWithBuild is load, with --image-from-build: every Run step's image is the
+// one image build recorded.
+func loadWithBuild(c *ucli.Context, flow *sdk.Flow) (*plan.Flow, error) {
+	if !c.Bool("image-from-build") {
+		return load(c, flow)
+	}
+	opts, err := options(c, flow)
+	if err != nil {
+		return nil, err
+	}
+	built, err := compile.ReadBuiltImage(compile.BuiltImageFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, invalidErr(fmt.Errorf("--image-from-build: no image has been built here (%s does not exist): run `%s image build --push --tag REF` first", compile.BuiltImageFile, flowName(flow)))
+	}
+	if err != nil {
+		return nil, invalidErr(fmt.Errorf("--image-from-build: %w", err))
+	}
+	opts.BuiltImage = &built
+	p, errs := compile.Compile(flow, opts)
+	if len(errs) > 0 {
+		printErrors(c.App.ErrWriter, flowName(flow), errs)
+		return nil, silentInvalid
+	}
+	return p, nil
 }
 
 func chooseTargets(name string) ([]emit.Target, error) {

@@ -24,6 +24,8 @@ func flowFlags() []ucli.Flag {
 		&ucli.StringSliceFlag{Name: "param", Aliases: []string{"p"}, Usage: "set a flow param, `NAME=VALUE` (repeatable)"},
 		&ucli.StringSliceFlag{Name: "set", Usage: "override a step option, `STEP.OPTION=VALUE`, such as train.efa=4 (repeatable); options: " + strings.Join(setOptionNames(), ", ")},
 		&ucli.StringFlag{Name: "config", Usage: "read defaults from `FILE` (default: " + compile.ConfigFile + " in the working directory, if present)"},
+		&ucli.StringFlag{Name: "artifacts", Usage: "keep artifacts on a cluster in `STORE`: s3://bucket/prefix, or pvc://CLAIM for a ReadWriteMany volume (replaces sdk.ArtifactVolume and manifold.toml's artifacts)"},
+		&ucli.StringFlag{Name: "artifacts-endpoint", Usage: "the `URL` of the S3-compatible server of an s3:// artifact store, such as http://minio.storage:9000"},
 	}
 }
 
@@ -68,6 +70,7 @@ func options(c *ucli.Context, flow *sdk.Flow) (compile.Options, error) {
 		return o, err
 	}
 	o.Params = params
+	o.Artifacts, o.ArtifactsEndpoint = c.String("artifacts"), c.String("artifacts-endpoint")
 	for _, s := range c.StringSlice("set") {
 		step, opt, err := parseSet(s)
 		if err != nil {

@@ -12,6 +12,7 @@
 //	hello validate --set train.efa=4
 //	hello graph --format dot
 //	hello step greet            # what a step's container runs
+//	hello image build --push --tag registry.example.com/ml/hello:v1   # the program's image
 //	hello check --context kind-manifold   # can the cluster's nodes take every step?
 //	hello kind up --simulate trn1.32xlarge=2 --with jobset   # a laptop cluster with simulated Trainium nodes; kind load IMAGE, kind down
 //
@@ -19,9 +20,11 @@
 // dependency order, Run steps through `step NAME` of this same program, Command
 // steps as processes, with a live view on a terminal and everything kept under
 // .manifold/runs/<run id>/. run --kube runs it on a Kubernetes cluster instead (package
-// runtimes/kube), recorded in the same place. kind up|load|down makes, loads and
-// removes a kind cluster on this machine whose workers can simulate accelerator
-// instances (package runtimes/kube/kind).
+// runtimes/kube), recorded in the same place. image build builds this program
+// into a container image without Docker (package image) and records its digest in
+// .manifold/image.json, for compile --image-from-build. kind up|load|down makes,
+// loads and removes a kind cluster on this machine whose workers can simulate
+// accelerator instances (package runtimes/kube/kind).
 //
 // Exit status: 0 on success, 1 when the flow (or its config) is invalid or a step
 // fails, 2 when the command line is wrong, 130 when a run is interrupted.
@@ -146,6 +149,7 @@ func newApp(flow *sdk.Flow, arg0 string, stdout, stderr io.Writer) *ucli.App {
 			graphCommand(flow),
 			stepCommand(flow),
 			checkCommand(flow),
+			imageCommand(flow),
 			kindCommand(flow),
 		},
 	}

@@ -29,8 +29,10 @@ func stepCommand(flow *sdk.Flow) *ucli.Command {
 		Usage:     "run one Run step's Go code (what the step's container runs)",
 		ArgsUsage: "NAME",
 		Description: "Runs the body of the Run step NAME in this process. Params come from MANIFOLD_PARAM_<NAME>\n" +
-			"(else --param, else their defaults), a foreach item from MANIFOLD_ITEM and MANIFOLD_INDEX, and\n" +
-			"artifacts live under MANIFOLD_RUN_DIR (default " + DefaultRunDir + ").\n\n" +
+			"(else --param, else their defaults), a foreach item from MANIFOLD_ITEM and MANIFOLD_INDEX. Artifacts\n" +
+			"live in the flow's artifact store, under <MANIFOLD_ARTIFACT_STORE>/<flow>/<MANIFOLD_RUN_ID>/ (an\n" +
+			"s3:// URL, with MANIFOLD_S3_ENDPOINT for an S3-compatible server, or a directory), which every\n" +
+			"pod of a flow with a store gets; else under MANIFOLD_RUN_DIR (default " + DefaultRunDir + ").\n\n" +
 			"The flow is not compiled again here: the container was made from a compiled flow, and\n" +
 			"manifold.toml and --set, which shaped its pod, are not in the container.",
 		Flags: []ucli.Flag{
@@ -52,6 +54,9 @@ func stepCommand(flow *sdk.Flow) *ucli.Command {
 			cfg, err := stepContext(spec, step, params)
 			if err != nil {
 				return err
+			}
+			if cfg.Store, err = stepStore(c.Context, spec.Name); err != nil {
+				return invalidErr(fmt.Errorf("step %s: %w", step.Name, err))
 			}
 			if err := runBody(step.Spec.Run, sdk.NewContext(c.Context, cfg)); err != nil {
 				return invalidErr(fmt.Errorf("step %s: %w", step.Name, err))

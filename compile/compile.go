@@ -36,6 +36,15 @@ type Options struct {
 	Params map[string]string
 	// Overrides appends options to named steps after their own (--set), so they win.
 	Overrides map[string][]sdk.StepOption
+	// Artifacts and ArtifactsEndpoint, when set, replace the flow's artifact store
+	// and its S3 endpoint (--artifacts, --artifacts-endpoint): see Config.
+	Artifacts, ArtifactsEndpoint string
+	// BuiltImage, when set, is the flow program's image as `image build` recorded
+	// it (compile --image-from-build): its reference becomes the image of every Run
+	// step, over the step's, the flow's and the config's own. Command steps keep
+	// theirs. Without it, image_from_build = true in the config reads the record
+	// from BuiltImageFile.
+	BuiltImage *BuiltImage
 }
 
 // Compile checks f and returns its plan, or every error found.
@@ -89,10 +98,16 @@ func Compile(f *sdk.Flow, o Options) (*plan.Flow, field.ErrorList) {
 	} else if strings.IndexFunc(entrypoint, unicode.IsSpace) >= 0 || !utf8.ValidString(entrypoint) {
 		errs = append(errs, field.Invalid(field.NewPath("config", "entrypoint"), entrypoint, "must be the path of the flow binary in its image, without spaces"))
 	}
+	var artifactErrs field.ErrorList
+	p.Artifacts, artifactErrs = artifacts(spec, o)
+	errs = append(errs, artifactErrs...)
+	builtImage, builtAt, builtErrs := runImage(spec.Name, o)
+	errs = append(errs, builtErrs...)
 	configSpec := o.Config.stepDefaults()
 	flowLayer := layer{spec: &spec.Defaults, path: field.NewPath("flow"), name: same}
 	configLayer := layer{spec: &configSpec, path: field.NewPath("config"), name: snake}
-	env := stepEnv{flow: spec.Name, entrypoint: entrypoint, gpuToleration: o.Config.GPUToleration == nil || *o.Config.GPUToleration}
+	env := stepEnv{flow: spec.Name, entrypoint: entrypoint, gpuToleration: o.Config.GPUToleration == nil || *o.Config.GPUToleration,
+		artifactVolume: p.Artifacts != nil && p.Artifacts.Claim != ""}
 
 	seen := map[string]bool{}
 	var steps []plan.Step
@@ -109,6 +124,9 @@ func Compile(f *sdk.Flow, o Options) (*plan.Flow, field.ErrorList) {
 		}
 		seen[d.Name] = true
 		r := merge(d.Name, at, []layer{{spec: &d.Spec, path: at, name: same}, flowLayer, configLayer})
+		if builtImage != "" && r.run != nil {
+			r.image = val[string]{v: builtImage, set: true, at: builtAt}
+		}
 		s, stepErrs := env.compile(r, known)
 		errs = append(errs, stepErrs...)
 		steps = append(steps, s)

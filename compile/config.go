@@ -27,6 +27,10 @@ const ConfigFile = "manifold.toml"
 //	image_pull_secrets = ["ecr"]
 //	gpu_toleration = false
 //	argo_multi_node = "jobset"
+//	artifacts = "s3://ml-artifacts/flows"
+//	artifacts_endpoint = "http://minio.storage:9000"
+//	base_image = "gcr.io/distroless/static-debian12:nonroot"
+//	image_from_build = true
 //
 //	[labels]
 //	team = "ml"
@@ -55,6 +59,19 @@ type Config struct {
 	// ArgoMultiNode is how the argo target runs a multi-node step: "jobset" (the
 	// default) creates its JobSet, "job" its Indexed Job and headless Service.
 	ArgoMultiNode string `toml:"argo_multi_node"`
+	// Artifacts is where the flow's steps keep their artifacts on a cluster:
+	// s3://bucket/prefix, or pvc://CLAIM for a ReadWriteMany volume (as
+	// sdk.ArtifactVolume(CLAIM)). Empty: nowhere shared.
+	Artifacts string `toml:"artifacts"`
+	// ArtifactsEndpoint is the endpoint of an S3-compatible server that holds
+	// the s3:// store, such as http://minio.storage:9000.
+	ArtifactsEndpoint string `toml:"artifacts_endpoint"`
+	// BaseImage is the image `image build` adds the flow program to when --base
+	// names none ("scratch" for an empty one).
+	BaseImage string `toml:"base_image"`
+	// ImageFromBuild, when true, makes every Run step's image the one `image build`
+	// last recorded in BuiltImageFile, as compile --image-from-build does.
+	ImageFromBuild bool `toml:"image_from_build"`
 }
 
 // ConfigToleration is a toleration in manifold.toml. Operator defaults to Equal
@@ -88,7 +105,7 @@ func LoadConfig(path string) (Config, error) {
 		for i, k := range undecoded {
 			keys[i] = k.String()
 		}
-		return Config{}, fmt.Errorf("%s: unknown keys %s; known keys are namespace, image, entrypoint, service_account, image_pull_policy, image_pull_secrets, gpu_toleration, argo_multi_node, labels, annotations, node_selector and tolerations", path, strings.Join(keys, ", "))
+		return Config{}, fmt.Errorf("%s: unknown keys %s; known keys are namespace, image, entrypoint, service_account, image_pull_policy, image_pull_secrets, gpu_toleration, argo_multi_node, artifacts, artifacts_endpoint, base_image, image_from_build, labels, annotations, node_selector and tolerations", path, strings.Join(keys, ", "))
 	}
 	if !validArgoMultiNode(c.ArgoMultiNode) {
 		return Config{}, fmt.Errorf("%s: argo_multi_node = %q: %s", path, c.ArgoMultiNode, argoMultiNodeChoice)

@@ -47,6 +47,8 @@ image_pull_policy = "IfNotPresent"
 image_pull_secrets = ["ecr", "ghcr"]
 gpu_toleration = false
 argo_multi_node = "job"
+artifacts = "s3://ml-artifacts/flows"
+artifacts_endpoint = "http://minio.storage:9000"
 
 [labels]
 team = "ml"
@@ -80,8 +82,10 @@ operator = "Exists"
 					{Key: "dedicated", Value: "ml", Effect: "NoSchedule"},
 					{Key: "spot", Operator: "Exists"},
 				},
-				GPUToleration: &off,
-				ArgoMultiNode: "job",
+				GPUToleration:     &off,
+				ArgoMultiNode:     "job",
+				Artifacts:         "s3://ml-artifacts/flows",
+				ArtifactsEndpoint: "http://minio.storage:9000",
 			},
 		},
 	} {

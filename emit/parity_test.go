@@ -3,6 +3,7 @@ package emit_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,6 +125,49 @@ var podsOf = map[string]func(t *testing.T, p *plan.Flow) []runPod{
 	},
 }
 
+// checkStore checks that pod (a target's) and want (the single-node pod the
+// builder makes by default) have the flow's artifact store: its variables, the
+// run ID as the target renders it (runID) and the default one, and a volume
+// store's volume and mount. It then blanks the run IDs, which alone may differ.
+func checkStore(t *testing.T, what string, p *plan.Flow, runID string, want, pod *corev1.PodTemplateSpec) {
+	t.Helper()
+	for _, side := range []struct {
+		pod   *corev1.PodTemplateSpec
+		runID string
+	}{{want, plan.DefaultRunID}, {pod, runID}} {
+		env := map[string]string{}
+		c := &side.pod.Spec.Containers[0]
+		for i := range c.Env {
+			env[c.Env[i].Name] = c.Env[i].Value
+			if c.Env[i].Name == plan.EnvRunID {
+				c.Env[i].Value = ""
+			}
+		}
+		a := p.Artifacts
+		if a == nil {
+			for _, name := range []string{plan.EnvArtifactStore, plan.EnvRunID, plan.EnvRunDir, plan.EnvArtifacts} {
+				if _, ok := env[name]; ok {
+					t.Errorf("%s: %s in a flow without an artifact store", what, name)
+				}
+			}
+			continue
+		}
+		if env[plan.EnvArtifactStore] != a.URL || env[plan.EnvRunID] != side.runID || env[plan.EnvS3Endpoint] != a.Endpoint ||
+			env[plan.EnvRunDir] != "$(MANIFOLD_ARTIFACT_STORE)/"+p.Name+"/$(MANIFOLD_RUN_ID)" || !strings.HasPrefix(env[plan.EnvArtifacts], "$(MANIFOLD_RUN_DIR)/") {
+			t.Errorf("%s: store variables %v, want store %s, endpoint %q and run ID %q", what, env, a.URL, a.Endpoint, side.runID)
+		}
+		mounted := slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+			return m.Name == plan.ArtifactVolumeName && m.MountPath == plan.ArtifactVolumePath
+		})
+		claimed := slices.ContainsFunc(side.pod.Spec.Volumes, func(v corev1.Volume) bool {
+			return v.Name == plan.ArtifactVolumeName && v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == a.Claim
+		})
+		if a.Claim != "" && (!mounted || !claimed) || a.Claim == "" && (mounted || claimed) {
+			t.Errorf("%s: artifact volume mounted %v, claimed %v; want both only for a volume store (claim %q)", what, mounted, claimed, a.Claim)
+		}
+	}
+}
+
 func index(labels map[string]string) int {
 	i := -1
 	if v, ok := labels[plan.LabelIndex]; ok {
@@ -136,9 +180,27 @@ func index(labels map[string]string) int {
 var rendezvousNames = []string{"MANIFOLD_NODE_RANK", "MANIFOLD_NUM_NODES", "MASTER_ADDR", "MASTER_PORT",
 	"PET_NNODES", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"}
 
+// runIDOf is, per target, the run ID its pods get (MANIFOLD_RUN_ID, with an
+// artifact store): the one value of the store that may differ between targets.
+var runIDOf = map[string]string{
+	"job":      plan.DefaultRunID,
+	"jobset":   plan.DefaultRunID,
+	"argo":     "{{workflow.name}}",
+	"argo-job": "{{workflow.name}}",
+}
+
+// stores are the artifact stores the parity tests run with: none, S3 on an
+// S3-compatible server, and a shared volume.
+var stores = map[string]compile.Options{
+	"no-store": {},
+	"s3":       {Artifacts: "s3://ml-artifacts/flows", ArtifactsEndpoint: "http://minio.storage:9000"},
+	"volume":   {Artifacts: "pvc://shared-artifacts"},
+}
+
 // TestMultiNodeParity: every node of a multi-node step, on every target, runs the
 // step's single-node pod plus exactly the rendezvous variables and the fields its
-// target's mechanism requires.
+// target's mechanism requires; with an artifact store, every pod of every step
+// has the store's variables and volume, its run ID as its target renders it.
 func TestMultiNodeParity(t *testing.T) {
 	f := sdk.NewFlow("parity", sdk.Image("example.com/flow:v1"), sdk.Param("epochs", "3"),
 		sdk.Toleration("dedicated", "ml", "NoSchedule")).
@@ -148,10 +210,18 @@ func TestMultiNodeParity(t *testing.T) {
 			sdk.Env("A", "1"), sdk.Retry(2), sdk.Timeout(time.Hour)).
 		Step("gpu", sdk.After("prepare"), sdk.Command("torchrun", "gpu.py"), sdk.Nodes(3), sdk.Port(1234),
 			sdk.InstanceType("p5.48xlarge"), sdk.GPU(8), sdk.EFAAll(), sdk.Foreach("a", "b"))
-	p, errs := compile.Compile(f, compile.Options{})
-	if len(errs) > 0 {
-		t.Fatal(errs)
+	for store, o := range stores {
+		t.Run(store, func(t *testing.T) {
+			p, errs := compile.Compile(f, o)
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			multiNodeParity(t, p)
+		})
 	}
+}
+
+func multiNodeParity(t *testing.T, p *plan.Flow) {
 	for target, pods := range podsOf {
 		t.Run(target, func(t *testing.T) {
 			got := pods(t, p)
@@ -171,6 +241,7 @@ func TestMultiNodeParity(t *testing.T) {
 				pod := *rp.pod.DeepCopy()
 				mechanism[target](&pod)
 				c := &pod.Spec.Containers[0]
+				checkStore(t, fmt.Sprintf("%s[%d]", rp.step, rp.index), p, runIDOf[target], &want, &pod)
 				var names []string
 				c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool {
 					if slices.Contains(rendezvousNames, e.Name) || e.Name == "NEURON_RT_ROOT_COMM_ID" {

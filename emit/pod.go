@@ -5,6 +5,7 @@ package emit
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -29,6 +30,10 @@ type PodOptions struct {
 	// mechanism (Indexed Job and Service, JobSet) makes it resolve; the pod's
 	// rendezvous variables point there. Targets set it for every step with Nodes > 1.
 	MasterAddr string
+	// RunID renders the run's ID, MANIFOLD_RUN_ID of a flow with an artifact
+	// store: Argo passes "{{workflow.name}}", Airflow "{{ run_id }}". Empty, it is
+	// the runtime's run (f.Run), else plan.DefaultRunID.
+	RunID string
 }
 
 // CompletionIndexAnnotation is where an Indexed Job puts a pod's index, which is its
@@ -88,7 +93,11 @@ func Pod(f *plan.Flow, s *plan.Step, o PodOptions) corev1.PodTemplateSpec {
 		}})
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: SharedMemoryVolume, MountPath: "/dev/shm"})
 	}
-	for _, v := range s.Volumes {
+	volumes := s.Volumes
+	if a := f.Artifacts; a != nil && a.Claim != "" {
+		volumes = append(slices.Clip(volumes), plan.Volume{Name: plan.ArtifactVolumeName, Claim: a.Claim, Path: a.URL})
+	}
+	for _, v := range volumes {
 		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.Claim},
 		}})
@@ -113,9 +122,10 @@ func Pod(f *plan.Flow, s *plan.Step, o PodOptions) corev1.PodTemplateSpec {
 }
 
 // Env returns the container's environment: the flow params, then a foreach step's
-// item and index, then a multi-node step's rendezvous variables, then the step's own
-// variables in declaration order. Putting Manifold's variables first lets the step's
-// own refer to them as $(NAME).
+// item and index, then the artifact store's variables (ArtifactEnv), then a
+// multi-node step's rendezvous variables, then the step's own variables in
+// declaration order. Putting Manifold's variables first lets the step's own refer
+// to them as $(NAME).
 func Env(f *plan.Flow, s *plan.Step, o PodOptions) []corev1.EnvVar {
 	var env []corev1.EnvVar
 	for _, p := range f.Params {
@@ -130,6 +140,7 @@ func Env(f *plan.Flow, s *plan.Step, o PodOptions) []corev1.EnvVar {
 			corev1.EnvVar{Name: plan.EnvItem, Value: o.Item.Value},
 			corev1.EnvVar{Name: plan.EnvIndex, Value: o.Item.Index})
 	}
+	env = append(env, ArtifactEnv(f, s, o)...)
 	if s.Nodes > 1 {
 		env = append(env, rendezvous(s, o.MasterAddr)...)
 	}
@@ -146,6 +157,43 @@ func Env(f *plan.Flow, s *plan.Step, o PodOptions) []corev1.EnvVar {
 		env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
 	}
 	return env
+}
+
+// ArtifactEnv returns the variables through which step s reaches the flow's
+// artifact store, none when the flow has no store:
+//
+//	MANIFOLD_ARTIFACT_STORE  the store: s3://bucket/prefix, or the volume's mount path
+//	MANIFOLD_S3_ENDPOINT     an S3-compatible server's endpoint, when set
+//	MANIFOLD_RUN_ID          the run's ID, as the target renders it (o.RunID)
+//	MANIFOLD_RUN_DIR         $(MANIFOLD_ARTIFACT_STORE)/<flow>/$(MANIFOLD_RUN_ID)
+//	MANIFOLD_ARTIFACTS       $(MANIFOLD_RUN_DIR)/<step>[/$(MANIFOLD_INDEX)]
+//
+// The last two are built by the kubelet's $(NAME) expansion from the ones before,
+// so every target writes them alike and only the run ID's value differs.
+func ArtifactEnv(f *plan.Flow, s *plan.Step, o PodOptions) []corev1.EnvVar {
+	a := f.Artifacts
+	if a == nil {
+		return nil
+	}
+	run := o.RunID
+	if run == "" {
+		run = f.Run
+	}
+	if run == "" {
+		run = plan.DefaultRunID
+	}
+	env := []corev1.EnvVar{{Name: plan.EnvArtifactStore, Value: a.URL}}
+	if a.Endpoint != "" {
+		env = append(env, corev1.EnvVar{Name: plan.EnvS3Endpoint, Value: a.Endpoint})
+	}
+	step := "$(" + plan.EnvRunDir + ")/" + s.Name
+	if o.Item != nil {
+		step += "/$(" + plan.EnvIndex + ")"
+	}
+	return append(env,
+		corev1.EnvVar{Name: plan.EnvRunID, Value: run},
+		corev1.EnvVar{Name: plan.EnvRunDir, Value: "$(" + plan.EnvArtifactStore + ")/" + f.Name + "/$(" + plan.EnvRunID + ")"},
+		corev1.EnvVar{Name: plan.EnvArtifacts, Value: step})
 }
 
 // rendezvous returns the variables that let the nodes of a multi-node step find

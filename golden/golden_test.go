@@ -1,11 +1,13 @@
 // Package golden_test checks every example × every target against the files checked
-// in under golden/<example>/. Run `go test ./golden -update` to rewrite them, then
+// in under golden/<example>/ (and golden/<example>.<variant>/ for the variants,
+// compiled with flags). Run `go test ./golden -update` to rewrite them, then
 // read the diff before committing it.
 package golden_test
 
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,11 +43,43 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// compileAll runs `<example> compile --target all -o DIR` and returns DIR's files.
-func compileAll(t *testing.T, bin string) map[string][]byte {
+// variants are golden directories of examples compiled with flags: the artifact
+// stores, which no example sets itself (its own directory shows that a flow
+// without a store emits what it always did).
+var variants = map[string]struct {
+	example string
+	args    []string
+}{
+	"hello.s3":              {"hello", []string{"--artifacts", "s3://ml-artifacts/flows"}},
+	"foreach.volume":        {"foreach", []string{"--artifacts", "pvc://shared-artifacts"}},
+	"neuron-train.s3-minio": {"neuron-train", []string{"--artifacts", "s3://ml-artifacts", "--artifacts-endpoint", "http://minio.storage:9000"}},
+}
+
+// goldens returns the names of the golden directories, in order: one per
+// example, and one per variant.
+func goldens() []string {
+	names := exampletest.Names()
+	for name := range variants {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// source returns the example and extra flags of golden directory name.
+func source(name string) (string, []string) {
+	if v, ok := variants[name]; ok {
+		return v.example, v.args
+	}
+	return name, nil
+}
+
+// compileAll runs `<example> compile --target all -o DIR [args]` and returns
+// DIR's files.
+func compileAll(t *testing.T, bin string, args ...string) map[string][]byte {
 	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command(bin, "compile", "--target", "all", "-o", dir)
+	cmd := exec.Command(bin, append([]string{"compile", "--target", "all", "-o", dir}, args...)...)
 	cmd.Dir = t.TempDir() // no manifold.toml here
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s compile: %v\n%s", filepath.Base(bin), err, out)
@@ -75,10 +109,11 @@ func TestGolden(t *testing.T) {
 	if len(bins) == 0 {
 		t.Fatal("no examples were built")
 	}
-	for _, name := range exampletest.Names() {
+	for _, name := range goldens() {
 		t.Run(name, func(t *testing.T) {
-			got := compileAll(t, bins[name])
-			if again := compileAll(t, bins[name]); !cmp.Equal(got, again) {
+			example, args := source(name)
+			got := compileAll(t, bins[example], args...)
+			if again := compileAll(t, bins[example], args...); !cmp.Equal(got, again) {
 				t.Fatalf("two compiles gave different output (-first +second):\n%s", cmp.Diff(got, again))
 			}
 			dir := filepath.Join("testdata", name)
@@ -109,7 +144,8 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// TestGoldenDirsMatchExamples fails on golden files left behind by a removed example.
+// TestGoldenDirsMatchExamples fails on golden files left behind by a removed
+// example or variant.
 func TestGoldenDirsMatchExamples(t *testing.T) {
 	exampletest.Build(t)
 	entries, err := os.ReadDir("testdata")
@@ -121,8 +157,8 @@ func TestGoldenDirsMatchExamples(t *testing.T) {
 		dirs = append(dirs, e.Name())
 	}
 	sort.Strings(dirs)
-	if diff := cmp.Diff(exampletest.Names(), dirs); diff != "" {
-		t.Errorf("golden directories do not match the examples (-examples +golden):\n%s", diff)
+	if diff := cmp.Diff(goldens(), dirs); diff != "" {
+		t.Errorf("golden directories do not match the examples and variants (-examples +golden):\n%s", diff)
 	}
 }
 
@@ -255,6 +291,8 @@ func TestGoldenArgoPodsAreJobPods(t *testing.T) {
 			} else if got, err = argopod.Resolve(&wt, argo.TaskName(step), item); err != nil {
 				t.Fatalf("%s: step %s item %d: %v", path, step, item, err)
 			}
+			want = *want.DeepCopy()
+			runIDs(t, fmt.Sprintf("%s: step %s item %d", path, step, item), &want, &got)
 			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("%s: step %s item %d: Argo's pod differs from Job %s's (-job +argo):\n%s", path, step, item, j.Name, diff)
 			}
@@ -303,6 +341,27 @@ func multiNodePods(t *testing.T, wt *wfv1.WorkflowTemplate, path, step string, i
 		}
 	}
 	return want, got
+}
+
+// runIDs checks, then blanks, MANIFOLD_RUN_ID, by which alone the pods of a flow
+// with an artifact store differ: the compiled Job's is plan.DefaultRunID, Argo's
+// the workflow's name (the one a multi-node step's manifest holds, once Argo has
+// substituted it, too).
+func runIDs(t *testing.T, what string, job, wf *corev1.PodTemplateSpec) {
+	t.Helper()
+	for _, side := range []struct {
+		pod  *corev1.PodTemplateSpec
+		want string
+	}{{job, plan.DefaultRunID}, {wf, argo.RunID}} {
+		for i := range side.pod.Spec.Containers[0].Env {
+			if e := &side.pod.Spec.Containers[0].Env[i]; e.Name == plan.EnvRunID {
+				if e.Value != side.want {
+					t.Errorf("%s: %s = %q, want %q", what, e.Name, e.Value, side.want)
+				}
+				e.Value = ""
+			}
+		}
+	}
 }
 
 // documents splits a YAML stream into its non-empty documents.

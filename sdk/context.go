@@ -3,30 +3,30 @@ package sdk
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 
-	"github.com/manifoldflow/manifold/internal/atomicfile"
+	"github.com/manifoldflow/manifold/artifact"
 )
 
 // Context is what a Run body receives: the standard context (cancelled when the step
 // must stop), the step's params and foreach item, and its artifacts.
 //
-// Artifacts are JSON files under the run directory: Put(name, v) writes
-// <run dir>/<step>[/<index>]/<name>.json and Get reads what an earlier step put. The
-// run directory is MANIFOLD_RUN_DIR, or .manifold/runs/default when it is unset; a
-// Command step finds its own artifact directory in MANIFOLD_ARTIFACTS.
+// Artifacts are JSON values kept in the run's artifact store: Put(name, v) stores
+// <step>[/<index>]/<name>.json and Get reads what an earlier step put. On this
+// machine the store is the run directory (MANIFOLD_RUN_DIR, or
+// .manifold/runs/default when it is unset); on a cluster it is the flow's S3
+// store or shared volume (package artifact). A Command step finds its own
+// artifact location in MANIFOLD_ARTIFACTS.
 type Context struct {
 	context.Context
 	flow, step string
 	params     map[string]string
 	item       string
 	index      int
-	runDir     string
+	store      artifact.Store
 }
 
 // ContextConfig describes the step a Context is made for.
@@ -38,7 +38,9 @@ type ContextConfig struct {
 	// without Foreach.
 	Item  string
 	Index int
-	// RunDir is where artifacts are kept.
+	// Store keeps the run's artifacts; when nil, they are kept in the directory
+	// RunDir (artifact.Dir).
+	Store  artifact.Store
 	RunDir string
 }
 
@@ -48,8 +50,12 @@ func NewContext(ctx context.Context, c ContextConfig) *Context {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	store := c.Store
+	if store == nil {
+		store = artifact.Dir(c.RunDir)
+	}
 	return &Context{Context: ctx, flow: c.Flow, step: c.Step, params: c.Params,
-		item: c.Item, index: c.Index, runDir: c.RunDir}
+		item: c.Item, index: c.Index, store: store}
 }
 
 // Flow returns the flow's name.
@@ -67,11 +73,16 @@ func (c *Context) Item() string { return c.item }
 // Index returns the zero-based index of the step's foreach item, or -1.
 func (c *Context) Index() int { return c.index }
 
-// ArtifactDir returns the directory where this step's artifacts are kept.
-func (c *Context) ArtifactDir() string { return ArtifactDir(c.runDir, c.step, c.index) }
+// ArtifactDir returns where this step's artifacts are kept: a directory, or the
+// s3:// URL under which its objects are (what a Command step gets as
+// MANIFOLD_ARTIFACTS).
+func (c *Context) ArtifactDir() string {
+	return c.store.Location(artifact.StepKey(c.step, c.index))
+}
 
 // Put stores v, encoded as JSON, as this step's artifact name. The write is atomic: a
-// reader sees the old artifact or the new one, never part of one.
+// reader sees the old artifact or the new one, never part of one, even if the step
+// is killed while it writes.
 func (c *Context) Put(name string, v any) error {
 	if err := checkArtifactName(name); err != nil {
 		return err
@@ -80,11 +91,10 @@ func (c *Context) Put(name string, v any) error {
 	if err != nil {
 		return fmt.Errorf("artifact %q: %w", name, err)
 	}
-	dir := c.ArtifactDir()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+	if err := c.store.Put(c, artifact.Key(c.step, c.index, name), append(data, '\n')); err != nil {
+		return fmt.Errorf("putting artifact %q of %s: %w", name, describe(c.step, c.index), err)
 	}
-	return atomicfile.WriteSync(filepath.Join(dir, name+".json"), append(data, '\n'))
+	return nil
 }
 
 // Get decodes the artifact name of step into v.
@@ -107,18 +117,26 @@ func (c *Context) get(step string, index int, name string, v any) error {
 	if err := checkArtifactName(step); err != nil {
 		return fmt.Errorf("step %q: %w", step, err)
 	}
-	path := filepath.Join(ArtifactDir(c.runDir, step, index), name+".json")
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("step %q has no artifact %q (looked for %s): did it run and Put it?", step, name, path)
+	key := artifact.Key(step, index, name)
+	data, err := c.store.Get(c, key)
+	if artifact.IsNotExist(err) {
+		return fmt.Errorf("%s has no artifact %q (looked for %s): did it run and Put it?", describe(step, index), name, c.store.Location(key))
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("getting artifact %q of %s: %w", name, describe(step, index), err)
 	}
 	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("artifact %q of step %q: %w", name, step, err)
+		return fmt.Errorf("artifact %q of %s: %w", name, describe(step, index), err)
 	}
 	return nil
+}
+
+// describe names a step, or an item of a foreach step, in messages.
+func describe(step string, index int) string {
+	if index < 0 {
+		return fmt.Sprintf("step %q", step)
+	}
+	return fmt.Sprintf("item %d of step %q", index, step)
 }
 
 // ArtifactDir returns where a step keeps its artifacts in the run directory runDir:

@@ -2,6 +2,7 @@ package sdk_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,5 +76,34 @@ func TestPutRefusesUnencodableValues(t *testing.T) {
 	c := sdk.NewContext(context.Background(), sdk.ContextConfig{Step: "a", Index: -1, RunDir: t.TempDir()})
 	if err := c.Put("ch", make(chan int)); err == nil {
 		t.Error("Put of a channel succeeded")
+	}
+}
+
+// failing is a store whose every call fails, as an unreachable one would.
+type failing struct{ err error }
+
+func (f failing) Put(context.Context, string, []byte) error   { return f.err }
+func (f failing) Get(context.Context, string) ([]byte, error) { return nil, f.err }
+func (f failing) Location(key string) string                  { return "s3://b/" + key }
+
+// TestStoreErrors: a missing artifact names the step, the item, the artifact and
+// where it was looked for; other failures of the store say which artifact.
+func TestStoreErrors(t *testing.T) {
+	c := sdk.NewContext(context.Background(), sdk.ContextConfig{Step: "report", Index: -1, RunDir: t.TempDir()})
+	var v string
+	err := c.GetIndex("process", 2, "result", &v)
+	if err == nil || !strings.Contains(err.Error(), `item 2 of step "process" has no artifact "result" (looked for `) ||
+		!strings.Contains(err.Error(), filepath.Join("process", "2", "result.json")) {
+		t.Errorf("GetIndex of a missing artifact: %v", err)
+	}
+	f := sdk.NewContext(context.Background(), sdk.ContextConfig{Step: "a", Index: 1, Store: failing{errors.New("connection refused")}})
+	if err := f.Put("x", 1); err == nil || err.Error() != `putting artifact "x" of item 1 of step "a": connection refused` {
+		t.Errorf("Put through a failing store: %v", err)
+	}
+	if err := f.Get("b", "y", &v); err == nil || err.Error() != `getting artifact "y" of step "b": connection refused` {
+		t.Errorf("Get through a failing store: %v", err)
+	}
+	if got := f.ArtifactDir(); got != "s3://b/a/1" {
+		t.Errorf("ArtifactDir = %q", got)
 	}
 }

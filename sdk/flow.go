@@ -55,6 +55,9 @@ type FlowSpec struct {
 	Name     string
 	Params   []ParamSpec
 	Schedule *string
+	// ArtifactVolume is the ReadWriteMany PersistentVolumeClaim that keeps the
+	// flow's artifacts on a cluster (ArtifactVolume); nil when not given.
+	ArtifactVolume *string
 	// Defaults holds the step options given to the flow itself.
 	Defaults StepSpec
 	Steps    []StepDecl
@@ -165,6 +168,7 @@ func (f FlowSpec) clone() FlowSpec {
 	c := f
 	c.Params = cloneSlice(f.Params)
 	c.Schedule = clonePtr(f.Schedule)
+	c.ArtifactVolume = clonePtr(f.ArtifactVolume)
 	c.Defaults = f.Defaults.clone()
 	c.Steps = make([]StepDecl, len(f.Steps))
 	for i, s := range f.Steps {

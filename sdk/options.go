@@ -32,6 +32,7 @@ var (
 	_ StepOption = command{}
 	_ FlowOption = param{}
 	_ FlowOption = schedule("")
+	_ FlowOption = artifactVolume("")
 )
 
 // Body.
@@ -442,6 +443,19 @@ type schedule string
 
 func (o schedule) applyFlow(f *FlowSpec) { f.Schedule = new(strings.TrimSpace(string(o))) }
 func (o schedule) String() string        { return fmt.Sprintf("Schedule(%q)", string(o)) }
+
+// ArtifactVolume keeps the flow's artifacts on a cluster in the ReadWriteMany
+// PersistentVolumeClaim claim, which every step's pod mounts at
+// /manifold/artifacts: ctx.Put and ctx.Get, and a Command step's
+// MANIFOLD_ARTIFACTS, reach the same files from every pod and node. It replaces
+// the artifacts store of manifold.toml; --artifacts replaces it. Runs on this
+// machine keep artifacts in the run directory.
+func ArtifactVolume(claim string) FlowOption { return artifactVolume(claim) }
+
+type artifactVolume string
+
+func (o artifactVolume) applyFlow(f *FlowSpec) { f.ArtifactVolume = new(string(o)) }
+func (o artifactVolume) String() string        { return fmt.Sprintf("ArtifactVolume(%q)", string(o)) }
 
 // upsert replaces the element of list with v's key, or appends v.
 func upsert[T any](list []T, v T, key func(T) string) []T {

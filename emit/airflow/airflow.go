@@ -90,8 +90,8 @@ type Task struct {
 	// over them (expand(env_vars=Items)), and Args then has no env_vars.
 	Items [][]corev1.EnvVar
 	// Templates names the variables whose values are Airflow templates: the flow
-	// params' (ParamRef) and a multi-node step's rank 0 addresses. Every other
-	// value is literal. Users cannot name their own variables so (compile refuses
+	// params' (ParamRef), the run ID's (RunID) and a multi-node step's rank 0
+	// addresses. Every other value is literal. Users cannot name their own variables so (compile refuses
 	// MANIFOLD_ names, and the rendezvous names on a multi-node step).
 	Templates map[string]bool
 	// Setup marks the task that creates what its step's task needs; Setups, on a
@@ -150,6 +150,10 @@ func ParamRef(p plan.Param) string {
 	return "{{ params['" + p.Name + "'] }}"
 }
 
+// RunID is the template of the DAG run's id, the run ID of a step's pod
+// (MANIFOLD_RUN_ID, with an artifact store): every task of a run renders it alike.
+const RunID = "{{ run_id }}"
+
 // Build turns f into the DAG both files are written from.
 func Build(f *plan.Flow) (*DAG, field.ErrorList) {
 	d := &DAG{ID: f.Name, Schedule: f.Schedule, Params: f.Params}
@@ -162,7 +166,7 @@ func Build(f *plan.Flow) (*DAG, field.ErrorList) {
 			tasks, err = multiNode(f, s)
 		} else {
 			var t Task
-			t, err = task(f, s, PodOperator, emit.PodOptions{Param: ParamRef}, nil)
+			t, err = task(f, s, PodOperator, emit.PodOptions{Param: ParamRef, RunID: RunID}, nil)
 			tasks = []Task{t}
 		}
 		if err != nil {
@@ -180,6 +184,9 @@ func task(f *plan.Flow, s *plan.Step, operator string, o emit.PodOptions, itemOp
 	t := Task{ID: s.Name, Upstream: s.After, Operator: operator, Templates: map[string]bool{}}
 	for _, p := range f.Params {
 		t.Templates[p.Env] = true
+	}
+	if f.Artifacts != nil {
+		t.Templates[plan.EnvRunID] = true
 	}
 	if s.Foreach == nil {
 		pod := emit.Pod(f, s, o)

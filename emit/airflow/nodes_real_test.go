@@ -231,6 +231,7 @@ func compareJobPod(t *testing.T, what string, s *step, i int, j *batchv1.Job, sv
 		t.Errorf("%s: no run_id label", what)
 	}
 	delete(got.Labels, "run_id")
+	runIDs(t, what, &want, &got)
 	for _, p := range []*corev1.PodTemplateSpec{&want, &got} {
 		p.Spec.Subdomain = ""
 		for k := range p.Spec.Containers[0].Env {

@@ -237,6 +237,8 @@ func comparePods(t *testing.T, what string, want corev1.PodTemplateSpec, got *co
 		Spec:       got.Spec,
 	}
 	operatorPod(t, what, &gotTemplate)
+	want = *want.DeepCopy()
+	runIDs(t, what, &want, &gotTemplate)
 	if diff := cmp.Diff(want, gotTemplate, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("%s: Airflow's pod differs from the Job's (-job +airflow):\n%s", what, diff)
 	}
@@ -266,6 +268,31 @@ func operatorPod(t *testing.T, what string, got *corev1.PodTemplateSpec) {
 	}
 }
 
+// airflowRunID is the run in which dagcheck.py renders every task.
+const airflowRunID = "manual__2026-12-02T14:20:32.669649+00:00"
+
+// runIDs checks, then blanks, the one value in which a flow with an artifact
+// store's pods differ between the Job target and Airflow: MANIFOLD_RUN_ID, the
+// Job target's plan.DefaultRunID (no runtime names the run) and on Airflow the
+// DAG run's id. Everything else of the store (its variables, the volume) must be
+// equal.
+func runIDs(t *testing.T, what string, job, af *corev1.PodTemplateSpec) {
+	t.Helper()
+	for _, side := range []struct {
+		pod  *corev1.PodTemplateSpec
+		want string
+	}{{job, plan.DefaultRunID}, {af, airflowRunID}} {
+		for i := range side.pod.Spec.Containers[0].Env {
+			if e := &side.pod.Spec.Containers[0].Env[i]; e.Name == plan.EnvRunID {
+				if e.Value != side.want {
+					t.Errorf("%s: %s = %q, want %q", what, e.Name, e.Value, side.want)
+				}
+				e.Value = ""
+			}
+		}
+	}
+}
+
 // decodeJobs reads the Jobs of a Job target YAML stream, passing over the Services
 // of multi-node steps.
 func decodeJobs(t *testing.T, data []byte) []*batchv1.Job {
@@ -290,11 +317,29 @@ func decodeJobs(t *testing.T, data []byte) []*batchv1.Job {
 
 func compileFlow(t *testing.T, f *sdk.Flow) *plan.Flow {
 	t.Helper()
-	p, errs := compile.Compile(f, compile.Options{})
+	return compileWith(t, f, compile.Options{})
+}
+
+func compileWith(t *testing.T, f *sdk.Flow, o compile.Options) *plan.Flow {
+	t.Helper()
+	p, errs := compile.Compile(f, o)
 	if len(errs) > 0 {
 		t.Fatalf("compile %s: %v", f.Name(), errs.ToAggregate())
 	}
 	return p
+}
+
+// artifactsFlow passes artifacts between Run steps, foreach items, a multi-node
+// step and a Command step: with an artifact store, every pod gets its variables
+// (and volume).
+func artifactsFlow(name string) *sdk.Flow {
+	run := sdk.Run(func(*sdk.Context) error { return nil })
+	return sdk.NewFlow(name, sdk.Image("example.com/flow:v1"), sdk.Param("epochs", "3")).
+		Step("prepare", run).
+		Step("shard", run, sdk.After("prepare"), sdk.Foreach("a", "b", "c"), sdk.Volume("data", "/data")).
+		Step("train", sdk.After("shard"), sdk.Command("torchrun", "train.py", "--out", "$(MANIFOLD_ARTIFACTS)"),
+			sdk.Nodes(2), sdk.InstanceType("trn1.32xlarge"), sdk.Trainium(16), sdk.EFA(8)).
+		Step("report", sdk.After("train"), sdk.Command("sh", "-c", "ls $MANIFOLD_RUN_DIR"), sdk.Env("OUT", "$(MANIFOLD_ARTIFACTS)/x"))
 }
 
 func writeAirflow(t *testing.T, p *plan.Flow, dir string) {
@@ -415,6 +460,14 @@ func TestRealAirflow(t *testing.T) {
 		Step(strings.Repeat("y", compile.MaxNameLength), sdk.Command("true"), sdk.After(long))
 	for _, f := range []*sdk.Flow{everyOption(), adversarialFlow("adversarial", adversarial), longest, multiNodeFlow(), longestMultiNode()} {
 		p := compileFlow(t, f)
+		flows[p.Name] = p
+		writeAirflow(t, p, dir)
+	}
+	for name, store := range map[string]compile.Options{
+		"artifacts-s3":     {Artifacts: "s3://ml-artifacts/flows", ArtifactsEndpoint: "http://minio.storage:9000"},
+		"artifacts-volume": {Artifacts: "pvc://shared-artifacts"},
+	} {
+		p := compileWith(t, artifactsFlow(name), store)
 		flows[p.Name] = p
 		writeAirflow(t, p, dir)
 	}

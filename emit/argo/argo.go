@@ -113,15 +113,20 @@ func Objects(f *plan.Flow) ([]any, field.ErrorList) {
 }
 
 // PodOptions are the values Argo fills in at run time: params as
-// {{workflow.parameters.NAME}}, and a foreach step's item and index as its
-// template's input parameters.
+// {{workflow.parameters.NAME}}, a foreach step's item and index as its
+// template's input parameters, and the run's ID as the workflow's name (RunID).
 func PodOptions(s *plan.Step) emit.PodOptions {
-	o := emit.PodOptions{Param: func(p plan.Param) string { return paramTag(p.Name) }}
+	o := emit.PodOptions{Param: func(p plan.Param) string { return paramTag(p.Name) }, RunID: RunID}
 	if s.Foreach != nil {
 		o.Item = &emit.Item{Value: "{{inputs.parameters." + InputItem + "}}", Index: "{{inputs.parameters." + InputIndex + "}}"}
 	}
 	return o
 }
+
+// RunID is the run ID of a step's pod (MANIFOLD_RUN_ID, with an artifact store):
+// the name of the workflow, which is unique among the workflows of its namespace
+// and which every step of one run shares.
+const RunID = "{{workflow.name}}"
 
 // paramTag is Argo's reference to the flow param called name.
 func paramTag(name string) string { return "{{workflow.parameters." + name + "}}" }

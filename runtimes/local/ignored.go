@@ -70,6 +70,13 @@ func Ignored(f *plan.Flow) (notes []string, refused field.ErrorList) {
 			notes = append(notes, s.Name+" takes every variable of secret "+and(s.Secrets)+": secrets are not read locally; set the variables in this environment to pass them")
 		}
 	}
+	if a := f.Artifacts; a != nil {
+		store := a.URL
+		if a.Claim != "" {
+			store = "volume " + a.Claim
+		}
+		notes = append(notes, "artifacts are kept in the run directory here; the artifact store ("+store+") is for runs on a cluster")
+	}
 	return notes, refused
 }
 

@@ -189,6 +189,33 @@ func TestEnvironment(t *testing.T) {
 	}
 }
 
+// TestArtifactStoreStaysOnClusters: a flow with an artifact store for clusters
+// keeps its artifacts in the run directory here, its steps get no store variables
+// (neither the flow's nor the runner's own), and the run says so once.
+func TestArtifactStoreStaysOnClusters(t *testing.T) {
+	t.Setenv("MANIFOLD_ARTIFACT_STORE", "s3://inherited")
+	t.Setenv("MANIFOLD_RUN_ID", "inherited")
+	t.Setenv("MANIFOLD_S3_ENDPOINT", "http://inherited")
+	flow := sdk.NewFlow("storeflow", sdk.Image("registry.example.com/store:v1")).
+		Step("once", sdk.Command("sh", "-c", `env | grep -E '^MANIFOLD_(ARTIFACT|RUN_|S3_)' | sort > "$MANIFOLD_ARTIFACTS/env.txt"`))
+	p, errs := compile.Compile(flow, compile.Options{Artifacts: "s3://ml-artifacts/flows", ArtifactsEndpoint: "http://minio:9000"})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	r := runPlan(t, t.Context(), p, local.Options{})
+	if r.err != nil {
+		t.Fatalf("run: %v\n%s", r.err, r.stdout)
+	}
+	dir := r.res.Dir
+	want := "MANIFOLD_ARTIFACTS=" + filepath.Join(dir, "once") + "\nMANIFOLD_RUN_DIR=" + dir + "\n"
+	if diff := cmp.Diff(want, readFile(t, dir, "once", "env.txt")); diff != "" {
+		t.Errorf("environment of once (-want +got):\n%s", diff)
+	}
+	if note := "artifacts are kept in the run directory here; the artifact store (s3://ml-artifacts/flows) is for runs on a cluster"; strings.Count(r.stdout, note) != 1 {
+		t.Errorf("the run does not say once that the store is for clusters:\n%s", r.stdout)
+	}
+}
+
 // TestFailure: a failing step stops what waits for it, an independent branch
 // finishes, and the error names the step, its exit status and its last words.
 func TestFailure(t *testing.T) {

@@ -48,10 +48,14 @@ func (r *runner) command(t *task) (argv, env []string) {
 	if t.index >= 0 {
 		item = emit.ItemAt(t.step, t.index)
 	}
-	// A multi-node step runs once here, as a single node: no rendezvous.
+	// A multi-node step runs once here, as a single node: no rendezvous. And
+	// artifacts stay in the run directory, whatever store the flow has on a
+	// cluster.
 	single := *t.step
 	single.Nodes = 1
-	for _, e := range emit.Env(r.flow, &single, emit.PodOptions{Item: item}) {
+	flow := *r.flow
+	flow.Artifacts = nil
+	for _, e := range emit.Env(&flow, &single, emit.PodOptions{Item: item}) {
 		if e.ValueFrom != nil {
 			// A Secret's value: what this environment has under that name, if any.
 			if v, ok := os.LookupEnv(e.Name); ok {
@@ -84,7 +88,8 @@ func (r *runner) command(t *task) (argv, env []string) {
 // inherited from the runner's own environment must not reach the step.
 func managed(name string) bool {
 	switch name {
-	case plan.EnvItem, plan.EnvIndex, plan.EnvRunDir, plan.EnvArtifacts:
+	case plan.EnvItem, plan.EnvIndex, plan.EnvRunDir, plan.EnvArtifacts,
+		plan.EnvArtifactStore, plan.EnvRunID, plan.EnvS3Endpoint:
 		return true
 	}
 	return strings.HasPrefix(name, plan.EnvParamPrefix)

@@ -259,18 +259,24 @@ RANK_ZERO = {"MASTER_ADDR", "PET_MASTER_ADDR", "NEURON_RT_ROOT_COMM_ID"}
 JOB_TEMPLATES = {"name", "namespace", "labels"}
 
 
+# The variable whose value is the template of the DAG run's id, in a flow with an
+# artifact store.
+RUN_ID_VAR = "MANIFOLD_RUN_ID"
+
+
 def literal_text(key, value, job=False):
     """Wraps the free text of a templated argument in literal(), as README says a
     DAG built from the JSON must: every string but a MANIFOLD_PARAM_ variable's
-    value (a template of the DAG's params) reaches the pod as written, and in a
-    Job task (job) but the rank 0 addresses and the arguments JOB_TEMPLATES too."""
+    value (a template of the DAG's params) and MANIFOLD_RUN_ID's (the run's id)
+    reaches the pod as written, and in a Job task (job) but the rank 0 addresses
+    and the arguments JOB_TEMPLATES too."""
     from airflow.sdk import literal
 
     if key == "env_vars":
         for env in value:
             name = env.name
             env.name = literal(env.name)
-            if env.value is not None and not name.startswith("MANIFOLD_PARAM_") and not (job and name in RANK_ZERO):
+            if env.value is not None and not name.startswith("MANIFOLD_PARAM_") and name != RUN_ID_VAR and not (job and name in RANK_ZERO):
                 env.value = literal(env.value)
         return value
     if key not in TEXT or (job and key in JOB_TEMPLATES):
@@ -341,7 +347,7 @@ def pods_from_json(path):
                 kwargs["task_id"] = "%s-%d" % (task["task_id"], i)
                 op = cls(**kwargs)
             ti = types.SimpleNamespace(map_index=-1, task=op)
-            context = {"ti": ti, "task": op, "dag": dag, "params": dict(spec["params"])}
+            context = {"ti": ti, "task": op, "dag": dag, "params": dict(spec["params"]), "run_id": RUN_ID}
             op.render_template_fields(context)
             built.append(api.sanitize_for_serialization(op.build_pod_request_obj(dry_run=True)))
         out[task["task_id"]] = built

@@ -1,0 +1,128 @@
+// Package artifact keeps the artifacts that the steps of a run pass to each other
+// (sdk.Context's Put and Get). A Store holds one run's artifacts under keys laid
+// out as the local run directory lays out its files:
+//
+//	<step>/<name>.json            what step put
+//	<step>/<index>/<name>.json    what item index of a foreach step put
+//
+// Dir keeps them in a directory: the local run directory, or a directory of a
+// volume every pod mounts. Package artifact/s3store keeps them in S3, under
+// s3://bucket/prefix/<flow>/<run id>/. Every store writes atomically: a reader sees
+// the whole artifact or none, even when the writer is killed half-way.
+package artifact
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/manifoldflow/manifold/internal/atomicfile"
+)
+
+// Store keeps one run's artifacts.
+type Store interface {
+	// Put stores data under key. A reader sees all of data, or what the key held
+	// before, never part of either, even if the writer dies half-way.
+	Put(ctx context.Context, key string, data []byte) error
+	// Get returns what key holds. When it holds nothing, the error wraps
+	// fs.ErrNotExist.
+	Get(ctx context.Context, key string) ([]byte, error)
+	// Location returns where key (an artifact, or a step's directory of them) is
+	// kept, for messages and for MANIFOLD_ARTIFACTS: a path or an s3:// URL.
+	Location(key string) string
+}
+
+// Key returns the key of artifact name of step, or of item index of a foreach
+// step (index is -1 for a step without Foreach): <step>[/<index>]/<name>.json.
+func Key(step string, index int, name string) string {
+	return path.Join(StepKey(step, index), name+".json")
+}
+
+// StepKey returns the key under which step (item index of a foreach step, or
+// -1) keeps its artifacts: <step>[/<index>].
+func StepKey(step string, index int) string {
+	if index < 0 {
+		return step
+	}
+	return step + "/" + strconv.Itoa(index)
+}
+
+// Dir is a Store in a directory: the run directory. Keys are paths below it. Put
+// writes a temporary file in the artifact's directory, flushes it to the disk and
+// renames it into place, which is atomic on local file systems and on the NFS
+// servers behind ReadWriteMany volumes (EFS, Filestore, Azure Files NFS).
+type Dir string
+
+var _ Store = Dir("")
+
+// Put writes data to the file of key through a temporary file renamed into place.
+func (d Dir) Put(_ context.Context, key string, data []byte) error {
+	p, err := d.path(key)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return atomicfile.WriteSync(p, data)
+}
+
+// Get reads the file of key.
+func (d Dir) Get(_ context.Context, key string) ([]byte, error) {
+	p, err := d.path(key)
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(p)
+}
+
+// Location returns the path of key.
+func (d Dir) Location(key string) string {
+	if key == "" {
+		return string(d)
+	}
+	return filepath.Join(string(d), filepath.FromSlash(key))
+}
+
+func (d Dir) path(key string) (string, error) {
+	if err := CheckKey(key); err != nil {
+		return "", err
+	}
+	return d.Location(key), nil
+}
+
+// CheckKey refuses a key that is not a clean relative path of non-empty elements
+// ("a/b.json", never "/a", "a//b", "../a" or "a/./b").
+func CheckKey(key string) error {
+	if key == "" || !utf8.ValidString(key) || strings.HasPrefix(key, "/") || path.Clean(key) != key || key == "." ||
+		strings.HasPrefix(key, "../") || key == ".." {
+		return fmt.Errorf("artifact key %q: want a relative path such as step/name.json", key)
+	}
+	return nil
+}
+
+// CheckRunID refuses a run ID that cannot name one directory of a store: empty,
+// "." or "..", holding '/' or a control character, or longer than 250 bytes. Run
+// IDs of the runtimes, Argo workflow names and Airflow run IDs
+// (manual__2026-12-02T14:20:32.669649+00:00) all pass.
+func CheckRunID(id string) error {
+	if id == "" {
+		return errors.New("the run ID is empty")
+	}
+	bad := id == "." || id == ".." || len(id) > 250 || !utf8.ValidString(id) ||
+		strings.ContainsFunc(id, func(r rune) bool { return r == '/' || r == '\\' || r < 0x20 || r == 0x7f })
+	if bad {
+		return fmt.Errorf("run ID %q cannot name a directory of the artifact store: it must be at most 250 characters, without '/', '\\\\' or control characters, and not . or ..", id)
+	}
+	return nil
+}
+
+// IsNotExist reports whether err says that an artifact does not exist.
+func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

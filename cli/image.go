@@ -1,0 +1,289 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/manifoldflow/manifold/compile"
+	"github.com/manifoldflow/manifold/image"
+	"github.com/manifoldflow/manifold/runtimes/kube/kind"
+	"github.com/manifoldflow/manifold/sdk"
+)
+
+// localRepository is the repository of an image written to a tarball when no
+// --tag names one: a name no registry answers to, so that a node never tries to
+// pull it.
+const localRepository = "manifold.local/"
+
+func imageCommand(flow *sdk.Flow) *ucli.Command {
+	return &ucli.Command{
+		Name:        "image",
+		Usage:       "build the flow program's container image",
+		Subcommands: []*ucli.Command{imageBuildCommand(flow)},
+	}
+}
+
+func imageBuildCommand(flow *sdk.Flow) *ucli.Command {
+	return &ucli.Command{
+		Name:  "build",
+		Usage: "build this flow program into an image, without Docker, and push it or write it to a tarball",
+		Description: "Builds the flow's main package with `go build` (CGO_ENABLED=0, -trimpath, GOOS=linux, one GOARCH\n" +
+			"per --platform), adds the program as one layer at the entrypoint (manifold.toml's entrypoint, default\n" +
+			"/usr/local/bin/<flow>) on the base image (--base, else manifold.toml's base_image, else\n" +
+			image.DefaultBase + "; scratch for none) and makes it the image's entrypoint.\n" +
+			"Two platforms or more make an index. The same source and base give the same digest.\n\n" +
+			"--push pushes to --tag (default: the flow's sdk.Image, else manifold.toml's image) with the\n" +
+			"credentials of the docker config and its credential helpers; pods name the image by digest.\n" +
+			"--tarball writes a `docker save` tarball for `kind load image-archive` or `docker load`; pods name\n" +
+			"it by a tag made from its digest (REPOSITORY:sha256-<hex>); --kind NAME loads that tarball into every\n" +
+			"node of a kind cluster. The reference is printed last and\n" +
+			"recorded in " + compile.BuiltImageFile + ", where `compile --image-from-build` (or image_from_build = true in\n" +
+			"manifold.toml) finds it for every Run step.\n\n" +
+			"The flow's main package is the one this program was built from (found through its build info\n" +
+			"and the go command of the working directory's module); --package DIR names another.",
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "base", Usage: "the base `IMAGE` (default: manifold.toml's base_image, else " + image.DefaultBase + "); scratch for an empty one"},
+			&ucli.StringSliceFlag{Name: "platform", Usage: "build for `OS/ARCH`, such as linux/amd64 (the default) or linux/amd64,linux/arm64 (several make an index)"},
+			&ucli.StringFlag{Name: "tag", Usage: "the image's `REF`, REGISTRY/REPOSITORY[:TAG] (default: the flow's sdk.Image, else manifold.toml's image)"},
+			&ucli.BoolFlag{Name: "push", Usage: "push the image to the registry of --tag"},
+			&ucli.StringFlag{Name: "tarball", Usage: "write the image to `FILE`, a docker save tarball"},
+			&ucli.StringFlag{Name: "kind", Usage: "load the image into every node of the kind cluster `NAME` (see kind up)"},
+			&ucli.StringFlag{Name: "package", Usage: "build the main package in `DIR` (default: the package this program was built from)"},
+			&ucli.StringFlag{Name: "config", Usage: "read defaults from `FILE` (default: " + compile.ConfigFile + " in the working directory, if present)"},
+		},
+		Action: func(c *ucli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			return imageBuild(c, flow)
+		},
+	}
+}
+
+func imageBuild(c *ucli.Context, flow *sdk.Flow) error {
+	outputs := 0
+	for _, set := range []bool{c.Bool("push"), c.IsSet("tarball"), c.IsSet("kind")} {
+		if set {
+			outputs++
+		}
+	}
+	if outputs != 1 {
+		return usageErr("say where the image goes, with one of --push (to --tag REF), --tarball FILE or --kind NAME")
+	}
+	if c.IsSet("tarball") && c.String("tarball") == "" {
+		return usageErr("--tarball \"\": give the file to write")
+	}
+	platforms, err := image.ParsePlatforms(c.StringSlice("platform")...)
+	if err != nil {
+		return usageErr("--platform: %v", err)
+	}
+	if len(platforms) > 1 && !c.Bool("push") {
+		return usageErr("--platform: a tarball or a kind cluster takes one platform: give one, or push the index with --push")
+	}
+	created, err := sourceDateEpoch()
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	opts, err := options(c, flow)
+	if err != nil {
+		return err
+	}
+	cfg := opts.Config
+	flowName := flowName(flow)
+
+	entrypoint := cfg.Entrypoint
+	if entrypoint == "" {
+		entrypoint = compile.DefaultEntrypoint(flowName)
+	}
+	if err := image.CheckEntrypoint(entrypoint); err != nil {
+		return invalidErr(err)
+	}
+
+	keychain := remote.WithAuthFromKeychain(authn.DefaultKeychain)
+	baseName, baseFrom := c.String("base"), "--base"
+	if baseName == "" {
+		baseName, baseFrom = cfg.BaseImage, "base_image in "+compile.ConfigFile
+	}
+	if baseName == "" {
+		baseName = image.DefaultBase
+	}
+	base, err := image.NewBase(baseName, keychain)
+	if err != nil {
+		if c.IsSet("base") {
+			return usageErr("%v", err)
+		}
+		return invalidErr(fmt.Errorf("%s: %w", baseFrom, err))
+	}
+
+	tag, tagFrom, err := imageTag(c, flow, cfg)
+	if err != nil {
+		return err
+	}
+	var publisher image.Publisher
+	switch {
+	case c.Bool("push"):
+		if tag == nil {
+			return usageErr("--push needs the image's name: give --tag REGISTRY/REPOSITORY[:TAG], or set sdk.Image on the flow or image in %s", compile.ConfigFile)
+		}
+		publisher = image.Registry{Tag: *tag, Options: []remote.Option{keychain}}
+	default:
+		repo, err := name.NewRepository(localRepository + flowName)
+		if err != nil {
+			return invalidErr(err)
+		}
+		if tag != nil {
+			repo = tag.Context()
+		}
+		if c.IsSet("tarball") {
+			publisher = image.Tarball{Path: c.String("tarball"), Repository: repo, Tag: tag}
+			break
+		}
+		cluster := cmp.Or(c.String("kind"), kind.DefaultName)
+		if err := kind.CheckName(cluster); err != nil {
+			return usageErr("--kind: %v", err)
+		}
+		publisher = image.Kind{Cluster: cluster, Repository: repo, Tag: tag, Load: func(ctx context.Context, archive string) error {
+			return kind.Load(ctx, kind.LoadOptions{Name: cluster, Image: archive, Log: c.App.ErrWriter})
+		}}
+	}
+
+	pkg, err := flowPackage(c.String("package"))
+	if err != nil {
+		return err
+	}
+	gb := &image.GoBuild{Package: pkg}
+	importPath, _, err := gb.Check(c.Context)
+	if err != nil {
+		return invalidErr(err)
+	}
+
+	w := c.App.Writer
+	fmt.Fprintf(w, "building %s (%s) for %s on %s\n", flowName, importPath, strings.Join(platformNames(platforms), ", "), base)
+	b := &image.Builder{
+		Compiler:   gb,
+		Base:       base,
+		Entrypoint: entrypoint,
+		Platforms:  platforms,
+		Time:       created,
+		Progress:   func(line string) { fmt.Fprintln(w, line) },
+	}
+	res, err := b.Build(c.Context)
+	if err != nil {
+		return invalidErr(err)
+	}
+	if tagFrom != "" && c.Bool("push") {
+		fmt.Fprintf(w, "pushing to %s (%s; --tag to change)\n", tag, tagFrom)
+	}
+	pub, err := publisher.Publish(c.Context, res)
+	if err != nil {
+		return invalidErr(err)
+	}
+	record := compile.BuiltImage{
+		Flow:       flowName,
+		Reference:  pub.Reference,
+		Digest:     res.Digest.String(),
+		Tags:       pub.Tags,
+		Platforms:  res.PlatformNames(),
+		Base:       base.String(),
+		Entrypoint: entrypoint,
+		Output:     pub.Output,
+		Built:      time.Now().UTC().Truncate(time.Second),
+	}
+	if err := compile.WriteBuiltImage(compile.BuiltImageFile, record); err != nil {
+		return invalidErr(fmt.Errorf("recording the image: %w", err))
+	}
+	switch {
+	case c.Bool("push"):
+		fmt.Fprintf(w, "pushed %s\n", strings.Join(pub.Tags, ", "))
+	case c.IsSet("tarball"):
+		file := c.String("tarball")
+		fmt.Fprintf(w, "wrote %s, tagged %s (load it with `%s kind load %s` or `docker load -i %s`)\n", file, strings.Join(pub.Tags, ", "), c.App.Name, file, file)
+	default:
+		fmt.Fprintf(w, "loaded into kind cluster %s, tagged %s\n", strings.TrimPrefix(pub.Output, "kind:"), strings.Join(pub.Tags, ", "))
+	}
+	fmt.Fprintf(w, "recorded in %s: compile --image-from-build puts it in every Run step\n", compile.BuiltImageFile)
+	fmt.Fprintln(w, pub.Reference)
+	return nil
+}
+
+// imageTag returns the image's tag: --tag, else the flow's own image, else the
+// config's image; and, when not --tag, where it came from.
+func imageTag(c *ucli.Context, flow *sdk.Flow, cfg compile.Config) (*name.Tag, string, error) {
+	ref, from := c.String("tag"), ""
+	if ref == "" {
+		if img := flow.Spec().Defaults.Image; img != nil && *img != "" {
+			ref, from = *img, "the flow's sdk.Image"
+		} else if cfg.Image != "" {
+			ref, from = cfg.Image, "image in "+compile.ConfigFile
+		}
+	}
+	if ref == "" {
+		return nil, "", nil
+	}
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		what := "--tag"
+		if from != "" {
+			what = from
+		}
+		return nil, "", usageErr("%s %q is not an image tag (%v): write REGISTRY/REPOSITORY[:TAG], such as registry.example.com/ml/%s:v1", what, ref, err, flowName(flow))
+	}
+	return &tag, from, nil
+}
+
+// flowPackage returns the flow's main package: dir when given (as an absolute
+// path when it is a directory), else the import path this program was built
+// from, which the go command then finds from the working directory's module.
+func flowPackage(dir string) (string, error) {
+	if dir != "" {
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+			return filepath.Abs(dir)
+		}
+		return dir, nil
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok || bi.Path == "" || bi.Path == "command-line-arguments" || strings.HasSuffix(bi.Path, ".test") {
+		path := "unknown"
+		if ok && bi.Path != "" {
+			path = bi.Path
+		}
+		return "", usageErr("cannot tell the flow's main package from this program's build info (%s): pass its directory with --package DIR", path)
+	}
+	return bi.Path, nil
+}
+
+// sourceDateEpoch returns the time in SOURCE_DATE_EPOCH (seconds since the
+// epoch), the reproducible-builds convention, or the zero time (meaning the
+// epoch itself) when it is unset.
+func sourceDateEpoch() (time.Time, error) {
+	v := os.Getenv("SOURCE_DATE_EPOCH")
+	if v == "" {
+		return time.Time{}, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q: give whole seconds since 1970, or unset it", v)
+	}
+	return time.Unix(n, 0).UTC(), nil
+}
+
+func platformNames(ps []v1.Platform) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	return out
+}
