@@ -93,13 +93,41 @@ func imageBuild(c *ucli.Context, flow *sdk.Flow) error {
 	if len(platforms) > 1 && !c.Bool("push") {
 		return usageErr("--platform: a tarball or a kind cluster takes one platform: give one, or push the index with --push")
 	}
+	req := buildRequest{
+		Base: c.String("base"), BaseSet: c.IsSet("base"), Tag: c.String("tag"), Platforms: platforms,
+		Push: c.Bool("push"), Tarball: c.String("tarball"), Kind: c.String("kind"), Package: c.String("package"),
+	}
+	if c.IsSet("kind") && req.Kind == "" {
+		req.Kind = kind.DefaultName
+	}
+	_, err = buildImage(c, flow, req)
+	return err
+}
+
+// buildRequest says what image to build and where it goes: pushed (Push, to
+// Tag), written to Tarball, or loaded into the kind cluster Kind.
+type buildRequest struct {
+	Base      string
+	BaseSet   bool // Base came from the command line
+	Tag       string
+	Platforms []v1.Platform
+	Push      bool
+	Tarball   string
+	Kind      string
+	Package   string
+}
+
+// buildImage builds the flow program's image as req says, records it in
+// compile.BuiltImageFile and returns the record. c gives the flow's config flags,
+// the context and the writers.
+func buildImage(c *ucli.Context, flow *sdk.Flow, req buildRequest) (*compile.BuiltImage, error) {
 	created, err := sourceDateEpoch()
 	if err != nil {
-		return usageErr("%v", err)
+		return nil, usageErr("%v", err)
 	}
 	opts, err := options(c, flow)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cfg := opts.Config
 	flowName := flowName(flow)
@@ -109,11 +137,11 @@ func imageBuild(c *ucli.Context, flow *sdk.Flow) error {
 		entrypoint = compile.DefaultEntrypoint(flowName)
 	}
 	if err := image.CheckEntrypoint(entrypoint); err != nil {
-		return invalidErr(err)
+		return nil, invalidErr(err)
 	}
 
 	keychain := remote.WithAuthFromKeychain(authn.DefaultKeychain)
-	baseName, baseFrom := c.String("base"), "--base"
+	baseName, baseFrom := req.Base, "--base"
 	if baseName == "" {
 		baseName, baseFrom = cfg.BaseImage, "base_image in "+compile.ConfigFile
 	}
@@ -122,52 +150,56 @@ func imageBuild(c *ucli.Context, flow *sdk.Flow) error {
 	}
 	base, err := image.NewBase(baseName, keychain)
 	if err != nil {
-		if c.IsSet("base") {
-			return usageErr("%v", err)
+		if req.BaseSet {
+			return nil, usageErr("%v", err)
 		}
-		return invalidErr(fmt.Errorf("%s: %w", baseFrom, err))
+		return nil, invalidErr(fmt.Errorf("%s: %w", baseFrom, err))
 	}
 
-	tag, tagFrom, err := imageTag(c, flow, cfg)
+	tag, tagFrom, err := imageTag(req.Tag, flow, cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var publisher image.Publisher
 	switch {
-	case c.Bool("push"):
+	case req.Push:
 		if tag == nil {
-			return usageErr("--push needs the image's name: give --tag REGISTRY/REPOSITORY[:TAG], or set sdk.Image on the flow or image in %s", compile.ConfigFile)
+			return nil, usageErr("--push needs the image's name: give --tag REGISTRY/REPOSITORY[:TAG], or set sdk.Image on the flow or image in %s", compile.ConfigFile)
 		}
 		publisher = image.Registry{Tag: *tag, Options: []remote.Option{keychain}}
 	default:
 		repo, err := name.NewRepository(localRepository + flowName)
 		if err != nil {
-			return invalidErr(err)
+			return nil, invalidErr(err)
 		}
 		if tag != nil {
 			repo = tag.Context()
 		}
-		if c.IsSet("tarball") {
-			publisher = image.Tarball{Path: c.String("tarball"), Repository: repo, Tag: tag}
+		if req.Tarball != "" {
+			publisher = image.Tarball{Path: req.Tarball, Repository: repo, Tag: tag}
 			break
 		}
-		cluster := cmp.Or(c.String("kind"), kind.DefaultName)
+		cluster := cmp.Or(req.Kind, kind.DefaultName)
 		if err := kind.CheckName(cluster); err != nil {
-			return usageErr("--kind: %v", err)
+			return nil, usageErr("--kind: %v", err)
 		}
 		publisher = image.Kind{Cluster: cluster, Repository: repo, Tag: tag, Load: func(ctx context.Context, archive string) error {
 			return kind.Load(ctx, kind.LoadOptions{Name: cluster, Image: archive, Log: c.App.ErrWriter})
 		}}
 	}
 
-	pkg, err := flowPackage(c.String("package"))
+	pkg, err := flowPackage(req.Package)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	gb := &image.GoBuild{Package: pkg}
 	importPath, _, err := gb.Check(c.Context)
 	if err != nil {
-		return invalidErr(err)
+		return nil, invalidErr(err)
+	}
+	platforms := req.Platforms
+	if len(platforms) == 0 {
+		platforms = []v1.Platform{image.DefaultPlatform}
 	}
 
 	w := c.App.Writer
@@ -182,14 +214,14 @@ func imageBuild(c *ucli.Context, flow *sdk.Flow) error {
 	}
 	res, err := b.Build(c.Context)
 	if err != nil {
-		return invalidErr(err)
+		return nil, invalidErr(err)
 	}
-	if tagFrom != "" && c.Bool("push") {
+	if tagFrom != "" && req.Push {
 		fmt.Fprintf(w, "pushing to %s (%s; --tag to change)\n", tag, tagFrom)
 	}
 	pub, err := publisher.Publish(c.Context, res)
 	if err != nil {
-		return invalidErr(err)
+		return nil, invalidErr(err)
 	}
 	record := compile.BuiltImage{
 		Flow:       flowName,
@@ -203,26 +235,26 @@ func imageBuild(c *ucli.Context, flow *sdk.Flow) error {
 		Built:      time.Now().UTC().Truncate(time.Second),
 	}
 	if err := compile.WriteBuiltImage(compile.BuiltImageFile, record); err != nil {
-		return invalidErr(fmt.Errorf("recording the image: %w", err))
+		return nil, invalidErr(fmt.Errorf("recording the image: %w", err))
 	}
 	switch {
-	case c.Bool("push"):
+	case req.Push:
 		fmt.Fprintf(w, "pushed %s\n", strings.Join(pub.Tags, ", "))
-	case c.IsSet("tarball"):
-		file := c.String("tarball")
+	case req.Tarball != "":
+		file := req.Tarball
 		fmt.Fprintf(w, "wrote %s, tagged %s (load it with `%s kind load %s` or `docker load -i %s`)\n", file, strings.Join(pub.Tags, ", "), c.App.Name, file, file)
 	default:
 		fmt.Fprintf(w, "loaded into kind cluster %s, tagged %s\n", strings.TrimPrefix(pub.Output, "kind:"), strings.Join(pub.Tags, ", "))
 	}
 	fmt.Fprintf(w, "recorded in %s: compile --image-from-build puts it in every Run step\n", compile.BuiltImageFile)
 	fmt.Fprintln(w, pub.Reference)
-	return nil
+	return &record, nil
 }
 
-// imageTag returns the image's tag: --tag, else the flow's own image, else the
+// imageTag returns the image's tag: ref (--tag), else the flow's own image, else the
 // config's image; and, when not --tag, where it came from.
-func imageTag(c *ucli.Context, flow *sdk.Flow, cfg compile.Config) (*name.Tag, string, error) {
-	ref, from := c.String("tag"), ""
+func imageTag(ref string, flow *sdk.Flow, cfg compile.Config) (*name.Tag, string, error) {
+	from := ""
 	if ref == "" {
 		if img := flow.Spec().Defaults.Image; img != nil && *img != "" {
 			ref, from = *img, "the flow's sdk.Image"

@@ -58,7 +58,7 @@ func runCommand(flow *sdk.Flow, arg0 string) *ucli.Command {
 				if err != nil {
 					return err
 				}
-				return runKube(c, p)
+				return runKube(c, flow, p)
 			}
 			if n := c.Int("max-parallel"); n < 1 {
 				return usageErr("--max-parallel %d: give at least 1", n)

@@ -6,13 +6,19 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
+	"strings"
 	"syscall"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	ucli "github.com/urfave/cli/v2"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/kube"
 	"github.com/manifoldflow/manifold/runtimes/record"
+	"github.com/manifoldflow/manifold/sdk"
 )
 
 // kubeFlags are run's flags for running on a cluster.
@@ -25,13 +31,15 @@ func kubeFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "as", Value: kube.AsJob, Usage: "with --kube: create each step as a `KIND`: job (Jobs, and a Service per multi-node step) or jobset (JobSets)"},
 		&ucli.BoolFlag{Name: "keep", Usage: "with --kube: leave the run's objects on the cluster when it succeeds or is interrupted"},
 		&ucli.DurationFlag{Name: "pending-grace", Value: kube.DefaultPendingGrace, Usage: "with --kube: report pods the scheduler cannot place after `DURATION`; fail pods that cannot get their image after it"},
+		&ucli.BoolFlag{Name: "no-build", Usage: "with --kube: do not build the flow's image for its Run steps; their image must already hold this program"},
+		&ucli.StringFlag{Name: "image", Usage: "with --kube: build the flow's image for its Run steps and push it as `REF` (default: the flow's sdk.Image, else manifold.toml's image; on a kind context it is loaded into the cluster instead)"},
 		&ucli.BoolFlag{Name: "no-check", Usage: "with --kube: do not check first that the cluster's nodes can take every step (see check)"},
 		&ucli.DurationFlag{Name: "pending-timeout", DefaultText: "none: wait", Usage: "with --kube: fail a step whose pods cannot be scheduled for `DURATION`"},
 	}
 }
 
 // kubeOnly are the flags that mean nothing without --kube.
-var kubeOnly = []string{"kubeconfig", "context", "namespace", "as", "keep", "pending-grace", "pending-timeout", "no-check"}
+var kubeOnly = []string{"kubeconfig", "context", "namespace", "as", "keep", "pending-grace", "pending-timeout", "no-check", "no-build", "image"}
 
 // checkKubeFlags refuses flags that belong to the other runtime.
 func checkKubeFlags(c *ucli.Context) error {
@@ -46,6 +54,9 @@ func checkKubeFlags(c *ucli.Context) error {
 		}
 		if d := c.Duration("pending-grace"); d <= 0 {
 			return usageErr("--pending-grace %s: give a positive duration", d)
+		}
+		if c.Bool("no-build") && c.IsSet("image") {
+			return usageErr("--image names the image run --kube builds; leave it out with --no-build")
 		}
 		if d := c.Duration("pending-timeout"); d < 0 {
 			return usageErr("--pending-timeout %s: give a positive duration, or leave it out to wait", d)
@@ -65,8 +76,25 @@ func checkKubeFlags(c *ucli.Context) error {
 	return nil
 }
 
-// runKube runs p on the cluster the flags name.
-func runKube(c *ucli.Context, p *plan.Flow) error {
+// runKube runs p, compiled from flow, on the cluster the flags name. A flow with
+// Run steps first gets its image built (see build), unless --no-build.
+func runKube(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
+	if !c.Bool("no-build") && hasRunSteps(p) {
+		built, err := build(c, flow)
+		if err != nil {
+			return err
+		}
+		opts, err := options(c, flow)
+		if err != nil {
+			return err
+		}
+		opts.BuiltImage = built
+		var errs field.ErrorList
+		if p, errs = compile.Compile(flow, opts); len(errs) > 0 {
+			printErrors(c.App.ErrWriter, flowName(flow), errs)
+			return silentInvalid
+		}
+	}
 	width, height, live := terminal(c.App.Writer)
 	res, err := kube.Run(c.Context, p, kube.Options{
 		Kubeconfig:     c.String("kubeconfig"),
@@ -135,4 +163,38 @@ func interrupts() (context.Context, func()) {
 		cancel()
 		forceCancel()
 	}
+}
+
+func hasRunSteps(p *plan.Flow) bool {
+	for i := range p.Steps {
+		if p.Steps[i].Body == plan.BodyRun {
+			return true
+		}
+	}
+	return false
+}
+
+// build builds the flow program's image for a run on a cluster: loaded into the
+// cluster when the context is a kind cluster's (kind-NAME), else pushed to --image
+// (or the flow's own image), for nodes to pull by digest.
+func build(c *ucli.Context, flow *sdk.Flow) (*compile.BuiltImage, error) {
+	ctxName, err := kube.ContextName(c.String("kubeconfig"), c.String("context"))
+	if err != nil {
+		return nil, invalidErr(err)
+	}
+	req := buildRequest{Tag: c.String("image"), Push: true}
+	if name, ok := strings.CutPrefix(ctxName, "kind-"); ok && !c.IsSet("image") {
+		req.Push, req.Kind = false, name
+		req.Platforms = []v1.Platform{{OS: "linux", Architecture: runtime.GOARCH}}
+	}
+	fmt.Fprintf(c.App.Writer, "building the flow's image for its Run steps (--no-build skips this)\n")
+	built, err := buildImage(c, flow, req)
+	if err != nil {
+		var ex *exitError
+		if errors.As(err, &ex) && ex.err != nil {
+			ex.err = fmt.Errorf("building the flow's image for its Run steps (--no-build skips it; --image REF names where it goes): %w", ex.err)
+		}
+		return nil, err
+	}
+	return built, nil
 }

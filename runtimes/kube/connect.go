@@ -44,31 +44,9 @@ const connectTimeout = 15 * time.Second
 // KUBECONFIG, else ~/.kube/config; the context given or the current one) and
 // checks that the cluster answers.
 func connect(ctx context.Context, o Options) (*cluster, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.Kubeconfig
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.Context}
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
-	raw, err := cc.RawConfig()
+	cc, name, err := kubeconfigContext(o.Kubeconfig, o.Context)
 	if err != nil {
-		return nil, fmt.Errorf("reading the kubeconfig: %w", err)
-	}
-	name := o.Context
-	if name == "" {
-		name = raw.CurrentContext
-	}
-	if len(raw.Contexts) == 0 {
-		return nil, errors.New("no kubeconfig with a cluster was found: pass --kubeconfig FILE, set KUBECONFIG, or create ~/.kube/config (`kind up` makes one for a laptop cluster)")
-	}
-	if _, ok := raw.Contexts[name]; !ok {
-		var names []string
-		for n := range raw.Contexts {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		if name == "" {
-			return nil, fmt.Errorf("the kubeconfig sets no current context: pass --context, one of %s", strings.Join(names, ", "))
-		}
-		return nil, fmt.Errorf("the kubeconfig has no context %q: pass --context with one of %s", name, strings.Join(names, ", "))
+		return nil, err
 	}
 	rc, err := cc.ClientConfig()
 	if err != nil {
@@ -218,4 +196,45 @@ func (c *cluster) claimsExist(ctx context.Context, claims []claim) error {
 		}
 	}
 	return nil
+}
+
+// ContextName returns the kubeconfig context a run with kubeconfig and context
+// uses, resolved as kubectl resolves it (context, else the current one), or says
+// what is missing.
+func ContextName(kubeconfig, context string) (string, error) {
+	_, name, err := kubeconfigContext(kubeconfig, context)
+	return name, err
+}
+
+// kubeconfigContext loads the kubeconfig as kubectl does (the explicit path, else
+// KUBECONFIG, else ~/.kube/config) and picks the context (context, else the
+// current one), saying what to do when there is none.
+func kubeconfigContext(kubeconfig, context string) (clientcmd.ClientConfig, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: context}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	raw, err := cc.RawConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the kubeconfig: %w", err)
+	}
+	name := context
+	if name == "" {
+		name = raw.CurrentContext
+	}
+	if len(raw.Contexts) == 0 {
+		return nil, "", errors.New("no kubeconfig with a cluster was found: pass --kubeconfig FILE, set KUBECONFIG, or create ~/.kube/config (`kind up` makes one for a laptop cluster)")
+	}
+	if _, ok := raw.Contexts[name]; !ok {
+		var names []string
+		for n := range raw.Contexts {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		if name == "" {
+			return nil, "", fmt.Errorf("the kubeconfig sets no current context: pass --context, one of %s", strings.Join(names, ", "))
+		}
+		return nil, "", fmt.Errorf("the kubeconfig has no context %q: pass --context with one of %s", name, strings.Join(names, ", "))
+	}
+	return cc, name, nil
 }

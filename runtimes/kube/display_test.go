@@ -26,7 +26,7 @@ func TestLiveView(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer control.Close()
-	cmd := exec.Command(bins["foreach"], "run", "--kube", "--kubeconfig", c.Kubeconfig, "--namespace", ns)
+	cmd := exec.Command(bins["foreach"], "run", "--kube", "--no-build", "--kubeconfig", c.Kubeconfig, "--namespace", ns)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "TERM=xterm")
 	cmd.Stdout, cmd.Stderr = tty, tty

@@ -28,7 +28,7 @@ func TestExamples(t *testing.T) {
 					c.BoundClaim(t, ns, "training-data")
 				}
 				dir := t.TempDir()
-				cmd := exec.Command(bins[name], "run", "--kube", "--kubeconfig", c.Kubeconfig, "--namespace", ns, "--as", as, "--run-id", "example")
+				cmd := exec.Command(bins[name], "run", "--kube", "--no-build", "--kubeconfig", c.Kubeconfig, "--namespace", ns, "--as", as, "--run-id", "example")
 				cmd.Dir = dir
 				out, err := cmd.CombinedOutput()
 				t.Logf("%s run --kube --as %s:\n%s", name, as, out)

@@ -34,7 +34,7 @@ func TestSecondInterrupt(t *testing.T) {
 	defer cancel()
 
 	// process asks for more EFA than any node has, so its pods wait.
-	cmd := exec.Command(bins["foreach"], "run", "--kube", "--kubeconfig", c.Kubeconfig, "--namespace", ns,
+	cmd := exec.Command(bins["foreach"], "run", "--kube", "--no-build", "--kubeconfig", c.Kubeconfig, "--namespace", ns,
 		"--run-id", "twice", "--set", "process.efa=32", "--no-check")
 	cmd.Dir = t.TempDir()
 	stdout, err := cmd.StdoutPipe()

@@ -104,7 +104,7 @@ func TestArtifactsAcrossPods(t *testing.T) {
 // pods by step.
 func runKube(t *testing.T, c *simcluster.Cluster, e *example, ns, kind, runID string) map[string][]corev1.Pod {
 	t.Helper()
-	cmd := e.command(t, "run", "--kube", "--kubeconfig", c.Kubeconfig, "--namespace", ns, "--as", kind, "--run-id", runID, "--keep")
+	cmd := e.command(t, "run", "--kube", "--no-build", "--kubeconfig", c.Kubeconfig, "--namespace", ns, "--as", kind, "--run-id", runID, "--keep")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("run --kube: %v\n%s", err, out)
 	}
