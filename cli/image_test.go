@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -59,25 +58,7 @@ func TestImageBuildHello(t *testing.T) {
 
 	// A directory outside the module, where the go command finds it through a
 	// workspace, as in a checkout of a flow that uses Manifold.
-	work := t.TempDir()
-	goMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	goVersion := regexp.MustCompile(`(?m)^go (\S+)$`).FindSubmatch(goMod)
-	if goVersion == nil {
-		t.Fatal("no go directive in go.mod")
-	}
-	if err := os.WriteFile(filepath.Join(work, "go.work"), []byte("go "+string(goVersion[1])+"\n\nuse "+root+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GOWORK=") && !strings.HasPrefix(kv, "SOURCE_DATE_EPOCH=") {
-			env = append(env, kv)
-		}
-	}
-	env = append(env, "GOWORK="+filepath.Join(work, "go.work"))
+	work, env := exampletest.Workspace(t)
 	hello := func(args ...string) (string, string, error) {
 		cmd := exec.Command(bin, args...)
 		cmd.Dir, cmd.Env = work, env

@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -70,4 +72,32 @@ func Cleanup() {
 	if dir != "" {
 		os.RemoveAll(dir)
 	}
+}
+
+// Workspace returns a directory outside the module where the go command finds
+// the module through a workspace (go.work), as in a checkout of a flow that uses
+// Manifold, and the environment that selects it. Programs that build their own
+// flow (image build, run --kube) run there without touching the module.
+func Workspace(t testing.TB) (string, []string) {
+	t.Helper()
+	root := Root()
+	work := t.TempDir()
+	goMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	goVersion := regexp.MustCompile(`(?m)^go (\S+)$`).FindSubmatch(goMod)
+	if goVersion == nil {
+		t.Fatal("no go directive in go.mod")
+	}
+	if err := os.WriteFile(filepath.Join(work, "go.work"), []byte("go "+string(goVersion[1])+"\n\nuse "+root+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GOWORK=") && !strings.HasPrefix(kv, "SOURCE_DATE_EPOCH=") {
+			env = append(env, kv)
+		}
+	}
+	return work, append(env, "GOWORK="+filepath.Join(work, "go.work"))
 }

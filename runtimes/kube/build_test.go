@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -35,23 +34,14 @@ func TestRunBuildsImage(t *testing.T) {
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
 
-	root := exampletest.Root()
-	work := t.TempDir()
-	goMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	goVersion := regexp.MustCompile(`(?m)^go (\S+)$`).FindSubmatch(goMod)
-	if err := os.WriteFile(filepath.Join(work, "go.work"), []byte("go "+string(goVersion[1])+"\n\nuse "+root+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	work, env := exampletest.Workspace(t)
 	if err := os.WriteFile(filepath.Join(work, compile.ConfigFile), []byte("base_image = \"scratch\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "run", "--kube", "--kubeconfig", c.Kubeconfig, "--namespace", ns,
 		"--image", host+"/flows/foreach:v1", "--run-id", "built", "--keep")
 	cmd.Dir = work
-	cmd.Env = append(os.Environ(), "GOWORK="+filepath.Join(work, "go.work"))
+	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	t.Logf("foreach run --kube --image:\n%s", out)
 	if err != nil {
