@@ -9,14 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/manifoldflow/manifold/internal/exampletest"
+	"github.com/manifoldflow/manifold/internal/pyenv"
 )
 
 // Env names the Python of an Airflow environment already built (make test sets
@@ -24,34 +23,13 @@ import (
 // environment itself.
 const Env = "MANIFOLD_AIRFLOW_PYTHON"
 
-var (
-	once     sync.Once
-	python   string
-	buildErr error
-	buildOut string
-)
+var env = pyenv.Env{Var: Env, Tool: "airflow", What: "Airflow test environment"}
 
 // Python returns the interpreter of the Airflow test environment. It never skips:
 // without Airflow, the test fails and says how to get it.
 func Python(t testing.TB) string {
 	t.Helper()
-	once.Do(func() {
-		if p := os.Getenv(Env); p != "" {
-			python = p
-			_, buildErr = os.Stat(p)
-			return
-		}
-		cmd := exec.Command(filepath.Join(exampletest.Root(), "tools", "airflow", "venv.sh"))
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		python, buildErr, buildOut = strings.TrimSpace(string(out)), err, stderr.String()
-	})
-	if buildErr != nil {
-		t.Fatalf("no Airflow test environment (%s=%q): %v\n%s\nbuild it with tools/airflow/venv.sh (it needs python3 and PyPI), or point %s at the Python of an environment with the packages of tools/airflow/constraints.txt",
-			Env, os.Getenv(Env), buildErr, buildOut, Env)
-	}
-	return python
+	return env.Python(t)
 }
 
 // Report is what dagcheck.py found in a directory.

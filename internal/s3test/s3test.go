@@ -25,7 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/manifoldflow/manifold/internal/exampletest"
+	"github.com/manifoldflow/manifold/internal/pyenv"
 )
 
 // Env names the Python of a moto environment already built (make test sets it);
@@ -40,34 +40,13 @@ const (
 	Region    = "us-east-1"
 )
 
-var (
-	once     sync.Once
-	python   string
-	buildErr error
-	buildOut string
-)
+var env = pyenv.Env{Var: Env, Tool: "moto", What: "S3 test server"}
 
 // Python returns the interpreter of the moto environment. It never skips: without
 // it, the test fails and says how to get it.
 func Python(t testing.TB) string {
 	t.Helper()
-	once.Do(func() {
-		if p := os.Getenv(Env); p != "" {
-			python = p
-			_, buildErr = os.Stat(p)
-			return
-		}
-		cmd := exec.Command(filepath.Join(exampletest.Root(), "tools", "moto", "venv.sh"))
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		python, buildErr, buildOut = strings.TrimSpace(string(out)), err, stderr.String()
-	})
-	if buildErr != nil {
-		t.Fatalf("no S3 test server (%s=%q): %v\n%s\nbuild it with tools/moto/venv.sh (it needs python3 and PyPI), or point %s at the Python of an environment with the packages of tools/moto/constraints.txt",
-			Env, os.Getenv(Env), buildErr, buildOut, Env)
-	}
-	return python
+	return env.Python(t)
 }
 
 // Server is a running moto server.
