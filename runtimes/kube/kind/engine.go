@@ -59,3 +59,13 @@ func detectEngine(ctx context.Context) (engine, error) {
 	}
 	return engine{}, errNoEngine
 }
+
+// newProvider finds the container engine as kind does and returns kind's Provider
+// for it, logging to log.
+func newProvider(ctx context.Context, log *logger) (*cluster.Provider, engine, error) {
+	eng, err := detectEngine(ctx)
+	if err != nil {
+		return nil, engine{}, err
+	}
+	return cluster.NewProvider(cluster.ProviderWithLogger(log), eng.provider), eng, nil
+}

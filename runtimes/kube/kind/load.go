@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 
-	"sigs.k8s.io/kind/pkg/cluster"
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 )
@@ -102,11 +101,10 @@ func Load(ctx context.Context, o LoadOptions) error {
 		return err
 	}
 	log := newLogger(o.Log)
-	eng, err := detectEngine(ctx)
+	provider, eng, err := newProvider(ctx, log)
 	if err != nil {
 		return err
 	}
-	provider := cluster.NewProvider(cluster.ProviderWithLogger(log), eng.provider)
 	list, err := provider.ListInternalNodes(name)
 	if err != nil {
 		return engineErr(fmt.Sprintf("list the nodes of kind cluster %s with %s", name, eng.binary), err)
@@ -178,11 +176,10 @@ func Down(ctx context.Context, name string, log io.Writer) error {
 		return err
 	}
 	l := newLogger(log)
-	eng, err := detectEngine(ctx)
+	provider, eng, err := newProvider(ctx, l)
 	if err != nil {
 		return err
 	}
-	provider := cluster.NewProvider(cluster.ProviderWithLogger(l), eng.provider)
 	clusters, err := provider.List()
 	if err != nil {
 		return engineErr(fmt.Sprintf("list the kind clusters of %s", eng.binary), err)

@@ -75,11 +75,10 @@ func Up(ctx context.Context, o Options) error {
 		return err
 	}
 	log := newLogger(o.Log)
-	eng, err := detectEngine(ctx)
+	provider, eng, err := newProvider(ctx, log)
 	if err != nil {
 		return err
 	}
-	provider := cluster.NewProvider(cluster.ProviderWithLogger(log), eng.provider)
 	clusters, err := provider.List()
 	if err != nil {
 		return engineErr(fmt.Sprintf("list the kind clusters of %s", eng.binary), err)
