@@ -176,7 +176,6 @@ type unit struct {
 	created    bool
 	seen       bool // the informer has shown the Job or JobSet
 	stuckSince time.Time
-	stuck      string
 	imageStuck bool
 	reported   bool
 	timers     []*time.Timer

@@ -224,18 +224,14 @@ func (r *runner) evaluate(ctx context.Context) {
 // be scheduled after PendingTimeout, when set.
 func (r *runner) pending(u *unit, ob observed, now time.Time) {
 	stuck, image := ob.stuck, ob.imageStuck
-	if stuck == "" && len(ob.pods) == 0 {
+	noPods := stuck == "" && len(ob.pods) == 0
+	if noPods {
 		stuck = fmt.Sprintf("its %s %s has made no pods", u.kind, u.name)
-		if msg := r.warning(u); msg != "" {
-			stuck += ": " + msg
-		} else if u.kind == "JobSet" {
-			stuck += "; is the JobSet controller running?"
-		}
 	}
 	if stuck == "" {
 		if !u.stuckSince.IsZero() {
 			r.stopTimers(u)
-			u.stuckSince, u.stuck, u.reported, u.imageStuck = time.Time{}, "", false, false
+			u.stuckSince, u.reported, u.imageStuck = time.Time{}, false, false
 		}
 		return
 	}
@@ -247,9 +243,22 @@ func (r *runner) pending(u *unit, ob observed, now time.Time) {
 			r.after(u, r.o.PendingTimeout)
 		}
 	}
-	u.stuck = stuck
 	waited := now.Sub(u.stuckSince)
-	if !u.reported && (image || waited >= r.o.PendingGrace) {
+	report := !u.reported && (image || waited >= r.o.PendingGrace)
+	timedOut := image && waited >= r.o.PendingGrace || !image && r.o.PendingTimeout > 0 && waited >= r.o.PendingTimeout
+	if !report && !timedOut {
+		return
+	}
+	// Why a Job or JobSet makes no pods is in its events: asked only when it is
+	// reported, not at every change the informers see.
+	if noPods {
+		if msg := r.warning(u); msg != "" {
+			stuck += ": " + msg
+		} else if u.kind == "JobSet" {
+			stuck += "; is the JobSet controller running?"
+		}
+	}
+	if report {
 		u.reported = true
 		r.update(u, func(t *record.Task) { t.Reason = reasonOf(stuck) })
 		if image {
@@ -259,9 +268,10 @@ func (r *runner) pending(u *unit, ob observed, now time.Time) {
 		}
 	}
 	switch {
-	case image && waited >= r.o.PendingGrace:
+	case !timedOut:
+	case image:
 		r.abandon(u, fmt.Sprintf("%s (for %s)", stuck, display.Human(waited.Round(time.Second))), reasonOf(stuck))
-	case !image && r.o.PendingTimeout > 0 && waited >= r.o.PendingTimeout:
+	default:
 		r.abandon(u, fmt.Sprintf("still pending after --pending-timeout %s: %s", r.o.PendingTimeout, stuck), "Unschedulable")
 	}
 }
