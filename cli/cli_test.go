@@ -25,7 +25,7 @@ import (
 // the flow: testscript re-runs this test binary under that name.
 
 // trainFlow mirrors examples/neuron-train: a Run step, a Command step on Trainium with
-// EFA, and a Run step on Inferentia that reads the first step's artifact.
+// wired EFA, and a Run step on Inferentia that reads the first step's artifact.
 var trainFlow = sdk.NewFlow("trainflow",
 	sdk.Image("registry.example.com/ml/trainflow:v1"),
 	sdk.Param("epochs", "3"),
@@ -34,10 +34,18 @@ var trainFlow = sdk.NewFlow("trainflow",
 	Step("train", sdk.After("prepare"),
 		sdk.Image("public.ecr.aws/neuron/pytorch-training-neuronx:2.9.0"),
 		sdk.Command("torchrun", "--nproc_per_node=32", "train.py", "--epochs", "$(MANIFOLD_PARAM_EPOCHS)"),
-		sdk.InstanceType("trn1.32xlarge"), sdk.Trainium(16), sdk.EFA(8),
+		sdk.InstanceType("trn1.32xlarge"), sdk.Trainium(16), sdk.EFA(8), sdk.EFAWiring(),
 		sdk.Retry(2), sdk.Timeout(6*time.Hour)).
 	Step("evaluate", sdk.Run(evaluate), sdk.After("train"),
 		sdk.InstanceType("inf2.xlarge"), sdk.Inferentia(1))
+
+// tcpFlow compiles, with warnings: its multi-node Trainium step asks for no EFA,
+// and its GPU step asks for EFA that nothing wires.
+var tcpFlow = sdk.NewFlow("tcpflow", sdk.Image("registry.example.com/tcp:v1")).
+	Step("pretrain", sdk.Command("torchrun", "train.py"), sdk.Nodes(2),
+		sdk.InstanceType("trn1.32xlarge"), sdk.Trainium(16)).
+	Step("finetune", sdk.Command("torchrun", "tune.py"), sdk.After("pretrain"),
+		sdk.InstanceType("p5.48xlarge"), sdk.GPU(8), sdk.EFAAll())
 
 func prepare(ctx *sdk.Context) error {
 	shards := []string{"shard-000", "shard-001", "shard-002"}
@@ -123,6 +131,7 @@ func TestMain(m *testing.M) {
 		"trainflow":  flowMain(trainFlow),
 		"fanflow":    flowMain(fanFlow),
 		"badflow":    flowMain(badFlow),
+		"tcpflow":    flowMain(tcpFlow),
 		"panicflow":  flowMain(panicFlow),
 		"cronflow":   flowMain(cronFlow),
 		"sleepyflow": flowMain(sleepyFlow),

@@ -23,11 +23,13 @@ func compileCommand(flow *sdk.Flow) *ucli.Command {
 		Name:  "compile",
 		Usage: "write the flow for an orchestrator",
 		Description: "Compiles the flow and writes the target's files to standard output, or into DIR with -o DIR.\n" +
-			"Nothing is written unless the whole flow compiles.",
+			"Nothing is written unless the whole flow compiles. Warnings go to standard error; with --strict\n" +
+			"they are errors and nothing is written.",
 		Flags: append([]ucli.Flag{
 			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Value: "job", Usage: "what to emit: " + strings.Join(targetNames(), ", ") + ", or all"},
 			&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Usage: "write files into `DIR`; - for standard output"},
 			&ucli.BoolFlag{Name: "image-from-build", Usage: "make every Run step's image the one `image build` recorded in " + compile.BuiltImageFile},
+			strictFlag,
 			&ucli.StringFlag{Name: "run-id", Usage: "job and jobset targets: emit the objects of run `ID`, as run --kube creates them (names end in a hash of ID, pods carry " + plan.LabelRun + " and, with an artifact store, " + plan.EnvRunID + "=ID)"},
 		}, flowFlags()...),
 		Action: func(c *ucli.Context) error {
@@ -44,6 +46,9 @@ func compileCommand(flow *sdk.Flow) *ucli.Command {
 			}
 			p, err := loadWithBuild(c, flow)
 			if err != nil {
+				return err
+			}
+			if err := lint(c, p, c.Bool("strict")); err != nil {
 				return err
 			}
 			if c.IsSet("run-id") {

@@ -25,7 +25,11 @@ func needs(s *plan.Step) []string {
 		out = append(out, fmt.Sprintf("%d GPU", s.GPU))
 	}
 	if s.EFA > 0 {
-		out = append(out, fmt.Sprintf("%d EFA", s.EFA))
+		efa := fmt.Sprintf("%d EFA", s.EFA)
+		if s.EFAWiring != nil {
+			efa += " (wired)"
+		}
+		out = append(out, efa)
 	}
 	if s.Foreach != nil {
 		out = append(out, fmt.Sprintf("foreach ×%d", len(s.Foreach)))

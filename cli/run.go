@@ -58,6 +58,9 @@ func runCommand(flow *sdk.Flow, arg0 string) *ucli.Command {
 				if err != nil {
 					return err
 				}
+				if err := lint(c, p, false); err != nil {
+					return err
+				}
 				return runKube(c, flow, p)
 			}
 			if n := c.Int("max-parallel"); n < 1 {

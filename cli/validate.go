@@ -15,11 +15,13 @@ func validateCommand(flow *sdk.Flow) *ucli.Command {
 	return &ucli.Command{
 		Name:  "validate",
 		Usage: "check the flow and print its steps",
-		Description: "Checks every rule and prints every error with its path; exits 1 if there is any.\n" +
+		Description: "Checks every rule and prints every error with its path; exits 1 if there is any. Warnings\n" +
+			"(EFA that will fall back to TCP, and the like) are printed too; --strict makes them errors.\n" +
 			"Then says, for each target, whether it can express the flow (a scheduled flow of several\n" +
 			"steps has no Job form, say); with --target, a target that cannot is an error too.",
 		Flags: append([]ucli.Flag{
 			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "also fail unless this target (" + strings.Join(targetNames(), ", ") + ", or all) can express the flow"},
+			strictFlag,
 		}, flowFlags()...),
 		Action: func(c *ucli.Context) error {
 			if err := noArgs(c); err != nil {
@@ -37,6 +39,9 @@ func validateCommand(flow *sdk.Flow) *ucli.Command {
 			}
 			p, err := load(c, flow)
 			if err != nil {
+				return err
+			}
+			if err := lint(c, p, c.Bool("strict")); err != nil {
 				return err
 			}
 			fmt.Fprintf(c.App.Writer, "flow %s is valid: %d steps\n", p.Name, len(p.Steps))

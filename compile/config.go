@@ -31,6 +31,8 @@ const ConfigFile = "manifold.toml"
 //	artifacts_endpoint = "http://minio.storage:9000"
 //	base_image = "gcr.io/distroless/static-debian12:nonroot"
 //	image_from_build = true
+//	efa_wiring = true
+//	efa_arch = "x86_64"
 //
 //	[labels]
 //	team = "ml"
@@ -72,6 +74,12 @@ type Config struct {
 	// ImageFromBuild, when true, makes every Run step's image the one `image build`
 	// last recorded in BuiltImageFile, as compile --image-from-build does.
 	ImageFromBuild bool `toml:"image_from_build"`
+	// EFAWiring, when true, wires every step that asks for EFA, as sdk.EFAWiring
+	// on the flow does.
+	EFAWiring bool `toml:"efa_wiring"`
+	// EFAArch is the architecture of the steps' images for EFA wiring's library
+	// paths, as sdk.EFAArch: "x86_64" (the default) or "aarch64".
+	EFAArch string `toml:"efa_arch"`
 }
 
 // ConfigToleration is a toleration in manifold.toml. Operator defaults to Equal
@@ -105,7 +113,7 @@ func LoadConfig(path string) (Config, error) {
 		for i, k := range undecoded {
 			keys[i] = k.String()
 		}
-		return Config{}, fmt.Errorf("%s: unknown keys %s; known keys are namespace, image, entrypoint, service_account, image_pull_policy, image_pull_secrets, gpu_toleration, argo_multi_node, artifacts, artifacts_endpoint, base_image, image_from_build, labels, annotations, node_selector and tolerations", path, strings.Join(keys, ", "))
+		return Config{}, fmt.Errorf("%s: unknown keys %s; known keys are namespace, image, entrypoint, service_account, image_pull_policy, image_pull_secrets, gpu_toleration, argo_multi_node, artifacts, artifacts_endpoint, base_image, image_from_build, efa_wiring, efa_arch, labels, annotations, node_selector and tolerations", path, strings.Join(keys, ", "))
 	}
 	if !validArgoMultiNode(c.ArgoMultiNode) {
 		return Config{}, fmt.Errorf("%s: argo_multi_node = %q: %s", path, c.ArgoMultiNode, argoMultiNodeChoice)
@@ -135,6 +143,10 @@ func (c Config) stepDefaults() sdk.StepSpec {
 	s.ServiceAccount = str(c.ServiceAccount)
 	s.ImagePullPolicy = str(c.ImagePullPolicy)
 	s.ImagePullSecrets = append(s.ImagePullSecrets, c.ImagePullSecrets...)
+	if c.EFAWiring {
+		s.EFAWiring = &c.EFAWiring
+	}
+	s.EFAArch = str(c.EFAArch)
 	s.Labels = sortedKeyValues(c.Labels)
 	s.Annotations = sortedKeyValues(c.Annotations)
 	s.NodeSelector = sortedKeyValues(c.NodeSelector)

@@ -52,6 +52,8 @@ type resolved struct {
 	trainium, inferentia            val[int]
 	efa                             val[int]
 	efaAll                          val[bool]
+	efaWiring                       val[bool]
+	efaArch                         val[string]
 	resources                       []item[sdk.ResourceSpec]
 	instanceType                    val[string]
 
@@ -95,6 +97,8 @@ func merge(name string, at *field.Path, layers []layer) *resolved {
 		gpuVendor:    pick(layers, "gpuVendor", func(s *sdk.StepSpec) *string { return s.GPUVendor }),
 		trainium:     pick(layers, "trainium", func(s *sdk.StepSpec) *int { return s.Trainium }),
 		inferentia:   pick(layers, "inferentia", func(s *sdk.StepSpec) *int { return s.Inferentia }),
+		efaWiring:    pick(layers, "efaWiring", func(s *sdk.StepSpec) *bool { return s.EFAWiring }),
+		efaArch:      pick(layers, "efaArch", func(s *sdk.StepSpec) *string { return s.EFAArch }),
 		resources:    keyed(layers, "resources", func(s *sdk.StepSpec) []sdk.ResourceSpec { return s.Resources }, func(r sdk.ResourceSpec) string { return r.Name }),
 		instanceType: pick(layers, "instanceType", func(s *sdk.StepSpec) *string { return s.InstanceType }),
 

@@ -43,6 +43,7 @@ func (e stepEnv) compile(r *resolved, known map[string]bool) (plan.Step, field.E
 	s.InstanceType = r.instanceType.v
 	s.Requests, s.Limits = res.requests, res.limits
 	s.SharedMemory = res.sharedMemory
+	errs = append(errs, wiring(r, &s)...)
 	errs = append(errs, placement(r, &s, res.tolerations)...)
 	errs = append(errs, e.pod(r, &s)...)
 	errs = append(errs, multiNode(r, &s)...)
@@ -256,7 +257,11 @@ func (e stepEnv) pod(r *resolved, s *plan.Step) field.ErrorList {
 	s.Annotations = sortedPairs(annotations)
 
 	mounts := map[string]bool{}
-	if s.SharedMemory != "" {
+	shm := "sdk.SharedMemory already mounts /dev/shm"
+	if s.EFAWiring != nil {
+		shm = "sdk.EFAWiring mounts a memory-backed /dev/shm (sdk.SharedMemory sets its size)"
+	}
+	if s.MountsSharedMemory() {
 		mounts["/dev/shm"] = true
 	}
 	for i, it := range r.volumes {
@@ -266,7 +271,7 @@ func (e stepEnv) pod(r *resolved, s *plan.Step) field.ErrorList {
 		case !path.IsAbs(v.Path) || path.Clean(v.Path) != v.Path || strings.Contains(v.Path, ":"):
 			errs = append(errs, field.Invalid(it.at.Child("path"), v.Path, "must be a clean absolute path without ':', such as /data"))
 		case mounts[v.Path] && v.Path == "/dev/shm":
-			errs = append(errs, field.Forbidden(it.at.Child("path"), "sdk.SharedMemory already mounts /dev/shm"))
+			errs = append(errs, field.Forbidden(it.at.Child("path"), shm))
 		case e.artifactVolume && v.Path == plan.ArtifactVolumePath:
 			errs = append(errs, field.Forbidden(it.at.Child("path"), "the flow's artifact volume is mounted at "+plan.ArtifactVolumePath+"; choose another path"))
 		case mounts[v.Path]:

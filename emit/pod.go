@@ -86,11 +86,19 @@ func Pod(f *plan.Flow, s *plan.Step, o PodOptions) corev1.PodTemplateSpec {
 	for _, name := range s.ImagePullSecrets {
 		spec.ImagePullSecrets = append(spec.ImagePullSecrets, corev1.LocalObjectReference{Name: name})
 	}
-	if s.SharedMemory != "" {
-		size := resource.MustParse(s.SharedMemory)
-		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: SharedMemoryVolume, VolumeSource: corev1.VolumeSource{
-			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &size},
-		}})
+	if w := s.EFAWiring; w != nil {
+		add := make([]corev1.Capability, len(w.Capabilities))
+		for i, name := range w.Capabilities {
+			add[i] = corev1.Capability(name)
+		}
+		c.SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: add}}
+	}
+	if s.MountsSharedMemory() {
+		shm := &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}
+		if s.SharedMemory != "" {
+			shm.SizeLimit = new(resource.MustParse(s.SharedMemory))
+		}
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: SharedMemoryVolume, VolumeSource: corev1.VolumeSource{EmptyDir: shm}})
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: SharedMemoryVolume, MountPath: "/dev/shm"})
 	}
 	volumes := s.Volumes
@@ -123,9 +131,9 @@ func Pod(f *plan.Flow, s *plan.Step, o PodOptions) corev1.PodTemplateSpec {
 
 // Env returns the container's environment: the flow params, then a foreach step's
 // item and index, then the artifact store's variables (ArtifactEnv), then a
-// multi-node step's rendezvous variables, then the step's own variables in
-// declaration order. Putting Manifold's variables first lets the step's own refer
-// to them as $(NAME).
+// multi-node step's rendezvous variables, then EFA wiring's, then the step's own
+// variables in declaration order. Putting Manifold's variables first lets the
+// step's own refer to them as $(NAME).
 func Env(f *plan.Flow, s *plan.Step, o PodOptions) []corev1.EnvVar {
 	var env []corev1.EnvVar
 	for _, p := range f.Params {
@@ -144,7 +152,17 @@ func Env(f *plan.Flow, s *plan.Step, o PodOptions) []corev1.EnvVar {
 	if s.Nodes > 1 {
 		env = append(env, rendezvous(s, o.MasterAddr)...)
 	}
-	for _, e := range s.Env {
+	if w := s.EFAWiring; w != nil {
+		env = append(env, envVars(w.Env)...)
+	}
+	env = append(env, envVars(s.Env)...)
+	return env
+}
+
+// envVars renders plan variables: a value, or a reference to a Secret's key.
+func envVars(vars []plan.EnvVar) []corev1.EnvVar {
+	var env []corev1.EnvVar
+	for _, e := range vars {
 		if e.SecretName != "" {
 			env = append(env, corev1.EnvVar{Name: e.Name, ValueFrom: &corev1.EnvVarSource{
 				SecretKeyRef: &corev1.SecretKeySelector{

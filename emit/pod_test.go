@@ -216,3 +216,34 @@ func hasEnv(env []corev1.EnvVar, name string) bool {
 	}
 	return false
 }
+
+func TestPodWithEFAWiring(t *testing.T) {
+	f, s := fullStep()
+	s.SharedMemory = ""
+	s.Volumes = nil
+	s.EFAWiring = &plan.Wiring{Arch: plan.ArchX86, Env: []plan.EnvVar{{Name: "FI_PROVIDER", Value: "efa"}}, Capabilities: []string{"IPC_LOCK"}}
+	pod := emit.Pod(f, s, emit.PodOptions{})
+	c := pod.Spec.Containers[0]
+	want := &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"IPC_LOCK"}}}
+	if diff := cmp.Diff(want, c.SecurityContext); diff != "" {
+		t.Errorf("container security context (-want +got):\n%s", diff)
+	}
+	// A memory-backed /dev/shm without a size limit: the pod's memory bounds it.
+	wantVolumes := []corev1.Volume{{Name: emit.SharedMemoryVolume, VolumeSource: corev1.VolumeSource{
+		EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory},
+	}}}
+	if diff := cmp.Diff(wantVolumes, pod.Spec.Volumes); diff != "" {
+		t.Errorf("volumes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]corev1.VolumeMount{{Name: emit.SharedMemoryVolume, MountPath: "/dev/shm"}}, c.VolumeMounts); diff != "" {
+		t.Errorf("mounts (-want +got):\n%s", diff)
+	}
+	// Wiring's variables come after Manifold's and before the step's own.
+	var names []string
+	for _, e := range c.Env {
+		names = append(names, e.Name)
+	}
+	if diff := cmp.Diff([]string{"MANIFOLD_PARAM_EPOCHS", "FI_PROVIDER", "B", "TOKEN", "A"}, names); diff != "" {
+		t.Errorf("env names (-want +got):\n%s", diff)
+	}
+}

@@ -16,10 +16,12 @@ const (
 	ResourceAMD    = "amd.com/gpu"
 
 	LabelInstanceType = "node.kubernetes.io/instance-type"
-	LabelName         = "app.kubernetes.io/name"
-	LabelPartOf       = "app.kubernetes.io/part-of"
-	LabelFlow         = "manifold.dev/flow"
-	LabelStep         = "manifold.dev/step"
+	// LabelInstanceFamily is the node label Karpenter gives an instance's family.
+	LabelInstanceFamily = "karpenter.k8s.aws/instance-family"
+	LabelName           = "app.kubernetes.io/name"
+	LabelPartOf         = "app.kubernetes.io/part-of"
+	LabelFlow           = "manifold.dev/flow"
+	LabelStep           = "manifold.dev/step"
 	// LabelRun carries the run ID on everything a runtime creates for a run, pods
 	// included; compiled output has none.
 	LabelRun = "manifold.dev/run"
@@ -180,8 +182,12 @@ type Step struct {
 	// (sdk.EFAAll): the catalog's count when compiling, the count the target nodes
 	// advertise when checking or running on a cluster.
 	EFAAll bool
-	// SharedMemory is the size of the memory-backed /dev/shm, "" for none.
+	// SharedMemory is the size limit of the memory-backed /dev/shm, "" for none
+	// (and for no limit when EFAWiring mounts it).
 	SharedMemory string
+	// EFAWiring is what sdk.EFAWiring adds to the pod so that libfabric, NCCL and
+	// the Neuron runtime use the step's EFA interfaces; nil without it.
+	EFAWiring    *Wiring
 	InstanceType string
 
 	// NodeSelector is sorted by key.
@@ -213,6 +219,28 @@ type Step struct {
 	// Timeout bounds each attempt; 0 for none.
 	Timeout time.Duration
 }
+
+// Wiring is what a step's pod gets from sdk.EFAWiring.
+type Wiring struct {
+	// Arch is the image's architecture, as the EFA installer names its library
+	// directories: ArchX86 or ArchARM.
+	Arch string
+	// Env is put before the step's own variables, without the ones the step sets
+	// itself (its own value wins).
+	Env []EnvVar
+	// Capabilities are added to the container's Linux capabilities.
+	Capabilities []string
+}
+
+// The image architectures sdk.EFAArch names.
+const (
+	ArchX86 = "x86_64"
+	ArchARM = "aarch64"
+)
+
+// MountsSharedMemory reports whether the step's pod mounts a memory-backed
+// /dev/shm: with sdk.SharedMemory, and always with EFA wiring.
+func (s *Step) MountsSharedMemory() bool { return s.SharedMemory != "" || s.EFAWiring != nil }
 
 // Quantity is a resource name and a canonical Kubernetes quantity.
 type Quantity struct {

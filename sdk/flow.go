@@ -97,6 +97,8 @@ type StepSpec struct {
 	// EFAAll asks for every EFA interface of the instance type; EFA(n) and EFAAll()
 	// replace each other, the last one winning.
 	EFAAll       bool
+	EFAWiring    *bool
+	EFAArch      *string
 	Resources    []ResourceSpec
 	InstanceType *string
 
@@ -191,6 +193,8 @@ func (s StepSpec) clone() StepSpec {
 	c.Trainium = clonePtr(s.Trainium)
 	c.Inferentia = clonePtr(s.Inferentia)
 	c.EFA = clonePtr(s.EFA)
+	c.EFAWiring = clonePtr(s.EFAWiring)
+	c.EFAArch = clonePtr(s.EFAArch)
 	c.Resources = cloneSlice(s.Resources)
 	c.InstanceType = clonePtr(s.InstanceType)
 	c.NodeSelector = cloneSlice(s.NodeSelector)

@@ -28,6 +28,7 @@ var (
 	_ Option     = cpu("")
 	_ Option     = trainium(0)
 	_ Option     = efaAll{}
+	_ Option     = efaWiring{}
 	_ StepOption = run{}
 	_ StepOption = command{}
 	_ FlowOption = param{}
@@ -171,6 +172,37 @@ type efaAll struct{}
 func (o efaAll) applyStep(s *StepSpec) { s.EFA, s.EFAAll = nil, true }
 func (o efaAll) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o efaAll) String() string        { return "EFAAll()" }
+
+// EFAWiring adds what an image needs to use the step's EFA interfaces instead of
+// falling back to TCP: libfabric's and NCCL's variables (FI_PROVIDER=efa,
+// FI_EFA_USE_DEVICE_RDMA=1, FI_EFA_FORK_SAFE=1, NCCL_SOCKET_IFNAME,
+// NCCL_IGNORE_DISABLED_P2P; with Trainium or Inferentia also the Neuron
+// runtime's CCOM_SOCKET_IFNAME and FI_EFA_ENABLE_SHM_TRANSFER), LD_LIBRARY_PATH
+// and PATH with the EFA installer's directories (for the architecture EFAArch
+// names), the IPC_LOCK capability and a memory-backed /dev/shm. A variable the
+// step sets itself keeps its own value. The image must hold libfabric and, for
+// NCCL, aws-ofi-nccl (or the Neuron runtime).
+//
+// On a step it needs EFA or EFAAll. On a flow (or efa_wiring = true in
+// manifold.toml) it wires every step that asks for EFA and leaves the others be.
+func EFAWiring() Option { return efaWiring{} }
+
+type efaWiring struct{}
+
+func (o efaWiring) applyStep(s *StepSpec) { s.EFAWiring = new(true) }
+func (o efaWiring) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o efaWiring) String() string        { return "EFAWiring()" }
+
+// EFAArch names the architecture of the step's image, whose EFA library
+// directories EFAWiring puts on LD_LIBRARY_PATH: "x86_64" (the default; also
+// "amd64") or "aarch64" (also "arm64").
+func EFAArch(arch string) Option { return efaArch(arch) }
+
+type efaArch string
+
+func (o efaArch) applyStep(s *StepSpec) { s.EFAArch = new(string(o)) }
+func (o efaArch) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o efaArch) String() string        { return fmt.Sprintf("EFAArch(%q)", string(o)) }
 
 // Resource requests n of any extended resource (a domain-prefixed name such as
 // "example.com/fpga"), as both request and limit. A later Resource of the same name

@@ -1,5 +1,6 @@
 // Command gpu-efa trains on two p5.48xlarge nodes, each with its 8 H100 GPUs and
-// every one of its 32 EFA interfaces.
+// every one of its 32 EFA interfaces, wired so that NCCL uses them (through
+// aws-ofi-nccl, which the image must hold) instead of falling back to TCP.
 //
 //	go run ./examples/gpu-efa compile --target job
 package main
@@ -18,7 +19,7 @@ var flow = sdk.NewFlow("gpu-efa",
 ).
 	Step("train",
 		sdk.Command("torchrun", "--nproc_per_node=8", "train.py", "--model", "$(MANIFOLD_PARAM_MODEL)"),
-		sdk.Nodes(2), sdk.InstanceType("p5.48xlarge"), sdk.GPU(8), sdk.EFAAll(),
+		sdk.Nodes(2), sdk.InstanceType("p5.48xlarge"), sdk.GPU(8), sdk.EFAAll(), sdk.EFAWiring(),
 		sdk.CPU("96"), sdk.Memory("1024Gi"), sdk.SharedMemory("128Gi"),
 		sdk.Env("NCCL_DEBUG", "WARN"),
 		sdk.SecretEnv("HF_TOKEN", "huggingface", "token"),

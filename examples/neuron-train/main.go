@@ -1,7 +1,8 @@
 // Command neuron-train prepares data on a CPU node, trains on two trn1.32xlarge
 // nodes, each with all 16 Trainium devices and 8 EFA interfaces, and evaluates on an
 // Inferentia2 node. torchrun finds the other node through the rendezvous variables
-// every node gets (PET_NNODES, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT).
+// every node gets (PET_NNODES, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT), and
+// EFAWiring makes the Neuron runtime's collectives use the EFA interfaces.
 //
 //	go run ./examples/neuron-train compile --target job
 package main
@@ -28,7 +29,7 @@ var flow = sdk.NewFlow("neuron-train",
 		sdk.Image(neuronDLC),
 		sdk.Command("torchrun", "--nproc_per_node=32", "train.py", "--epochs", "$(MANIFOLD_PARAM_EPOCHS)"),
 		sdk.Nodes(2), sdk.InstanceType("trn1.32xlarge"), sdk.Trainium(16), sdk.EFA(8),
-		sdk.SharedMemory("64Gi"),
+		sdk.EFAWiring(), sdk.SharedMemory("64Gi"),
 		sdk.Volume("training-data", "/data"),
 		sdk.Retry(2), sdk.Timeout(6*time.Hour)).
 	Step("evaluate", sdk.Run(evaluate), sdk.After("train"),

@@ -50,7 +50,7 @@ func EveryOption() *sdk.Flow {
 		Step("serve", sdk.After("train"), sdk.Command("serve"), sdk.InstanceType("inf2.48xlarge"),
 			sdk.Resource("aws.amazon.com/neuroncore", 24), sdk.ServiceAccount("server")).
 		Step("gpu", sdk.After("train"), sdk.Command("nvidia-smi"), sdk.InstanceType("p5.48xlarge"),
-			sdk.GPU(8), sdk.EFAAll(), sdk.Foreach("a", "b")).
+			sdk.GPU(8), sdk.EFAAll(), sdk.EFAWiring(), sdk.Env("NCCL_DEBUG", "INFO"), sdk.Foreach("a", "b")).
 		Step("amd", sdk.After("serve", "gpu"), sdk.Command("rocm-smi"), sdk.GPU(1), sdk.GPUVendor("amd"),
 			sdk.Image("rocm/pytorch:latest"))
 }

@@ -216,6 +216,23 @@ func TestArtifactStoreStaysOnClusters(t *testing.T) {
 	}
 }
 
+// TestEFAWiringStaysOnClusters: a wired EFA step runs here without its wiring
+// (no EFA device here for FI_PROVIDER=efa, and this machine's PATH, not the
+// image's), but with its own variables.
+func TestEFAWiringStaysOnClusters(t *testing.T) {
+	t.Setenv("FI_PROVIDER", "")
+	flow := sdk.NewFlow("wiredflow", sdk.Image("registry.example.com/wired:v1")).
+		Step("train", sdk.EFA(1), sdk.EFAWiring(), sdk.Env("NCCL_DEBUG", "INFO"),
+			sdk.Command("sh", "-c", `env | grep -E '^(FI_|NCCL_|CCOM_)' | sort > "$MANIFOLD_ARTIFACTS/env.txt"; test "$PATH" = "$1"`, "sh", os.Getenv("PATH")))
+	r := runFlow(t, t.Context(), flow, local.Options{})
+	if r.err != nil {
+		t.Fatalf("run: %v\n%s", r.err, r.stdout)
+	}
+	if diff := cmp.Diff("FI_PROVIDER=\nNCCL_DEBUG=INFO\n", readFile(t, r.res.Dir, "train", "env.txt")); diff != "" {
+		t.Errorf("environment of train (-want +got):\n%s", diff)
+	}
+}
+
 // TestFailure: a failing step stops what waits for it, an independent branch
 // finishes, and the error names the step, its exit status and its last words.
 func TestFailure(t *testing.T) {

@@ -48,11 +48,13 @@ func (r *runner) command(t *task) (argv, env []string) {
 	if t.index >= 0 {
 		item = emit.ItemAt(t.step, t.index)
 	}
-	// A multi-node step runs once here, as a single node: no rendezvous. And
-	// artifacts stay in the run directory, whatever store the flow has on a
-	// cluster.
+	// A multi-node step runs once here, as a single node: no rendezvous; and
+	// without EFA, so without EFA wiring, whose FI_PROVIDER=efa would make
+	// libfabric look for a device this machine lacks. Artifacts stay in the run
+	// directory, whatever store the flow has on a cluster.
 	single := *t.step
 	single.Nodes = 1
+	single.EFAWiring = nil
 	flow := *r.flow
 	flow.Artifacts = nil
 	for _, e := range emit.Env(&flow, &single, emit.PodOptions{Item: item}) {
