@@ -59,6 +59,7 @@ type resolved struct {
 
 	nodeSelector []item[sdk.KeyValue]
 	tolerations  []item[sdk.TolerationSpec]
+	zone, spread val[string]
 
 	image, imagePullPolicy val[string]
 	imagePullSecrets       []item[string]
@@ -104,6 +105,8 @@ func merge(name string, at *field.Path, layers []layer) *resolved {
 
 		nodeSelector: keyed(layers, "nodeSelector", func(s *sdk.StepSpec) []sdk.KeyValue { return s.NodeSelector }, kvKey),
 		tolerations:  concat(layers, "tolerations", func(s *sdk.StepSpec) []sdk.TolerationSpec { return s.Tolerations }),
+		zone:         pick(layers, "zone", func(s *sdk.StepSpec) *string { return s.Zone }),
+		spread:       pick(layers, "spread", func(s *sdk.StepSpec) *string { return s.Spread }),
 
 		image:            pick(layers, "image", func(s *sdk.StepSpec) *string { return s.Image }),
 		imagePullPolicy:  pick(layers, "imagePullPolicy", func(s *sdk.StepSpec) *string { return s.ImagePullPolicy }),

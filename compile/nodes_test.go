@@ -20,11 +20,11 @@ func TestNodes(t *testing.T) {
 	runAcceleratorCases(t, []acceleratorCase{
 		{name: "one node is an ordinary step", opts: []sdk.StepOption{sdk.Nodes(1)}, want: cmdStep()},
 		{name: "several nodes rendezvous on torchrun's port", opts: []sdk.StepOption{sdk.Nodes(4)},
-			want: with(func(s *plan.Step) { s.Nodes, s.Port = 4, plan.DefaultPort })},
+			want: with(func(s *plan.Step) { s.Nodes, s.Port, s.Apart = 4, plan.DefaultPort, hostname })},
 		{name: "port chooses the rendezvous port", opts: []sdk.StepOption{sdk.Nodes(2), sdk.Port(1234)},
-			want: with(func(s *plan.Step) { s.Nodes, s.Port = 2, 1234 })},
+			want: with(func(s *plan.Step) { s.Nodes, s.Port, s.Apart = 2, 1234, hostname })},
 		{name: "accelerator counts stay per node", opts: []sdk.StepOption{sdk.Nodes(2), sdk.Trainium(16), sdk.InstanceType("trn1.32xlarge")},
-			want: with(func(s *plan.Step) { trn(s); s.Nodes, s.Port = 2, plan.DefaultPort })},
+			want: with(func(s *plan.Step) { trn(s); s.Nodes, s.Port, s.Apart = 2, plan.DefaultPort, hostname })},
 	})
 
 	// A flow default reaches every step; a step's own value wins.

@@ -191,4 +191,3 @@ func TestEFAWiringErrors(t *testing.T) {
 		})
 	}
 }
-

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/manifoldflow/manifold/compile"
@@ -242,6 +243,8 @@ func multiNodeParity(t *testing.T, p *plan.Flow) {
 				mechanism[target](&pod)
 				c := &pod.Spec.Containers[0]
 				checkStore(t, fmt.Sprintf("%s[%d]", rp.step, rp.index), p, runIDOf[target], &want, &pod)
+				checkPlacement(t, fmt.Sprintf("%s[%d]", rp.step, rp.index), p, s, pod.Spec.Affinity)
+				pod.Spec.Affinity = nil
 				var names []string
 				c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool {
 					if slices.Contains(rendezvousNames, e.Name) || e.Name == "NEURON_RT_ROOT_COMM_ID" {
@@ -265,5 +268,29 @@ func multiNodeParity(t *testing.T, p *plan.Flow) {
 				}
 			}
 		})
+	}
+}
+
+// checkPlacement checks the placement terms of a pod of step s: none for one
+// pod; for several, one pod per node and, with EFA, one zone, each among the
+// step's pods of the same Job.
+func checkPlacement(t *testing.T, name string, p *plan.Flow, s *plan.Step, got *corev1.Affinity) {
+	t.Helper()
+	var want *corev1.Affinity
+	if s.Nodes > 1 {
+		term := func(key string) []corev1.PodAffinityTerm {
+			return []corev1.PodAffinityTerm{{
+				LabelSelector:  &metav1.LabelSelector{MatchLabels: map[string]string{"manifold.dev/flow": p.Name, "manifold.dev/step": s.Name}},
+				MatchLabelKeys: []string{"batch.kubernetes.io/controller-uid"},
+				TopologyKey:    key,
+			}}
+		}
+		want = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: term("kubernetes.io/hostname")}}
+		if s.EFA > 0 {
+			want.PodAffinity = &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: term("topology.kubernetes.io/zone")}
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%s: placement (-want +got):\n%s", name, diff)
 	}
 }

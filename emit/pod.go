@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -115,6 +116,7 @@ func Pod(f *plan.Flow, s *plan.Step, o PodOptions) corev1.PodTemplateSpec {
 		spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: s.RunAsUser, RunAsNonRoot: s.RunAsNonRoot}
 	}
 	spec.Containers = []corev1.Container{c}
+	spec.Affinity = podAffinity(f, s)
 
 	labels := pairs(s.Labels)
 	if f.Run != "" {
@@ -236,6 +238,33 @@ func rendezvous(s *plan.Step, addr string) []corev1.EnvVar {
 		env = append(env, corev1.EnvVar{Name: plan.EnvNeuronRootComm, Value: addr + ":" + strconv.Itoa(plan.NeuronRootCommPort)})
 	}
 	return env
+}
+
+// podAffinity keeps the pods of a multi-node step apart (one per value of
+// s.Apart: per node, by default) and together (in one value of s.Together: one
+// zone, for EFA), or nil. Each term matches the step's pods of the same Job
+// (matchLabelKeys on the Job's uid, which the Job controller puts on every pod
+// it makes), so the pods of other runs, other foreach items and earlier
+// attempts neither block nor attract them, on every target alike.
+func podAffinity(f *plan.Flow, s *plan.Step) *corev1.Affinity {
+	if s.Nodes <= 1 || (s.Apart == "" && s.Together == "") {
+		return nil
+	}
+	term := func(key string) []corev1.PodAffinityTerm {
+		return []corev1.PodAffinityTerm{{
+			LabelSelector:  &metav1.LabelSelector{MatchLabels: map[string]string{plan.LabelFlow: f.Name, plan.LabelStep: s.Name}},
+			MatchLabelKeys: []string{batchv1.ControllerUidLabel},
+			TopologyKey:    key,
+		}}
+	}
+	a := &corev1.Affinity{}
+	if s.Apart != "" {
+		a.PodAntiAffinity = &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: term(s.Apart)}
+	}
+	if s.Together != "" {
+		a.PodAffinity = &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: term(s.Together)}
+	}
+	return a
 }
 
 // ItemAt returns the literal foreach item i of s, for targets that make one object

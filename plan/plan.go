@@ -194,6 +194,11 @@ type Step struct {
 	NodeSelector []KeyValue
 	// Tolerations are the user's first, then those the step's accelerators need.
 	Tolerations []Toleration
+	// Apart is the node label whose value the pods of a multi-node step must all
+	// differ in (kubernetes.io/hostname: one pod per node), and Together the one
+	// whose value they must share (topology.kubernetes.io/zone, for EFA); "" for
+	// none. Always "" for one pod.
+	Apart, Together string
 
 	// Env is the step's own environment in declaration order; the pod builder puts
 	// the flow params and foreach variables before it.

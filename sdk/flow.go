@@ -104,6 +104,10 @@ type StepSpec struct {
 
 	NodeSelector []KeyValue
 	Tolerations  []TolerationSpec
+	// Zone is "same" (SameZone) or "any" (AnyZone); nil leaves it to the step's
+	// EFA.
+	Zone   *string
+	Spread *string
 
 	Image            *string
 	ImagePullPolicy  *string
@@ -199,6 +203,8 @@ func (s StepSpec) clone() StepSpec {
 	c.InstanceType = clonePtr(s.InstanceType)
 	c.NodeSelector = cloneSlice(s.NodeSelector)
 	c.Tolerations = cloneSlice(s.Tolerations)
+	c.Zone = clonePtr(s.Zone)
+	c.Spread = clonePtr(s.Spread)
 	c.Image = clonePtr(s.Image)
 	c.ImagePullPolicy = clonePtr(s.ImagePullPolicy)
 	c.ImagePullSecrets = cloneSlice(s.ImagePullSecrets)

@@ -29,6 +29,8 @@ var (
 	_ Option     = trainium(0)
 	_ Option     = efaAll{}
 	_ Option     = efaWiring{}
+	_ Option     = zone("")
+	_ Option     = spread("")
 	_ StepOption = run{}
 	_ StepOption = command{}
 	_ FlowOption = param{}
@@ -265,6 +267,43 @@ func (o toleration) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o toleration) String() string {
 	return fmt.Sprintf("Toleration(%q, %q, %q)", o.Key, o.Value, o.Effect)
 }
+
+// SameZone keeps all the pods of a multi-node step in one availability zone
+// (topology.kubernetes.io/zone). A step that asks for EFA gets it without asking:
+// EFA traffic does not leave a zone.
+func SameZone() Option { return zone(zoneSame) }
+
+// AnyZone lets the pods of a multi-node step land in any zones, even when it asks
+// for EFA (which then cannot connect them across zones).
+func AnyZone() Option { return zone(zoneAny) }
+
+// The values of StepSpec.Zone.
+const (
+	zoneSame = "same"
+	zoneAny  = "any"
+)
+
+type zone string
+
+func (o zone) applyStep(s *StepSpec) { s.Zone = new(string(o)) }
+func (o zone) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o zone) String() string {
+	if o == zoneAny {
+		return "AnyZone()"
+	}
+	return "SameZone()"
+}
+
+// Spread puts each pod of a multi-node step on a node of its own value of the
+// node label key: "topology.k8s.aws/network-node-layer-3" for distinct network
+// blocks, say. Without it the pods go one per node (kubernetes.io/hostname).
+func Spread(key string) Option { return spread(key) }
+
+type spread string
+
+func (o spread) applyStep(s *StepSpec) { s.Spread = new(string(o)) }
+func (o spread) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o spread) String() string        { return fmt.Sprintf("Spread(%q)", string(o)) }
 
 // Pod.
 

@@ -282,10 +282,11 @@ func (p *printer) value(v reflect.Value, rendered bool) string {
 	return p.fail("no Python form for a %s", v.Type())
 }
 
-// object writes a core/v1 struct as its kubernetes.client model.
+// object writes a core/v1 struct (or a meta/v1 one a pod holds, such as a
+// LabelSelector) as its kubernetes.client model.
 func (p *printer) object(v reflect.Value, rendered bool) string {
 	t := v.Type()
-	if t.PkgPath() != "k8s.io/api/core/v1" {
+	if t.PkgPath() != "k8s.io/api/core/v1" && t.PkgPath() != "k8s.io/apimachinery/pkg/apis/meta/v1" {
 		return p.fail("no Python form for a %s", t)
 	}
 	class := "V1" + t.Name()

@@ -161,6 +161,9 @@ func placeStep(f *plan.Flow, s *plan.Step, nodes []corev1.Node) Placement {
 	}
 	p.OK = len(p.Fit) >= s.Nodes
 	if p.OK {
+		if reason := spreadTogether(s, nodes, p.Fit); reason != "" {
+			p.OK, p.Reason = false, reason
+		}
 		return p
 	}
 	var parts []string

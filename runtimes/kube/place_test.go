@@ -13,15 +13,15 @@ import (
 	"github.com/manifoldflow/manifold/sdk"
 )
 
-// node is a Ready trn1.32xlarge node with the Neuron taint and efa EFA
-// interfaces.
+// node is a Ready trn1.32xlarge node in zone z1 with the Neuron taint and efa
+// EFA interfaces.
 func node(name string, efa int64, change func(*corev1.Node)) corev1.Node {
 	res := corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("128"), corev1.ResourceMemory: resource.MustParse("512Gi"),
 		plan.ResourceNeuron: resource.MustParse("16"), plan.ResourceEFA: *resource.NewQuantity(efa, resource.DecimalSI),
 	}
 	n := corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{plan.LabelInstanceType: "trn1.32xlarge"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{plan.LabelInstanceType: "trn1.32xlarge", corev1.LabelHostname: name, corev1.LabelTopologyZone: "z1"}},
 		Spec:       corev1.NodeSpec{Taints: []corev1.Taint{{Key: plan.ResourceNeuron, Effect: corev1.TaintEffectNoSchedule}}},
 		Status:     corev1.NodeStatus{Allocatable: res, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
 	}
@@ -43,6 +43,14 @@ func TestPlaceStep(t *testing.T) {
 	cordoned := func(n *corev1.Node) { n.Spec.Unschedulable = true }
 	notReady := func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }
 	otherType := func(n *corev1.Node) { n.Labels[plan.LabelInstanceType] = "p5.48xlarge" }
+	zone := func(z string) func(*corev1.Node) {
+		return func(n *corev1.Node) {
+			delete(n.Labels, corev1.LabelTopologyZone)
+			if z != "" {
+				n.Labels[corev1.LabelTopologyZone] = z
+			}
+		}
+	}
 	tainted := func(n *corev1.Node) {
 		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "dedicated", Value: "infra", Effect: corev1.TaintEffectNoSchedule})
 	}
@@ -61,6 +69,11 @@ func TestPlaceStep(t *testing.T) {
 			"0/2 nodes can take its pod: 2 have too little vpc.amazonaws.com/efa (4 allocatable, 8 asked)"},
 		{"mixed EFA", []corev1.Node{node("a", 8, nil), node("b", 4, nil), node("c", 8, nil)}, "",
 			"the 3 nodes it targets advertise different numbers of EFA interfaces (4 on b; 8 on a, c)"},
+		{"two fit, in two zones", []corev1.Node{node("a", 8, nil), node("b", 8, zone("z2"))}, "a,b",
+			"its 2 pods go one per kubernetes.io/hostname and all in one topology.kubernetes.io/zone (EFA does not leave a zone; sdk.AnyZone() lets them span zones), and no topology.kubernetes.io/zone has 2 such nodes that can take its pod (1 in z1; 1 in z2)"},
+		{"two of three in one zone", []corev1.Node{node("a", 8, zone("z2")), node("b", 8, nil), node("c", 8, zone("z2"))}, "a,b,c", ""},
+		{"one without a zone", []corev1.Node{node("a", 8, nil), node("b", 8, zone(""))}, "a,b",
+			"(1 in z1; 1 without the label kubernetes.io/hostname or topology.kubernetes.io/zone)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := placeStep(p, &p.Steps[0], tc.nodes)

@@ -63,6 +63,7 @@ with DAG(
         base_container_name="main",
         node_selector={"node.kubernetes.io/instance-type": "p5.48xlarge"},
         tolerations=[k8s.V1Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")],
+        affinity=k8s.V1Affinity(pod_affinity=k8s.V1PodAffinity(required_during_scheduling_ignored_during_execution=[k8s.V1PodAffinityTerm(label_selector=k8s.V1LabelSelector(match_labels={"manifold.dev/flow": "gpu-efa", "manifold.dev/step": "train"}), topology_key="topology.kubernetes.io/zone", match_label_keys=["batch.kubernetes.io/controller-uid"])]), pod_anti_affinity=k8s.V1PodAntiAffinity(required_during_scheduling_ignored_during_execution=[k8s.V1PodAffinityTerm(label_selector=k8s.V1LabelSelector(match_labels={"manifold.dev/flow": "gpu-efa", "manifold.dev/step": "train"}), topology_key="kubernetes.io/hostname", match_label_keys=["batch.kubernetes.io/controller-uid"])])),
         volumes=[k8s.V1Volume(name="dshm", empty_dir=k8s.V1EmptyDirVolumeSource(medium="Memory", size_limit="128Gi"))],
         image_pull_secrets=[k8s.V1LocalObjectReference(name="ngc")],
         security_context=k8s.V1PodSecurityContext(run_as_user=1000, run_as_non_root=True),

@@ -106,6 +106,7 @@ with DAG(
             k8s.V1Toleration(key="dedicated", operator="Equal", value="ml", effect="NoSchedule"),
             k8s.V1Toleration(key="aws.amazon.com/neuron", operator="Exists", effect="NoSchedule"),
         ],
+        affinity=k8s.V1Affinity(pod_affinity=k8s.V1PodAffinity(required_during_scheduling_ignored_during_execution=[k8s.V1PodAffinityTerm(label_selector=k8s.V1LabelSelector(match_labels={"manifold.dev/flow": "neuron-train", "manifold.dev/step": "train"}), topology_key="topology.kubernetes.io/zone", match_label_keys=["batch.kubernetes.io/controller-uid"])]), pod_anti_affinity=k8s.V1PodAntiAffinity(required_during_scheduling_ignored_during_execution=[k8s.V1PodAffinityTerm(label_selector=k8s.V1LabelSelector(match_labels={"manifold.dev/flow": "neuron-train", "manifold.dev/step": "train"}), topology_key="kubernetes.io/hostname", match_label_keys=["batch.kubernetes.io/controller-uid"])])),
         volumes=[
             k8s.V1Volume(name="dshm", empty_dir=k8s.V1EmptyDirVolumeSource(medium="Memory", size_limit="64Gi")),
             k8s.V1Volume(name="pvc-0", persistent_volume_claim=k8s.V1PersistentVolumeClaimVolumeSource(claim_name="training-data")),

@@ -6,6 +6,7 @@ import (
 	"regexp"
 
 	"go.yaml.in/yaml/v3"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 )
 
@@ -29,10 +30,15 @@ func CheckName(name string) error {
 	return nil
 }
 
+// Zone is the availability zone (topology.kubernetes.io/zone) of every kind
+// worker: a multi-node EFA step keeps its pods in one zone, and a node without
+// the label is in none.
+const Zone = "kind"
+
 // Config returns the kind cluster config of cluster name: one control-plane
 // node, then one worker per simulated instance (groups in order, the workers of
 // a group together), each labelled with LabelSimulate; with no groups, one plain
-// worker. kind names the workers <name>-worker, <name>-worker2, … in this order.
+// worker. Every worker is in Zone. kind names the workers <name>-worker, <name>-worker2, … in this order.
 // image, if not "", is every node's image (kindest/node:<version>); "" leaves
 // kind's default.
 func Config(name string, groups []Group, image string) *v1alpha4.Cluster {
@@ -43,13 +49,13 @@ func Config(name string, groups []Group, image string) *v1alpha4.Cluster {
 	}
 	types := workerTypes(groups)
 	if len(types) == 0 {
-		cfg.Nodes = append(cfg.Nodes, v1alpha4.Node{Role: v1alpha4.WorkerRole, Image: image})
+		cfg.Nodes = append(cfg.Nodes, v1alpha4.Node{Role: v1alpha4.WorkerRole, Image: image, Labels: map[string]string{corev1.LabelTopologyZone: Zone}})
 	}
 	for _, t := range types {
 		cfg.Nodes = append(cfg.Nodes, v1alpha4.Node{
 			Role:   v1alpha4.WorkerRole,
 			Image:  image,
-			Labels: map[string]string{LabelSimulate: t},
+			Labels: map[string]string{LabelSimulate: t, corev1.LabelTopologyZone: Zone},
 		})
 	}
 	return cfg

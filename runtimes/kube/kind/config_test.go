@@ -11,7 +11,8 @@ import (
 )
 
 // TestConfigYAML: the exact kind config of each --simulate: the control plane,
-// then the workers in the order given, each labelled with its instance type.
+// then the workers in the order given, each labelled with its instance type and
+// the one zone.
 func TestConfigYAML(t *testing.T) {
 	for _, tc := range []struct {
 		name, simulate, image, want string
@@ -24,12 +25,15 @@ nodes:
   - role: worker
     labels:
       manifold.dev/simulate: trn1.32xlarge
+      topology.kubernetes.io/zone: kind
   - role: worker
     labels:
       manifold.dev/simulate: trn1.32xlarge
+      topology.kubernetes.io/zone: kind
   - role: worker
     labels:
       manifold.dev/simulate: inf2.xlarge
+      topology.kubernetes.io/zone: kind
 `},
 		{"manifold", "", "", `kind: Cluster
 apiVersion: kind.x-k8s.io/v1alpha4
@@ -37,6 +41,8 @@ name: manifold
 nodes:
   - role: control-plane
   - role: worker
+    labels:
+      topology.kubernetes.io/zone: kind
 `},
 		{"dev", "p5.48xlarge=1", "kindest/node:v1.35.0", `kind: Cluster
 apiVersion: kind.x-k8s.io/v1alpha4
@@ -48,6 +54,7 @@ nodes:
     image: kindest/node:v1.35.0
     labels:
       manifold.dev/simulate: p5.48xlarge
+      topology.kubernetes.io/zone: kind
 `},
 	} {
 		groups, err := ParseSimulate(tc.simulate)

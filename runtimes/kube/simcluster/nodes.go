@@ -30,6 +30,11 @@ const (
 	TaintNVIDIA = nodeshape.TaintNVIDIA
 )
 
+// Zone is the availability zone (topology.kubernetes.io/zone) of every default
+// node: one zone, as a training node group's usually is, so multi-node EFA
+// steps (whose pods share a zone) can land. Tests add nodes in other zones.
+const Zone = "sim-1a"
+
 // NodeGroup asks for Count fake nodes of one instance type.
 type NodeGroup struct {
 	InstanceType string
@@ -91,9 +96,10 @@ func nodeFor(t string, i int) (*corev1.Node, nodeshape.Shape, error) {
 	}
 	name := NodeName(t, i)
 	labels := map[string]string{
-		"kubernetes.io/hostname": name,
-		"kubernetes.io/os":       "linux",
-		"kubernetes.io/arch":     "amd64",
+		corev1.LabelHostname:     name,
+		corev1.LabelOSStable:     "linux",
+		corev1.LabelArchStable:   "amd64",
+		corev1.LabelTopologyZone: Zone,
 		"type":                   "kwok",
 	}
 	maps.Copy(labels, shape.Labels)

@@ -16,6 +16,11 @@ import (
 // own manifold.dev/ keys).
 const LabelFail = "sim.manifold.dev/fail"
 
+// LabelRunFor, set to a duration ("20s") on a pod, keeps the pod Running that
+// long before kwok completes it, instead of completing it at once: tests use it
+// where pods must run side by side, as the nodes of a multi-node step do.
+const LabelRunFor = "sim.manifold.dev/run-for"
+
 // stageDirs are the stock kwok stage sets the cluster loads, under assets/.
 var stageDirs = []string{"kwok-stages/node-fast", "kwok-stages/node-heartbeat", "kwok-stages/pod-fast"}
 
@@ -71,7 +76,8 @@ const LabelPodOperator = "kubernetes_pod_operator"
 // writeStages writes the kwok configuration: the stock node and pod stages, a
 // copy of the stock pod-complete stage that completes pods owned by Argo
 // Workflows (the stock one completes only pods owned by Jobs), another that
-// completes Airflow's bare operator pods, and failStage.
+// completes Airflow's bare operator pods, one that completes pods labelled
+// LabelRunFor after their time, and failStage.
 func writeStages(assetDir, path string) error {
 	var out bytes.Buffer
 	var podComplete []byte
@@ -109,13 +115,42 @@ func writeStages(assetDir, path string) error {
 	if err != nil {
 		return err
 	}
-	for _, stage := range [][]byte{workflow, bare} {
+	runFor, err := forPods(podComplete, "manifold-pod-run-for",
+		map[string]any{"key": `.metadata.labels["` + LabelRunFor + `"]`, "operator": "Exists"})
+	if err != nil {
+		return err
+	}
+	// Chosen over the stages that complete the same pod at once (weight), after
+	// the label's duration.
+	if runFor, err = withSpec(runFor, map[string]any{
+		"weight": 1,
+		"delay":  map[string]any{"durationFrom": map[string]any{"expressionFrom": `.metadata.labels["` + LabelRunFor + `"]`}},
+	}); err != nil {
+		return err
+	}
+	for _, stage := range [][]byte{workflow, bare, runFor} {
 		out.WriteString("---\n")
 		out.Write(stage)
 	}
 	out.WriteString("---\n")
 	out.WriteString(failStage)
 	return os.WriteFile(path, out.Bytes(), 0o644)
+}
+
+// withSpec returns the stage stage with fields set in its spec.
+func withSpec(stage []byte, fields map[string]any) ([]byte, error) {
+	var s map[string]any
+	if err := yaml.Unmarshal(stage, &s); err != nil {
+		return nil, err
+	}
+	spec, _ := s["spec"].(map[string]any)
+	if spec == nil {
+		return nil, fmt.Errorf("stage has no spec")
+	}
+	for k, v := range fields {
+		spec[k] = v
+	}
+	return yaml.Marshal(s)
 }
 
 // ownerKinds is the key by which the stock pod-complete stage selects the kind
