@@ -31,6 +31,9 @@ func needs(s *plan.Step) []string {
 		}
 		out = append(out, efa)
 	}
+	if s.DRA != nil && len(s.DRA.Requests) > 0 {
+		out = append(out, "DRA")
+	}
 	if s.Foreach != nil {
 		out = append(out, fmt.Sprintf("foreach ×%d", len(s.Foreach)))
 	}

@@ -108,6 +108,9 @@ func Compile(f *sdk.Flow, o Options) (*plan.Flow, field.ErrorList) {
 	configLayer := layer{spec: &configSpec, path: field.NewPath("config"), name: snake}
 	env := stepEnv{flow: spec.Name, entrypoint: entrypoint, gpuToleration: o.Config.GPUToleration == nil || *o.Config.GPUToleration,
 		artifactVolume: p.Artifacts != nil && p.Artifacts.Claim != ""}
+	var classErrs field.ErrorList
+	env.classes, classErrs = o.Config.DeviceClasses.deviceClasses()
+	errs = append(errs, classErrs...)
 
 	seen := map[string]bool{}
 	var steps []plan.Step

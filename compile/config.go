@@ -44,6 +44,9 @@ const ConfigFile = "manifold.toml"
 //	key = "dedicated"
 //	value = "ml"
 //	effect = "NoSchedule"
+//
+//	[device_classes]
+//	neuron = "neuron.aws.com"
 type Config struct {
 	Namespace        string             `toml:"namespace"`
 	Image            string             `toml:"image"`
@@ -80,6 +83,8 @@ type Config struct {
 	// EFAArch is the architecture of the steps' images for EFA wiring's library
 	// paths, as sdk.EFAArch: "x86_64" (the default) or "aarch64".
 	EFAArch string `toml:"efa_arch"`
+	// DeviceClasses names the DeviceClasses sdk.DRA claims devices from.
+	DeviceClasses ConfigDeviceClasses `toml:"device_classes"`
 }
 
 // ConfigToleration is a toleration in manifold.toml. Operator defaults to Equal
@@ -113,7 +118,7 @@ func LoadConfig(path string) (Config, error) {
 		for i, k := range undecoded {
 			keys[i] = k.String()
 		}
-		return Config{}, fmt.Errorf("%s: unknown keys %s; known keys are namespace, image, entrypoint, service_account, image_pull_policy, image_pull_secrets, gpu_toleration, argo_multi_node, artifacts, artifacts_endpoint, base_image, image_from_build, efa_wiring, efa_arch, labels, annotations, node_selector and tolerations", path, strings.Join(keys, ", "))
+		return Config{}, fmt.Errorf("%s: unknown keys %s; known keys are namespace, image, entrypoint, service_account, image_pull_policy, image_pull_secrets, gpu_toleration, argo_multi_node, artifacts, artifacts_endpoint, base_image, image_from_build, efa_wiring, efa_arch, labels, annotations, node_selector, tolerations and device_classes", path, strings.Join(keys, ", "))
 	}
 	if !validArgoMultiNode(c.ArgoMultiNode) {
 		return Config{}, fmt.Errorf("%s: argo_multi_node = %q: %s", path, c.ArgoMultiNode, argoMultiNodeChoice)

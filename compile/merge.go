@@ -77,6 +77,9 @@ type resolved struct {
 	retry        val[int]
 	retryBackoff val[time.Duration]
 	timeout      val[time.Duration]
+
+	dra    val[bool]
+	claims []item[string]
 }
 
 // merge resolves a step from its layers, highest first (step, flow, config).
@@ -126,6 +129,9 @@ func merge(name string, at *field.Path, layers []layer) *resolved {
 		retry:        pick(layers, "retry", func(s *sdk.StepSpec) *int { return s.Retry }),
 		retryBackoff: pick(layers, "retryBackoff", func(s *sdk.StepSpec) *time.Duration { return s.RetryBackoff }),
 		timeout:      pick(layers, "timeout", func(s *sdk.StepSpec) *time.Duration { return s.Timeout }),
+
+		dra:    pick(layers, "dra", func(s *sdk.StepSpec) *bool { return s.DRA }),
+		claims: concat(layers, "claims", func(s *sdk.StepSpec) []string { return s.Claims }),
 	}
 	// EFA(n) and EFAAll() are one setting: the highest layer that gives either wins.
 	for i, l := range layers {

@@ -25,6 +25,8 @@ type stepEnv struct {
 	flow          string
 	entrypoint    string
 	gpuToleration bool
+	// classes are the DeviceClasses DRA steps claim from.
+	classes deviceClasses
 	// artifactVolume is set when every pod mounts the flow's artifact volume at
 	// plan.ArtifactVolumePath.
 	artifactVolume bool
@@ -43,6 +45,7 @@ func (e stepEnv) compile(r *resolved, known map[string]bool) (plan.Step, field.E
 	s.InstanceType = r.instanceType.v
 	s.Requests, s.Limits = res.requests, res.limits
 	s.SharedMemory = res.sharedMemory
+	errs = append(errs, e.dra(r, &s, &res)...)
 	errs = append(errs, wiring(r, &s)...)
 	errs = append(errs, placement(r, &s, res.tolerations)...)
 	errs = append(errs, e.pod(r, &s)...)

@@ -10,7 +10,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/manifoldflow/manifold/compile"
@@ -118,7 +120,11 @@ var podsOf = map[string]func(t *testing.T, p *plan.Flow) []runPod{
 		}
 		var out []runPod
 		for _, o := range objs {
-			for _, rj := range o.(*jobsetv1.JobSet).Spec.ReplicatedJobs {
+			js, ok := o.(*jobsetv1.JobSet)
+			if !ok {
+				continue // a step's ResourceClaimTemplate
+			}
+			for _, rj := range js.Spec.ReplicatedJobs {
 				out = append(out, runPod{rj.Template.Spec.Template.Labels[plan.LabelStep], index(rj.Template.Labels), rj.Template.Spec.Template})
 			}
 		}
@@ -210,7 +216,9 @@ func TestMultiNodeParity(t *testing.T) {
 			sdk.InstanceType("trn1.32xlarge"), sdk.Trainium(16), sdk.EFA(8), sdk.SharedMemory("64Gi"),
 			sdk.Env("A", "1"), sdk.Retry(2), sdk.Timeout(time.Hour)).
 		Step("gpu", sdk.After("prepare"), sdk.Command("torchrun", "gpu.py"), sdk.Nodes(3), sdk.Port(1234),
-			sdk.InstanceType("p5.48xlarge"), sdk.GPU(8), sdk.EFAAll(), sdk.Foreach("a", "b"))
+			sdk.InstanceType("p5.48xlarge"), sdk.GPU(8), sdk.EFAAll(), sdk.Foreach("a", "b")).
+		Step("dra", sdk.After("prepare"), sdk.Command("torchrun", "dra.py"), sdk.Nodes(2),
+			sdk.InstanceType("trn2.48xlarge"), sdk.Trainium(16), sdk.EFAAll(), sdk.DRA(), sdk.Claim("shared-fpga"))
 	for store, o := range stores {
 		t.Run(store, func(t *testing.T) {
 			p, errs := compile.Compile(f, o)
@@ -226,8 +234,8 @@ func multiNodeParity(t *testing.T, p *plan.Flow) {
 	for target, pods := range podsOf {
 		t.Run(target, func(t *testing.T) {
 			got := pods(t, p)
-			if len(got) != 1+1+2 {
-				t.Fatalf("%d pod templates, want 4", len(got))
+			if len(got) != 1+1+2+1 {
+				t.Fatalf("%d pod templates, want 5", len(got))
 			}
 			for _, rp := range got {
 				s := p.Step(rp.step)
@@ -292,5 +300,74 @@ func checkPlacement(t *testing.T, name string, p *plan.Flow, s *plan.Step, got *
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("%s: placement (-want +got):\n%s", name, diff)
+	}
+}
+
+// TestDRAClaimsParity: on every target, every pod of a DRA step claims from the
+// step's generated template and the installed one, its container uses both
+// claims, and it asks no device-plugin resource for the claimed devices; the job
+// and jobset targets emit the template the pods name.
+func TestDRAClaimsParity(t *testing.T) {
+	f := sdk.NewFlow("dra", sdk.Image("example.com/flow:v1")).
+		Step("one", sdk.Command("true"), sdk.InstanceType("trn2.48xlarge"), sdk.Trainium(4), sdk.EFA(4),
+			sdk.DRA(), sdk.Claim("shared-fpga"), sdk.Foreach("a", "b")).
+		Step("many", sdk.Command("true"), sdk.Nodes(2), sdk.GPU(1), sdk.EFA(1), sdk.DRA())
+	p, errs := compile.Compile(f, compile.Options{})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	wantClaims := map[string][]string{
+		"one":  {"dra-one", "shared-fpga"},
+		"many": {"dra-many"},
+	}
+	for target, pods := range podsOf {
+		t.Run(target, func(t *testing.T) {
+			got := pods(t, p)
+			if len(got) == 0 {
+				t.Fatal("no pods")
+			}
+			for _, rp := range got {
+				var templates, podNames, containerNames []string
+				for _, c := range rp.pod.Spec.ResourceClaims {
+					podNames = append(podNames, c.Name)
+					if c.ResourceClaimTemplateName != nil {
+						templates = append(templates, *c.ResourceClaimTemplateName)
+					}
+				}
+				res := rp.pod.Spec.Containers[0].Resources
+				for _, c := range res.Claims {
+					containerNames = append(containerNames, c.Name)
+				}
+				if diff := cmp.Diff(wantClaims[rp.step], templates); diff != "" {
+					t.Errorf("%s[%d]: claimed templates (-want +got):\n%s", rp.step, rp.index, diff)
+				}
+				if diff := cmp.Diff(podNames, containerNames); diff != "" || len(podNames) != len(wantClaims[rp.step]) {
+					t.Errorf("%s[%d]: the container uses claims %v of the pod's %v", rp.step, rp.index, containerNames, podNames)
+				}
+				for _, name := range []corev1.ResourceName{"aws.amazon.com/neuron", "vpc.amazonaws.com/efa", "nvidia.com/gpu"} {
+					if _, ok := res.Limits[name]; ok {
+						t.Errorf("%s[%d]: limits %s beside its claim", rp.step, rp.index, name)
+					}
+				}
+				if len(rp.pod.Spec.Tolerations) > 0 {
+					t.Errorf("%s[%d]: tolerations %v for claimed devices", rp.step, rp.index, rp.pod.Spec.Tolerations)
+				}
+			}
+		})
+	}
+	for target, objects := range map[string]func(*plan.Flow) ([]any, field.ErrorList){"job": job.Objects, "jobset": jobset.Objects} {
+		objs, errs := objects(p)
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		var names []string
+		for _, o := range objs {
+			if rct, ok := o.(*resourcev1.ResourceClaimTemplate); ok {
+				names = append(names, rct.Name)
+			}
+		}
+		if diff := cmp.Diff([]string{"dra-one", "dra-many"}, names); diff != "" {
+			t.Errorf("%s: ResourceClaimTemplates (-want +got):\n%s", target, diff)
+		}
 	}
 }

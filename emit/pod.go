@@ -115,9 +115,19 @@ func Pod(f *plan.Flow, s *plan.Step, o PodOptions) corev1.PodTemplateSpec {
 	if s.RunAsUser != nil || s.RunAsNonRoot != nil {
 		spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: s.RunAsUser, RunAsNonRoot: s.RunAsNonRoot}
 	}
+	spec.ResourceClaims, c.Resources.Claims = podClaims(f, s)
 	spec.Containers = []corev1.Container{c}
 	spec.Affinity = podAffinity(f, s)
 
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: podLabels(f, s), Annotations: pairs(s.Annotations)},
+		Spec:       spec,
+	}
+}
+
+// podLabels returns the labels of step s's pods: the step's, and the run's when f
+// is made for a run.
+func podLabels(f *plan.Flow, s *plan.Step) map[string]string {
 	labels := pairs(s.Labels)
 	if f.Run != "" {
 		if labels == nil {
@@ -125,10 +135,7 @@ func Pod(f *plan.Flow, s *plan.Step, o PodOptions) corev1.PodTemplateSpec {
 		}
 		labels[plan.LabelRun] = f.Run
 	}
-	return corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: pairs(s.Annotations)},
-		Spec:       spec,
-	}
+	return labels
 }
 
 // Env returns the container's environment: the flow params, then a foreach step's

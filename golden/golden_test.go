@@ -21,9 +21,11 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	"sigs.k8s.io/yaml"
 
+	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/emit/jobset"
 	"github.com/manifoldflow/manifold/internal/argolint"
@@ -162,8 +164,9 @@ func TestGoldenDirsMatchExamples(t *testing.T) {
 	}
 }
 
-// kubeFiles are the golden files of the Kubernetes-shaped targets.
-var kubeFiles = []string{"*.job.yaml", "*.jobset.yaml"}
+// kubeFiles are the golden files of the Kubernetes-shaped targets, and the
+// ResourceClaimTemplates the argo and airflow targets put beside their own.
+var kubeFiles = []string{"*.job.yaml", "*.jobset.yaml", "*" + emit.ClaimsFileSuffix}
 
 func kubeGoldens(t *testing.T) []string {
 	t.Helper()
@@ -202,6 +205,8 @@ func TestGoldenKubernetesDecodeStrictly(t *testing.T) {
 				obj = &corev1.Service{}
 			case "jobset.x-k8s.io/v1alpha2 JobSet":
 				obj = &jobsetv1.JobSet{}
+			case emit.ResourceClaimTemplateAPIVersion + " ResourceClaimTemplate":
+				obj = &resourcev1.ResourceClaimTemplate{}
 			default:
 				t.Fatalf("%s document %d: unexpected %s %s", path, i, meta.APIVersion, meta.Kind)
 			}
@@ -270,8 +275,8 @@ func TestGoldenArgoPodsAreJobPods(t *testing.T) {
 			if err := yaml.Unmarshal(doc, &meta); err != nil {
 				t.Fatalf("%s document %d: %v", jobPath, i, err)
 			}
-			if meta.Kind == "Service" {
-				continue // a multi-node step's; TestGoldenKubernetesDecodeStrictly checks it
+			if meta.Kind == "Service" || meta.Kind == "ResourceClaimTemplate" {
+				continue // TestGoldenKubernetesDecodeStrictly checks them; the pods name the templates
 			}
 			var j batchv1.Job
 			if err := yaml.UnmarshalStrict(doc, &j); err != nil {

@@ -223,6 +223,11 @@ type Step struct {
 	RetryBackoff time.Duration
 	// Timeout bounds each attempt; 0 for none.
 	Timeout time.Duration
+
+	// DRA, when set, is what the step's pods claim through Dynamic Resource
+	// Allocation; its Neuron, EFA and GPU counts are then absent from Requests,
+	// Limits and Tolerations.
+	DRA *DRA
 }
 
 // Wiring is what a step's pod gets from sdk.EFAWiring.

@@ -128,6 +128,13 @@ type StepSpec struct {
 	Retry        *int
 	RetryBackoff *time.Duration
 	Timeout      *time.Duration
+
+	// DRA, when true, claims the step's Neuron, EFA and GPU devices through a
+	// generated ResourceClaimTemplate (sdk.DRA).
+	DRA *bool
+	// Claims name installed ResourceClaimTemplates the step's pods claim from
+	// (sdk.Claim), in the order given.
+	Claims []string
 }
 
 // Apply applies opts to s in order.

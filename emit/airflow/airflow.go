@@ -49,7 +49,8 @@ var _ emit.Target = Target{}
 // Name returns "airflow".
 func (Target) Name() string { return "airflow" }
 
-// Emit returns <flow>.py and <flow>.kpo.json.
+// Emit returns <flow>.py and <flow>.kpo.json, and <flow>.claims.yaml
+// (emit.ClaimsFile) when a step has DRA devices.
 func (Target) Emit(f *plan.Flow) ([]emit.File, field.ErrorList) {
 	d, errs := Build(f)
 	if len(errs) > 0 {
@@ -63,7 +64,11 @@ func (Target) Emit(f *plan.Flow) ([]emit.File, field.ErrorList) {
 	if err != nil {
 		return nil, field.ErrorList{field.InternalError(nil, err)}
 	}
-	return []emit.File{{Name: f.Name + ".py", Data: py}, {Name: f.Name + ".kpo.json", Data: js}}, nil
+	files, err := emit.ClaimsFile(f, []emit.File{{Name: f.Name + ".py", Data: py}, {Name: f.Name + ".kpo.json", Data: js}})
+	if err != nil {
+		return nil, field.ErrorList{field.InternalError(nil, err)}
+	}
+	return files, nil
 }
 
 // DAG is a flow as Airflow runs it; Python and JSON write it out.
@@ -284,6 +289,14 @@ func operatorArgs(f *plan.Flow, s *plan.Step, pod corev1.PodTemplateSpec, withEn
 	add("image_pull_secrets", take(&rest.Spec.ImagePullSecrets))
 	add("security_context", take(&rest.Spec.SecurityContext))
 	add("active_deadline_seconds", take(&rest.Spec.ActiveDeadlineSeconds))
+	// The pod's DRA claims have no argument of their own: the operator merges
+	// full_pod_spec under the pod it builds.
+	if claims := take(&rest.Spec.ResourceClaims); len(claims) > 0 {
+		add("full_pod_spec", &corev1.Pod{Spec: corev1.PodSpec{
+			Containers:     []corev1.Container{{Name: plan.ContainerName}},
+			ResourceClaims: claims,
+		}})
+	}
 	if rest.Spec.RestartPolicy == corev1.RestartPolicyNever {
 		rest.Spec.RestartPolicy = "" // the operator's pods never restart
 	}

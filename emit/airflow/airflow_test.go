@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/airflow"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/sdk"
@@ -21,8 +22,14 @@ func emitFiles(t *testing.T, f *sdk.Flow) (py string, kpo airflow.KPOFile) {
 	if len(errs) > 0 {
 		t.Fatal(errs.ToAggregate())
 	}
-	if len(files) != 2 || files[0].Name != f.Name()+".py" || files[1].Name != f.Name()+".kpo.json" {
-		t.Fatalf("files %v, want %s.py and %s.kpo.json", []string{files[0].Name, files[1].Name}, f.Name(), f.Name())
+	var names []string
+	for _, file := range files {
+		names = append(names, file.Name)
+	}
+	// A flow with DRA steps also gets its ResourceClaimTemplates' file.
+	if len(files) < 2 || files[0].Name != f.Name()+".py" || files[1].Name != f.Name()+".kpo.json" ||
+		len(files) > 3 || len(files) == 3 && files[2].Name != f.Name()+emit.ClaimsFileSuffix {
+		t.Fatalf("files %v, want %s.py and %s.kpo.json, and %[2]s%s for DRA", names, f.Name(), f.Name(), emit.ClaimsFileSuffix)
 	}
 	if err := json.Unmarshal(files[1].Data, &kpo); err != nil {
 		t.Fatal(err)

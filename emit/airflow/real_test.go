@@ -303,7 +303,7 @@ func decodeJobs(t *testing.T, data []byte) []*batchv1.Job {
 		if err := yaml.Unmarshal(doc, &meta); err != nil {
 			t.Fatalf("job YAML: %v\n%s", err, doc)
 		}
-		if meta.Kind == "Service" {
+		if meta.Kind == "Service" || meta.Kind == "ResourceClaimTemplate" {
 			continue
 		}
 		var j batchv1.Job
@@ -387,7 +387,9 @@ func everyOption() *sdk.Flow {
 		Step("amd", sdk.After("train"), sdk.Command("rocm-smi"), sdk.GPU(1), sdk.GPUVendor("amd"),
 			sdk.Foreach("a")).
 		Step("join", sdk.After("gpu", "amd", "serve"), sdk.Run(func(*sdk.Context) error { return nil }),
-			sdk.Foreach("x", "y", "z"), sdk.Retry(1))
+			sdk.Foreach("x", "y", "z"), sdk.Retry(1)).
+		Step("dra", sdk.After("train"), sdk.Command("neuron-ls"), sdk.InstanceType("trn2.48xlarge"),
+			sdk.Trainium(4), sdk.EFA(4), sdk.DRA(), sdk.Claim("shared-fpga"), sdk.Foreach("a", "b"))
 }
 
 // adversarial holds text that could break a Python literal, a Jinja template or

@@ -38,7 +38,8 @@ func (Target) Emit(f *plan.Flow) ([]emit.File, field.ErrorList) {
 }
 
 // Objects returns the flow's Jobs (or CronJobs) in dependency order, each Job of a
-// multi-node step preceded by its Service.
+// multi-node step preceded by its Service, and each step's Jobs by the
+// ResourceClaimTemplate of its DRA devices.
 func Objects(f *plan.Flow) ([]any, field.ErrorList) {
 	if f.Schedule != "" && len(f.Steps) != 1 {
 		return nil, field.ErrorList{field.Forbidden(field.NewPath("schedule"), fmt.Sprintf(
@@ -51,6 +52,9 @@ func Objects(f *plan.Flow) ([]any, field.ErrorList) {
 	var out []any
 	for i := range f.Steps {
 		s := &f.Steps[i]
+		if t := emit.ClaimTemplate(f, s); t != nil {
+			out = append(out, t)
+		}
 		for _, j := range Jobs(f, s) {
 			if f.Schedule == "" {
 				if s.Nodes > 1 {

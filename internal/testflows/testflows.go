@@ -52,7 +52,9 @@ func EveryOption() *sdk.Flow {
 		Step("gpu", sdk.After("train"), sdk.Command("nvidia-smi"), sdk.InstanceType("p5.48xlarge"),
 			sdk.GPU(8), sdk.EFAAll(), sdk.EFAWiring(), sdk.Env("NCCL_DEBUG", "INFO"), sdk.Foreach("a", "b")).
 		Step("amd", sdk.After("serve", "gpu"), sdk.Command("rocm-smi"), sdk.GPU(1), sdk.GPUVendor("amd"),
-			sdk.Image("rocm/pytorch:latest"))
+			sdk.Image("rocm/pytorch:latest")).
+		Step("dra", sdk.After("train"), sdk.Command("neuron-ls"), sdk.InstanceType("trn2.48xlarge"),
+			sdk.Trainium(4), sdk.EFA(4), sdk.DRA(), sdk.Claim("shared-fpga"), sdk.Foreach("a", "b"))
 }
 
 // Compile compiles f with default options, failing the test on any error.

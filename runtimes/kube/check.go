@@ -88,22 +88,29 @@ func (c *cluster) check(ctx context.Context, f *plan.Flow) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing the nodes of the cluster at %s: %w", c.host, err)
 	}
-	return place(f, list.Items, c.host, c.context), nil
+	var devs *devices
+	if needsDevices(f) {
+		if devs, err = c.inventory(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return place(f, list.Items, devs, c.host, c.context), nil
 }
 
-// place checks every step of f against nodes.
-func place(f *plan.Flow, nodes []corev1.Node, host, context string) *Report {
+// place checks every step of f against nodes and, for DRA steps, the devices of
+// their ResourceSlices (devs, nil when no step has DRA devices).
+func place(f *plan.Flow, nodes []corev1.Node, devs *devices, host, context string) *Report {
 	r := &Report{Cluster: host, Context: context, NodeCount: len(nodes), OK: true}
 	for i := range f.Steps {
-		p := placeStep(f, &f.Steps[i], nodes)
+		p := placeStep(f, &f.Steps[i], nodes, devs)
 		r.OK = r.OK && p.OK
 		r.Steps = append(r.Steps, p)
 	}
 	return r
 }
 
-// placeStep checks step s against nodes.
-func placeStep(f *plan.Flow, s *plan.Step, nodes []corev1.Node) Placement {
+// placeStep checks step s against nodes and devs.
+func placeStep(f *plan.Flow, s *plan.Step, nodes []corev1.Node, devs *devices) Placement {
 	p := Placement{Step: s.Name, Nodes: s.Nodes, EFA: s.EFA, Fit: []string{}}
 	tpl := emit.Pod(f, s, emit.PodOptions{})
 	pod := &corev1.Pod{ObjectMeta: tpl.ObjectMeta, Spec: tpl.Spec}
@@ -123,8 +130,17 @@ func placeStep(f *plan.Flow, s *plan.Step, nodes []corev1.Node) Placement {
 		}
 	}
 
-	// Every node a step with EFA targets must advertise the same EFA count.
-	if s.EFA > 0 {
+	claimed := s.DRA != nil && len(s.DRA.Requests) > 0
+	if claimed {
+		if missing := devs.missingClasses(s); len(missing) > 0 {
+			p.Reason = fmt.Sprintf("it claims devices of DeviceClass %s, which the cluster does not have: install the DRA driver that provides it, or name the cluster's class in manifold.toml's [device_classes]", strings.Join(missing, ", "))
+			return p
+		}
+	}
+
+	// Every node a step with EFA targets must advertise the same EFA count; a
+	// step that claims its EFA through DRA asks the ResourceSlices instead.
+	if s.EFA > 0 && !claimed {
 		counts := map[int64][]string{}
 		for _, n := range targeted {
 			q := n.Status.Allocatable[plan.ResourceEFA]
@@ -156,6 +172,12 @@ func placeStep(f *plan.Flow, s *plan.Step, nodes []corev1.Node) Placement {
 		if short := lacks(requests, n); short != "" {
 			why[short] = append(why[short], n.Name)
 			continue
+		}
+		if claimed {
+			if short := devs.lacks(s, n); short != "" {
+				why[short] = append(why[short], n.Name)
+				continue
+			}
 		}
 		p.Fit = append(p.Fit, n.Name)
 	}

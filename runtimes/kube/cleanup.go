@@ -38,6 +38,9 @@ func (r *runner) cleanup(ctx context.Context) []string {
 	if r.o.As == AsJobSet {
 		gvrs = []schema.GroupVersionResource{jobSetGVR, jobGVR, serviceGVR}
 	}
+	if needsDevices(r.f) {
+		gvrs = append(gvrs, resourceClaimTemplateGVR)
+	}
 	for ns := range r.w.ns {
 		for _, gvr := range gvrs {
 			err := r.c.dynamic.Resource(gvr).Namespace(ns).DeleteCollection(ctx, foreground, sel)

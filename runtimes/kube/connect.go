@@ -95,7 +95,7 @@ type access struct {
 // preflight checks, before anything is created, that every namespace the run uses
 // exists, that the cluster serves the kinds it will create, and that RBAC lets
 // this user create, watch and delete them and read pod logs.
-func (c *cluster) preflight(ctx context.Context, namespaces []string, as string, multiNode bool) error {
+func (c *cluster) preflight(ctx context.Context, namespaces []string, as string, multiNode, claimTemplates bool) error {
 	if as == AsJobSet {
 		if err := c.served(jobSetGVR, "install the JobSet controller (`kind up --with jobset`, or https://jobset.sigs.k8s.io/docs/installation/), or run with --as job"); err != nil {
 			return err
@@ -128,6 +128,7 @@ func (c *cluster) preflight(ctx context.Context, namespaces []string, as string,
 			needs = append(needs, access{verb, k.group, k.resource, ""})
 		}
 	}
+	needs = append(needs, claimTemplateAccess(claimTemplates)...)
 	for _, ns := range namespaces {
 		var refused []string
 		for _, a := range needs {

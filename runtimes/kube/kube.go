@@ -252,6 +252,8 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 		switch {
 		case errors.Is(err, errNodesForbidden):
 			notes = append(notes, "placement not checked: this user may not list the cluster's nodes")
+		case errors.Is(err, errDRAForbidden):
+			notes = append(notes, "placement not checked: this user may not list the cluster's DeviceClasses and ResourceSlices")
 		case err != nil:
 			return nil, err
 		case !report.OK:
@@ -282,10 +284,13 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 			}
 		}
 	}
-	if err := c.preflight(ctx, namespaces, o.As, multiNode); err != nil {
+	if err := c.preflight(ctx, namespaces, o.As, multiNode, needsDevices(f)); err != nil {
 		return nil, err
 	}
 	if err := c.claimsExist(ctx, claims); err != nil {
+		return nil, err
+	}
+	if err := c.claimTemplatesExist(ctx, units); err != nil {
 		return nil, err
 	}
 
@@ -372,6 +377,9 @@ func plan2units(f *plan.Flow, as, namespace string) ([]*unit, field.ErrorList) {
 	}
 	var units []*unit
 	var pending []object // a Service waits for the Job it precedes
+	// A step's ResourceClaimTemplate precedes its Jobs; every unit of the step
+	// creates it (or finds it made), so none waits for another.
+	templates := map[string]object{}
 	for _, o := range objs {
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 		if err != nil {
@@ -385,6 +393,9 @@ func plan2units(f *plan.Flow, as, namespace string) ([]*unit, field.ErrorList) {
 		switch u.GetKind() {
 		case "Service":
 			pending = append(pending, object{serviceGVR, u})
+			continue
+		case "ResourceClaimTemplate":
+			templates[u.GetLabels()[plan.LabelStep]] = object{resourceClaimTemplateGVR, u}
 			continue
 		case "Job":
 			gvr = jobGVR
@@ -404,6 +415,9 @@ func plan2units(f *plan.Flow, as, namespace string) ([]*unit, field.ErrorList) {
 		}
 		if u.GetKind() == "JobSet" && s.Foreach != nil {
 			un.pods = s.Nodes * len(s.Foreach)
+		}
+		if t, ok := templates[s.Name]; ok {
+			pending = append([]object{t}, pending...)
 		}
 		un.objects = append(pending, object{gvr, u})
 		pending = nil

@@ -536,10 +536,14 @@ func (r *runner) finish(ctx context.Context, interrupted bool) (*Result, error) 
 }
 
 func (r *runner) kinds() string {
+	kinds := "jobs,services"
 	if r.o.As == AsJobSet {
-		return "jobsets"
+		kinds = "jobsets"
 	}
-	return "jobs,services"
+	if needsDevices(r.f) {
+		kinds += ",resourceclaimtemplates"
+	}
+	return kinds
 }
 
 // failure says which steps failed, why, and what did not run.

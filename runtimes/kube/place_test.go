@@ -76,7 +76,7 @@ func TestPlaceStep(t *testing.T) {
 			"(1 in z1; 1 without the label kubernetes.io/hostname or topology.kubernetes.io/zone)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := placeStep(p, &p.Steps[0], tc.nodes)
+			got := placeStep(p, &p.Steps[0], tc.nodes, nil)
 			if strings.Join(got.Fit, ",") != tc.fit || got.OK != (tc.want == "") || !strings.Contains(got.Reason, tc.want) {
 				t.Errorf("placement %+v; want fit %q and reason %q", got, tc.fit, tc.want)
 			}

@@ -524,14 +524,16 @@ func TestInterrupt(t *testing.T) {
 
 // TestMaxParallel: four independent steps, at most two at a time. Each waits until
 // it sees a partner running, and records how many were running when it did (the
-// same count it tested, so a partner leaving just after cannot change it).
+// same count it tested, so a partner leaving just after cannot change it). A step
+// stays a second after it has seen its partner, so that the last step, which
+// starts as one leaves, finds that one still there however slow the machine.
 func TestMaxParallel(t *testing.T) {
 	shared := t.TempDir()
 	// $$$$ is the shell's $$: a command's $$ stands for $, as on Kubernetes.
 	script := `mkdir -p "$SHARED/running"; touch "$SHARED/running/$$$$"
 i=0; n=$(ls "$SHARED/running" | wc -l)
 while [ $n -lt 2 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); n=$(ls "$SHARED/running" | wc -l); done
-echo $n > "$MANIFOLD_ARTIFACTS/seen"; sleep 0.1; rm "$SHARED/running/$$$$"`
+echo $n > "$MANIFOLD_ARTIFACTS/seen"; sleep 1; rm "$SHARED/running/$$$$"`
 	flow := sdk.NewFlow("wide", sdk.Image("registry.example.com/wide:v1"), sdk.Env("SHARED", shared)).
 		Step("a", sdk.Command("sh", "-c", script)).
 		Step("b", sdk.Command("sh", "-c", script)).

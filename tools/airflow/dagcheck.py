@@ -245,7 +245,7 @@ MODELS = {
     "container_resources": "V1ResourceRequirements", "volume_mounts": "list[V1VolumeMount]",
     "container_security_context": "V1SecurityContext", "tolerations": "list[V1Toleration]",
     "affinity": "V1Affinity", "volumes": "list[V1Volume]", "image_pull_secrets": "list[V1LocalObjectReference]",
-    "security_context": "V1PodSecurityContext",
+    "security_context": "V1PodSecurityContext", "full_pod_spec": "V1Pod",
 }
 DURATIONS = {"retry_delay", "max_retry_delay", "execution_timeout"}
 # The templated arguments that may hold free text. The others (volumes,

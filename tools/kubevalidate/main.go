@@ -40,9 +40,11 @@ import (
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	_ "k8s.io/kubernetes/pkg/apis/batch/install"
 	_ "k8s.io/kubernetes/pkg/apis/core/install"
+	_ "k8s.io/kubernetes/pkg/apis/resource/install"
 	"k8s.io/kubernetes/pkg/registry/batch/cronjob"
 	"k8s.io/kubernetes/pkg/registry/batch/job"
 	"k8s.io/kubernetes/pkg/registry/core/service"
+	"k8s.io/kubernetes/pkg/registry/resource/resourceclaimtemplate"
 	"sigs.k8s.io/yaml"
 )
 
@@ -54,6 +56,9 @@ var kinds = map[schema.GroupVersionKind]struct {
 	{Group: "batch", Version: "v1", Kind: "Job"}:     {"jobs", job.Strategy},
 	{Group: "batch", Version: "v1", Kind: "CronJob"}: {"cronjobs", cronjob.Strategy},
 	{Group: "", Version: "v1", Kind: "Service"}:      {"services", service.Strategy},
+	// Without a namespace client the strategy refuses admin access, which
+	// Manifold never asks.
+	{Group: "resource.k8s.io", Version: "v1", Kind: "ResourceClaimTemplate"}: {"resourceclaimtemplates", resourceclaimtemplate.NewStrategy(nil)},
 }
 
 func main() {

@@ -130,8 +130,11 @@ func runAirflow(t *testing.T, c *simcluster.Cluster, ns string, e *example, fail
 			t.Fatal(err)
 		}
 	}
-	// The volumes the steps mount are the same on every target.
-	preparePVCs(t, c, ns, e.compileTarget(t, "job"))
+	// The volumes the steps mount, and the ResourceClaimTemplates they claim
+	// from (<flow>.claims.yaml), are the same on every target.
+	jobs := e.compileTarget(t, "job")
+	preparePVCs(t, c, ns, jobs)
+	prepareClaims(t, c, ns, jobs)
 	conn, err := json.Marshal(map[string]any{
 		"conn_type": "kubernetes",
 		"extra":     map[string]any{"in_cluster": false, "kube_config_path": c.Kubeconfig, "namespace": ns},

@@ -49,6 +49,7 @@ func runWorkflow(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstruc
 		t.Fatal("argo target output holds no WorkflowTemplate")
 	}
 	preparePVCs(t, c, ns, templatePods(t, wt))
+	prepareClaims(t, c, ns, objs)
 	if _, err := c.Create(ctx, wt, ns); err != nil {
 		t.Fatalf("the API server refused the WorkflowTemplate: %v", err)
 	}

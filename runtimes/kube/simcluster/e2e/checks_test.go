@@ -64,14 +64,21 @@ func checkPlacement(e *example, r *jobRun) []string {
 }
 
 // checkResources: the container that ran asks for, and is limited to, exactly
-// the plan's accelerators and EFA interfaces.
+// the plan's accelerators and EFA interfaces; a DRA step's pod claims them
+// instead, with no device-plugin resources.
 func checkResources(e *example, r *jobRun) []string {
 	var out []string
 	for _, s := range e.Steps {
 		want := map[corev1.ResourceName]int{
 			plan.ResourceNeuron: s.Neuron, plan.ResourceEFA: s.EFA, plan.ResourceNVIDIA: s.GPU,
 		}
+		if s.DRA {
+			want = map[corev1.ResourceName]int{plan.ResourceNeuron: 0, plan.ResourceEFA: 0, plan.ResourceNVIDIA: 0}
+		}
 		for _, p := range r.pods[s.Name] {
+			if s.DRA && (len(p.Spec.ResourceClaims) == 0 || len(p.Status.ResourceClaimStatuses) == 0) {
+				out = append(out, fmt.Sprintf("step %s: pod %s claims no devices (claims %v, statuses %v)", s.Name, p.Name, p.Spec.ResourceClaims, p.Status.ResourceClaimStatuses))
+			}
 			i := slices.IndexFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == plan.ContainerName })
 			if i < 0 {
 				out = append(out, fmt.Sprintf("step %s: pod %s has no container %q", s.Name, p.Name, plan.ContainerName))

@@ -41,6 +41,9 @@ type planStep struct {
 	Items        int // foreach items; 0 for a step that runs once
 	Nodes        int // nodes of a multi-node step; 0 for one
 	Retry        int // retries after a failure
+	// DRA is set when the step claims its devices through DRA instead of
+	// device-plugin resources.
+	DRA bool
 }
 
 // example is one example flow, or a variant of one compiled with extra
@@ -162,7 +165,12 @@ func parsePlan(out string) ([]planStep, error) {
 				s.Retry = n
 				continue
 			}
+			if part == "DRA" {
+				s.DRA = true
+				continue
+			}
 			n, unit, ok := strings.Cut(part, " ")
+			unit, _, _ = strings.Cut(unit, " ") // "8 EFA (wired)"
 			count, err := strconv.Atoi(n)
 			if !ok || err != nil {
 				continue // timeout: not what placement depends on

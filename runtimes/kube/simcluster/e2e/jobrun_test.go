@@ -65,7 +65,7 @@ func runOrdered(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstruct
 	after := map[string][]string{}
 	for _, o := range objs {
 		switch o.GetKind() {
-		case "Job", "JobSet", "Service":
+		case "Job", "JobSet", "Service", "ResourceClaimTemplate":
 		default:
 			t.Fatalf("job or jobset target output holds a %s", o.GetKind())
 		}
@@ -161,7 +161,7 @@ func stepState(ctx context.Context, t *testing.T, c *simcluster.Cluster, ns stri
 		var conds []metav1.Condition
 		restarts := 0
 		switch o.GetKind() {
-		case "Service":
+		case "Service", "ResourceClaimTemplate":
 			continue
 		case "Job":
 			j, err := c.Client.BatchV1().Jobs(ns).Get(ctx, o.GetName(), metav1.GetOptions{})
@@ -254,6 +254,21 @@ func preparePVCs(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstruc
 			claim := v.PersistentVolumeClaim.ClaimName
 			seen[claim] = true
 			c.BoundClaim(t, ns, claim)
+		}
+	}
+}
+
+// prepareClaims creates, in namespace ns, the ResourceClaimTemplates among
+// objs, as a user applies <flow>.claims.yaml beside an argo or airflow target's
+// output: the templates its DRA steps' pods claim from.
+func prepareClaims(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstructured.Unstructured) {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() != "ResourceClaimTemplate" {
+			continue
+		}
+		if _, err := c.Create(context.Background(), o, ns); err != nil {
+			t.Fatalf("the API server refused the ResourceClaimTemplate %s: %v", o.GetName(), err)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -38,6 +39,11 @@ const argoJobConfig = `argo_multi_node = "job"`
 // an example's targets run one after the other.
 func TestExamples(t *testing.T) {
 	c := simcluster.Shared(t)
+	// The trn2 nodes publish their devices through the DRA drivers too, for the
+	// examples that claim them (neuron-dra).
+	if err := c.InstallNeuronDRA(context.Background(), "trn2.48xlarge"); err != nil {
+		t.Fatal(err)
+	}
 	for _, e := range examples(t) {
 		t.Run(e.Name, func(t *testing.T) {
 			t.Parallel()
