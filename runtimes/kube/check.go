@@ -94,7 +94,11 @@ func (c *cluster) check(ctx context.Context, f *plan.Flow) (*Report, error) {
 			return nil, err
 		}
 	}
-	return place(f, list.Items, devs, c.host, c.context), nil
+	r := place(f, list.Items, devs, c.host, c.context)
+	if err := c.installedClaims(ctx, f, r); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // place checks every step of f against nodes and, for DRA steps, the devices of

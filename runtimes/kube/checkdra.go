@@ -261,6 +261,44 @@ func claimTemplateAccess(create bool) []access {
 	return out
 }
 
+// installedClaims marks unplaceable, in r, each step that claims from an
+// installed ResourceClaimTemplate (sdk.Claim) its namespace lacks: its pods
+// would never be scheduled. A user who may not read the templates is not told
+// either way; the pods will say.
+func (c *cluster) installedClaims(ctx context.Context, f *plan.Flow, r *Report) error {
+	for i := range f.Steps {
+		s := &f.Steps[i]
+		if s.DRA == nil {
+			continue
+		}
+		ns := s.Namespace
+		if ns == "" {
+			ns = c.namespace
+		}
+		var missing []string
+		for _, name := range s.DRA.Templates {
+			_, err := c.client.ResourceV1().ResourceClaimTemplates(ns).Get(ctx, name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				missing = append(missing, name)
+			case apierrors.IsForbidden(err):
+			case err != nil:
+				return fmt.Errorf("ResourceClaimTemplate %s of step %s: %w", name, s.Name, err)
+			}
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		p := &r.Steps[i]
+		why := fmt.Sprintf("it claims from the ResourceClaimTemplate %s (sdk.Claim), which namespace %s does not have: install it there, or run in the namespace that has it", strings.Join(missing, ", "), ns)
+		if p.Reason != "" {
+			why = p.Reason + "; and " + why
+		}
+		p.OK, p.Reason, r.OK = false, why, false
+	}
+	return nil
+}
+
 // claimTemplatesExist checks that every installed ResourceClaimTemplate a step
 // claims from (sdk.Claim) exists in the namespace of the step's pods: a pod whose
 // template does not exist is never scheduled.

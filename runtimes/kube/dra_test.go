@@ -202,3 +202,29 @@ func TestDRAColocated(t *testing.T) {
 		t.Errorf("%d claims of the unsatisfiable step were allocated", len(got))
 	}
 }
+
+// TestCheckInstalledClaim: a step claiming from an installed ResourceClaimTemplate
+// (sdk.Claim) that its namespace lacks is named unplaceable by check; once the
+// platform team has installed it, the step can be placed.
+func TestCheckInstalledClaim(t *testing.T) {
+	c := simcluster.Shared(t)
+	ns := c.Namespace(t)
+	p := compileFlow(t, sdk.NewFlow("claims", sdk.Image("example.com/flow:v1")).
+		Step("serve", sdk.Command("serve"), sdk.CPU("1"), sdk.Claim("shared-fpga")))
+	o := options(c, ns, t.TempDir())
+	wantUnplaceable(t, p, o, "it claims from the ResourceClaimTemplate shared-fpga (sdk.Claim), which namespace "+ns+" does not have")
+
+	tpl := &resourcev1.ResourceClaimTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "shared-fpga"},
+		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
+			Requests: []resourcev1.DeviceRequest{{Name: "fpga", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "fpga.example.com"}}},
+		}}},
+	}
+	if _, err := c.Client.ResourceV1().ResourceClaimTemplates(ns).Create(context.Background(), tpl, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	report, err := kube.Check(context.Background(), p, o)
+	if err != nil || !report.OK {
+		t.Fatalf("check once the template is installed: %+v, %v; want it placed", report, err)
+	}
+}
