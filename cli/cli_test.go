@@ -39,6 +39,16 @@ var trainFlow = sdk.NewFlow("trainflow",
 	Step("evaluate", sdk.Run(evaluate), sdk.After("train"),
 		sdk.InstanceType("inf2.xlarge"), sdk.Inferentia(1))
 
+// claimFlow claims its step's devices through DRA when CLAIMFLOW_DRA is set:
+// its argo and airflow output then has a <flow>.claims.yaml, else not.
+func claimFlow() *sdk.Flow {
+	opts := []sdk.StepOption{sdk.Command("train"), sdk.InstanceType("trn2.48xlarge"), sdk.Trainium(4), sdk.EFA(4), sdk.EFAWiring()}
+	if os.Getenv("CLAIMFLOW_DRA") != "" {
+		opts = append(opts, sdk.DRA())
+	}
+	return sdk.NewFlow("claimflow", sdk.Image("registry.example.com/claim:v1")).Step("train", opts...)
+}
+
 // tcpFlow compiles, with warnings: its multi-node Trainium step asks for no EFA,
 // and its GPU step asks for EFA that nothing wires.
 var tcpFlow = sdk.NewFlow("tcpflow", sdk.Image("registry.example.com/tcp:v1")).
@@ -132,6 +142,7 @@ func TestMain(m *testing.M) {
 		"fanflow":    flowMain(fanFlow),
 		"badflow":    flowMain(badFlow),
 		"tcpflow":    flowMain(tcpFlow),
+		"claimflow":  func() { flowMain(claimFlow())() },
 		"panicflow":  flowMain(panicFlow),
 		"cronflow":   flowMain(cronFlow),
 		"sleepyflow": flowMain(sleepyFlow),

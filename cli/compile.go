@@ -67,7 +67,7 @@ func compileCommand(flow *sdk.Flow) *ucli.Command {
 				files = append(files, out...)
 			}
 			if dir != "-" {
-				return writeFiles(c, dir, files)
+				return writeFiles(c, dir, p.Name, chosen, files)
 			}
 			for i, f := range files {
 				if len(files) > 1 {
@@ -137,18 +137,46 @@ func chooseTargets(name string) ([]emit.Target, error) {
 	return nil, usageErr("--target %q: choose one of %s, or all", name, strings.Join(targetNames(), ", "))
 }
 
-// writeFiles writes every file into dir, each through a temporary file renamed into
-// place, so a reader never sees a half-written file.
-func writeFiles(c *ucli.Context, dir string, files []emit.File) error {
+// writeFiles writes every file into dir, all through temporary files that are
+// renamed into place only once every one is written, so a reader never sees a
+// half-written file, nor a failed compile part of its output. Then it removes
+// the files that chosen targets wrote for the flow before and that are no
+// longer part of its output (a flow that no longer has DRA steps has no
+// <flow>.claims.yaml), and only those: nothing else in dir is touched.
+func writeFiles(c *ucli.Context, dir, flow string, chosen []emit.Target, files []emit.File) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return invalidErr(err)
 	}
+	byPath := map[string][]byte{}
+	written := map[string]bool{}
 	for _, f := range files {
-		path := filepath.Join(dir, f.Name)
-		if err := atomicfile.Write(path, f.Data); err != nil {
-			return invalidErr(err)
+		byPath[filepath.Join(dir, f.Name)] = f.Data
+		written[f.Name] = true
+	}
+	if err := atomicfile.WriteAll(byPath); err != nil {
+		return invalidErr(err)
+	}
+	printed := map[string]bool{}
+	for _, f := range files {
+		if !printed[f.Name] { // argo and airflow write the same <flow>.claims.yaml
+			printed[f.Name] = true
+			fmt.Fprintf(c.App.Writer, "wrote %s\n", filepath.Join(dir, f.Name))
 		}
-		fmt.Fprintf(c.App.Writer, "wrote %s\n", path)
+	}
+	for _, t := range chosen {
+		for _, name := range t.Outputs(flow) {
+			if written[name] {
+				continue
+			}
+			written[name] = true // a name two targets share is removed once
+			path := filepath.Join(dir, name)
+			switch err := os.Remove(path); {
+			case err == nil:
+				fmt.Fprintf(c.App.Writer, "removed %s: no longer part of the flow's %s output\n", path, t.Name())
+			case !errors.Is(err, fs.ErrNotExist):
+				return invalidErr(err)
+			}
+		}
 	}
 	return nil
 }

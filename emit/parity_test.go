@@ -17,10 +17,12 @@ import (
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/emit/airflow"
 	"github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/emit/jobset"
 	"github.com/manifoldflow/manifold/internal/argopod"
+	"github.com/manifoldflow/manifold/internal/testflows"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -368,6 +370,32 @@ func TestDRAClaimsParity(t *testing.T) {
 		}
 		if diff := cmp.Diff([]string{"dra-one", "dra-many"}, names); diff != "" {
 			t.Errorf("%s: ResourceClaimTemplates (-want +got):\n%s", target, diff)
+		}
+	}
+}
+
+// TestOutputsNameEveryFile: every file a target emits, with and without DRA
+// claims, is among the names its Outputs gives, which compile -o relies on to
+// remove what an earlier compile wrote.
+func TestOutputsNameEveryFile(t *testing.T) {
+	targets := []emit.Target{job.Target{}, jobset.Target{}, argo.Target{}, airflow.Target{}}
+	for _, f := range []*sdk.Flow{testflows.EveryOption(), sdk.NewFlow("dra", sdk.Image("example.com/flow:v1")).
+		Step("train", sdk.Command("true"), sdk.Trainium(4), sdk.EFA(4), sdk.DRA())} {
+		p, errs := compile.Compile(f, compile.Options{})
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		for _, target := range targets {
+			files, errs := target.Emit(p)
+			if len(errs) > 0 {
+				t.Fatalf("%s: %v", target.Name(), errs)
+			}
+			outputs := target.Outputs(p.Name)
+			for _, file := range files {
+				if !slices.Contains(outputs, file.Name) {
+					t.Errorf("%s emits %s for flow %s, which its Outputs %v does not name", target.Name(), file.Name, p.Name, outputs)
+				}
+			}
 		}
 	}
 }

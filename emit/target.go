@@ -13,6 +13,10 @@ type Target interface {
 	// Emit returns the target's files for f, or what f asks that the target cannot
 	// express. It writes nothing.
 	Emit(f *plan.Flow) ([]File, field.ErrorList)
+	// Outputs names every file Emit may return for a flow called flow, whatever
+	// its steps: compile -o removes those an earlier compile wrote that the
+	// current one does not.
+	Outputs(flow string) []string
 }
 
 // File is one emitted file: a name relative to the output directory, and its bytes.

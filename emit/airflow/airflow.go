@@ -49,6 +49,11 @@ var _ emit.Target = Target{}
 // Name returns "airflow".
 func (Target) Name() string { return "airflow" }
 
+// Outputs names the files Emit may return for flow: see emit.Target.
+func (Target) Outputs(flow string) []string {
+	return []string{flow + ".py", flow + ".kpo.json", flow + emit.ClaimsFileSuffix}
+}
+
 // Emit returns <flow>.py and <flow>.kpo.json, and <flow>.claims.yaml
 // (emit.ClaimsFile) when a step has DRA devices.
 func (Target) Emit(f *plan.Flow) ([]emit.File, field.ErrorList) {

@@ -96,6 +96,11 @@ var _ emit.Target = Target{}
 // Name returns "argo".
 func (Target) Name() string { return "argo" }
 
+// Outputs names the files Emit may return for flow: see emit.Target.
+func (Target) Outputs(flow string) []string {
+	return []string{flow + ".argo.yaml", flow + emit.ClaimsFileSuffix}
+}
+
 // Emit returns <flow>.argo.yaml: the WorkflowTemplate, then the CronWorkflow when
 // the flow has a schedule; and <flow>.claims.yaml (emit.ClaimsFile) when a step has
 // DRA devices.

@@ -31,6 +31,9 @@ var _ emit.Target = Target{}
 // Name returns "job".
 func (Target) Name() string { return "job" }
 
+// Outputs names the files Emit may return for flow: see emit.Target.
+func (Target) Outputs(flow string) []string { return []string{flow + ".job.yaml"} }
+
 // Emit returns <flow>.job.yaml.
 func (Target) Emit(f *plan.Flow) ([]emit.File, field.ErrorList) {
 	objects, errs := Objects(f)

@@ -40,6 +40,9 @@ var _ emit.Target = Target{}
 // Name returns "jobset".
 func (Target) Name() string { return "jobset" }
 
+// Outputs names the files Emit may return for flow: see emit.Target.
+func (Target) Outputs(flow string) []string { return []string{flow + ".jobset.yaml"} }
+
 // Emit returns <flow>.jobset.yaml.
 func (Target) Emit(f *plan.Flow) ([]emit.File, field.ErrorList) {
 	objects, errs := Objects(f)

@@ -47,6 +47,43 @@ func write(path string, data []byte, sync bool) error {
 	return os.Rename(tmp.Name(), path)
 }
 
+// WriteAll writes every file of files (path → data) as Write does, all or
+// nothing as far as a writer can: every temporary file is written first, and
+// only when all are is each renamed into place. A failure before the renames
+// leaves every path as it was.
+func WriteAll(files map[string][]byte) error {
+	temps := map[string]string{} // path → its temporary file
+	defer func() {
+		for _, tmp := range temps {
+			os.Remove(tmp)
+		}
+	}()
+	for path, data := range files {
+		tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*"+tempSuffix)
+		if err != nil {
+			return err
+		}
+		temps[path] = tmp.Name()
+		_, err = tmp.Write(data)
+		if err == nil {
+			err = tmp.Chmod(0o644)
+		}
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for path, tmp := range temps {
+		if err := os.Rename(tmp, path); err != nil {
+			return err
+		}
+		delete(temps, path)
+	}
+	return nil
+}
+
 // IsTemp reports whether a file name is one of Write's temporary files.
 func IsTemp(name string) bool {
 	return strings.HasPrefix(name, ".") && strings.HasSuffix(name, tempSuffix)

@@ -87,3 +87,38 @@ func list(t *testing.T, dir string) []string {
 	}
 	return names
 }
+
+// TestWriteAllIsAllOrNothing: when one file cannot be written, no file is
+// replaced and no temporary file is left; when all can, all are.
+func TestWriteAllIsAllOrNothing(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
+	if err := os.WriteFile(a, []byte("old a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := WriteAll(map[string][]byte{a: []byte("new a"), b: []byte("new b"), filepath.Join(dir, "missing", "c.yaml"): []byte("c")})
+	if err == nil {
+		t.Fatal("WriteAll into a missing directory succeeded")
+	}
+	if got, _ := os.ReadFile(a); string(got) != "old a" {
+		t.Errorf("a = %q after a failed WriteAll, want the old content", got)
+	}
+	if _, err := os.Stat(b); !os.IsNotExist(err) {
+		t.Errorf("b exists after a failed WriteAll: %v", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if IsTemp(e.Name()) {
+			t.Errorf("temporary file %s left behind", e.Name())
+		}
+	}
+
+	if err := WriteAll(map[string][]byte{a: []byte("new a"), b: []byte("new b")}); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{a: "new a", b: "new b"} {
+		if got, _ := os.ReadFile(path); string(got) != want {
+			t.Errorf("%s = %q, want %q", path, got, want)
+		}
+	}
+}
