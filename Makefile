@@ -1,7 +1,7 @@
 # The test command is `make test`: formatting, vet, then every test.
 GO ?= go
 
-.PHONY: test fmt-check vet tools airflow moto sim-tools sim golden bench
+.PHONY: test fmt-check vet tools airflow moto sim-tools sim golden bench fuzz
 
 # Tests find the checkers built here through MANIFOLD_KUBEVALIDATE and
 # MANIFOLD_ARGOLINT, the Airflow environment through MANIFOLD_AIRFLOW_PYTHON and
@@ -65,3 +65,18 @@ golden:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Every fuzz target, as package:Function; go test runs one target at a time.
+# internal/fuzzlist checks that this list names every Fuzz function.
+FUZZ = ./compile:FuzzCompile ./compile:FuzzLoadConfig ./emit:FuzzFlowOptions \
+	./emit:FuzzArgoTemplating ./emit/job:FuzzEmitRoundTrip ./emit/airflow:FuzzQuote
+FUZZTIME ?= 30s
+
+# Run each fuzz target for FUZZTIME (make fuzz FUZZTIME=10m). A failure writes
+# the input under the package's testdata/fuzz/; commit it with the fix.
+fuzz:
+	@set -e; for t in $(FUZZ); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done

@@ -1,6 +1,8 @@
 package airflow
 
 import (
+	"encoding/json"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -97,6 +99,40 @@ func TestPodFieldWithoutArgumentIsAnError(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want one naming %q", name, err, want)
+		}
+	}
+}
+
+// TestQuoteReadsBackInPython: Python itself reads every quoted seed of FuzzQuote
+// back as the same string (compared through JSON, which both sides write
+// exactly).
+func TestQuoteReadsBackInPython(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3, which checks the quoted literals, is not on PATH: %v", err)
+	}
+	cases := append(append([]string(nil), quoteCases...), "yes", "0755", "1e3", "~", "*x", "&a", "!t", "- ", ": ", "#", "{% raw %}", "$(A)")
+	var prog strings.Builder
+	prog.WriteString("import json, sys\ncases = [\n")
+	for _, s := range cases {
+		prog.WriteString("    " + quote(s) + ",\n")
+	}
+	prog.WriteString("]\nsys.stdout.write(json.dumps(cases))\n")
+	cmd := exec.Command(python, "-c", prog.String())
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("python3: %v\n%s", err, prog.String())
+	}
+	var back []string
+	if err := json.Unmarshal(out, &back); err != nil {
+		t.Fatalf("reading Python's output: %v\n%s", err, out)
+	}
+	if len(back) != len(cases) {
+		t.Fatalf("Python read %d strings, want %d", len(back), len(cases))
+	}
+	for i, s := range cases {
+		if back[i] != s {
+			t.Errorf("quote(%q) = %s reads in Python as %q", s, quote(s), back[i])
 		}
 	}
 }
