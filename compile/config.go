@@ -33,6 +33,7 @@ const ConfigFile = "manifold.toml"
 //	image_from_build = true
 //	efa_wiring = true
 //	efa_arch = "x86_64"
+//	queue = "team-a"
 //
 //	[labels]
 //	team = "ml"
@@ -83,6 +84,9 @@ type Config struct {
 	// EFAArch is the architecture of the steps' images for EFA wiring's library
 	// paths, as sdk.EFAArch: "x86_64" (the default) or "aarch64".
 	EFAArch string `toml:"efa_arch"`
+	// Queue is the Kueue LocalQueue of every step that names none, as
+	// sdk.Queue on the flow.
+	Queue string `toml:"queue"`
 	// DeviceClasses names the DeviceClasses sdk.DRA claims devices from.
 	DeviceClasses ConfigDeviceClasses `toml:"device_classes"`
 }
@@ -118,7 +122,7 @@ func LoadConfig(path string) (Config, error) {
 		for i, k := range undecoded {
 			keys[i] = k.String()
 		}
-		return Config{}, fmt.Errorf("%s: unknown keys %s; known keys are namespace, image, entrypoint, service_account, image_pull_policy, image_pull_secrets, gpu_toleration, argo_multi_node, artifacts, artifacts_endpoint, base_image, image_from_build, efa_wiring, efa_arch, labels, annotations, node_selector, tolerations and device_classes", path, strings.Join(keys, ", "))
+		return Config{}, fmt.Errorf("%s: unknown keys %s; known keys are namespace, image, entrypoint, service_account, image_pull_policy, image_pull_secrets, gpu_toleration, argo_multi_node, artifacts, artifacts_endpoint, base_image, image_from_build, efa_wiring, efa_arch, queue, labels, annotations, node_selector, tolerations and device_classes", path, strings.Join(keys, ", "))
 	}
 	if !validArgoMultiNode(c.ArgoMultiNode) {
 		return Config{}, fmt.Errorf("%s: argo_multi_node = %q: %s", path, c.ArgoMultiNode, argoMultiNodeChoice)
@@ -152,6 +156,7 @@ func (c Config) stepDefaults() sdk.StepSpec {
 		s.EFAWiring = &c.EFAWiring
 	}
 	s.EFAArch = str(c.EFAArch)
+	s.Queue = str(c.Queue)
 	s.Labels = sortedKeyValues(c.Labels)
 	s.Annotations = sortedKeyValues(c.Annotations)
 	s.NodeSelector = sortedKeyValues(c.NodeSelector)

@@ -61,6 +61,8 @@ type resolved struct {
 	tolerations  []item[sdk.TolerationSpec]
 	zone, spread val[string]
 
+	queue, priority, topologyLevel val[string]
+
 	image, imagePullPolicy val[string]
 	imagePullSecrets       []item[string]
 	env                    []item[sdk.EnvSpec]
@@ -110,6 +112,10 @@ func merge(name string, at *field.Path, layers []layer) *resolved {
 		tolerations:  concat(layers, "tolerations", func(s *sdk.StepSpec) []sdk.TolerationSpec { return s.Tolerations }),
 		zone:         pick(layers, "zone", func(s *sdk.StepSpec) *string { return s.Zone }),
 		spread:       pick(layers, "spread", func(s *sdk.StepSpec) *string { return s.Spread }),
+
+		queue:         pick(layers, "queue", func(s *sdk.StepSpec) *string { return s.Queue }),
+		priority:      pick(layers, "priority", func(s *sdk.StepSpec) *string { return s.Priority }),
+		topologyLevel: pick(layers, "topology", func(s *sdk.StepSpec) *string { return s.Topology }),
 
 		image:            pick(layers, "image", func(s *sdk.StepSpec) *string { return s.Image }),
 		imagePullPolicy:  pick(layers, "imagePullPolicy", func(s *sdk.StepSpec) *string { return s.ImagePullPolicy }),

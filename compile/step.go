@@ -51,6 +51,7 @@ func (e stepEnv) compile(r *resolved, known map[string]bool) (plan.Step, field.E
 	errs = append(errs, e.pod(r, &s)...)
 	errs = append(errs, multiNode(r, &s)...)
 	errs = append(errs, topology(r, &s)...)
+	errs = append(errs, queueing(r, &s)...)
 	errs = append(errs, failure(r, &s)...)
 	return s, errs
 }

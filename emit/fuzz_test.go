@@ -83,6 +83,9 @@ var fuzzOptions = []func(r *opReader, s string) sdk.StepOption{
 		return sdk.Timeout(time.Duration(r.small()) * time.Minute)
 	},
 	func(r *opReader, s string) sdk.StepOption { return sdk.RunAsUser(int64(r.small())) },
+	func(r *opReader, s string) sdk.StepOption { return sdk.Queue(r.text(s)) },
+	func(r *opReader, s string) sdk.StepOption { return sdk.Priority(r.text(s)) },
+	func(r *opReader, s string) sdk.StepOption { return sdk.Topology(r.text(s)) },
 }
 
 // FuzzFlowOptions builds a flow of up to three steps from a fuzzed sequence of

@@ -29,3 +29,45 @@ func AfterAnnotations(s *plan.Step) map[string]string {
 	}
 	return map[string]string{plan.AnnotationAfter: strings.Join(s.After, ",")}
 }
+
+// QueueLabels returns the labels by which Kueue admits the object that runs
+// step s (its Job, its JobSet, or the bare pod of a single-node Argo or Airflow
+// step): the LocalQueue and, with a priority, the WorkloadPriorityClass. It
+// returns nil for a step without a queue.
+func QueueLabels(s *plan.Step) map[string]string {
+	if s.Queue == "" {
+		return nil
+	}
+	labels := map[string]string{plan.LabelQueueName: s.Queue}
+	if s.Priority != "" {
+		labels[plan.LabelPriorityClass] = s.Priority
+	}
+	return labels
+}
+
+// Queued returns labels with step s's QueueLabels added, in a new map when it
+// adds any; labels itself is never changed.
+func Queued(labels map[string]string, s *plan.Step) map[string]string {
+	q := QueueLabels(s)
+	if q == nil {
+		return labels
+	}
+	out := maps.Clone(labels)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, q)
+	return out
+}
+
+// Suspend is the suspend field of the Job or JobSet of step s: true for a
+// queued step. Kueue's webhook suspends a labelled Job or JobSet when it is
+// created, but only where that webhook is reached; created suspended, the
+// object never runs a pod before Kueue admits it, whatever the webhook does.
+// Kueue's own examples create their Jobs suspended for the same reason.
+func Suspend(s *plan.Step) *bool {
+	if s.Queue == "" {
+		return nil
+	}
+	return new(true)
+}

@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	"sigs.k8s.io/yaml"
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit"
@@ -230,6 +232,45 @@ func TestMultiNodeParity(t *testing.T) {
 			multiNodeParity(t, p)
 		})
 	}
+	// Queued by Kueue: the pods are the builder's but for a bare pod's queue
+	// labels (multiNodeParity checks it).
+	t.Run("queued", func(t *testing.T) {
+		p, errs := compile.Compile(f, compile.Options{Config: compile.Config{Queue: "ml"}})
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		p.Steps[0].Priority = "high"
+		p.Steps[0].Topology = "example.com/block"
+		multiNodeParity(t, p)
+	})
+}
+
+// bare reports whether target runs step s's pod itself rather than through a
+// Job: Argo's container templates do, for a single-node step.
+func bare(target string, s *plan.Step) bool {
+	return strings.HasPrefix(target, "argo") && s.Nodes <= 1
+}
+
+// checkQueueLabels checks that pod carries step s's Kueue labels when its
+// target creates it bare (Kueue then admits the pod by them) and none when a
+// Job or JobSet runs it (Kueue admits that whole, by its own labels), then
+// removes them: they are the one way a pod differs for queueing.
+func checkQueueLabels(t *testing.T, what, target string, s *plan.Step, pod *corev1.PodTemplateSpec) {
+	t.Helper()
+	var want map[string]string
+	if bare(target, s) {
+		want = emit.QueueLabels(s)
+	}
+	got := map[string]string{}
+	for _, k := range []string{plan.LabelQueueName, plan.LabelPriorityClass} {
+		if v, ok := pod.Labels[k]; ok {
+			got[k] = v
+			delete(pod.Labels, k)
+		}
+	}
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("%s: Kueue's labels on the pod (-want +got):\n%s", what, diff)
+	}
 }
 
 func multiNodeParity(t *testing.T, p *plan.Flow) {
@@ -254,6 +295,7 @@ func multiNodeParity(t *testing.T, p *plan.Flow) {
 				c := &pod.Spec.Containers[0]
 				checkStore(t, fmt.Sprintf("%s[%d]", rp.step, rp.index), p, runIDOf[target], &want, &pod)
 				checkPlacement(t, fmt.Sprintf("%s[%d]", rp.step, rp.index), p, s, pod.Spec.Affinity)
+				checkQueueLabels(t, fmt.Sprintf("%s[%d]", rp.step, rp.index), target, s, &pod)
 				pod.Spec.Affinity = nil
 				var names []string
 				c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool {
@@ -395,6 +437,82 @@ func TestOutputsNameEveryFile(t *testing.T) {
 				if !slices.Contains(outputs, file.Name) {
 					t.Errorf("%s emits %s for flow %s, which its Outputs %v does not name", target.Name(), file.Name, p.Name, outputs)
 				}
+			}
+		}
+	}
+}
+
+// TestQueuedObjects: with a queue, every Job and JobSet a target makes for a
+// step (the job and jobset targets', and those Argo's resource templates
+// create) carries the step's Kueue labels and is created suspended, for Kueue
+// to admit whole; without one, none does.
+func TestQueuedObjects(t *testing.T) {
+	f := sdk.NewFlow("queued", sdk.Image("example.com/flow:v1")).
+		Step("one", sdk.Command("true")).
+		Step("many", sdk.Command("true"), sdk.Nodes(2), sdk.Foreach("a", "b"))
+	for _, queue := range []string{"", "ml"} {
+		p, errs := compile.Compile(f, compile.Options{Config: compile.Config{Queue: queue}})
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		for i := range p.Steps {
+			p.Steps[i].Priority = "high"
+		}
+		type admitted struct {
+			Metadata struct{ Labels map[string]string }
+			Spec     struct{ Suspend *bool }
+		}
+		var got []admitted
+		for _, objects := range []func(*plan.Flow) ([]any, field.ErrorList){job.Objects, jobset.Objects} {
+			objs, errs := objects(p)
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			for _, o := range objs {
+				switch o := o.(type) {
+				case *batchv1.Job:
+					got = append(got, admitted{struct{ Labels map[string]string }{o.Labels}, struct{ Suspend *bool }{o.Spec.Suspend}})
+				case *jobsetv1.JobSet:
+					got = append(got, admitted{struct{ Labels map[string]string }{o.Labels}, struct{ Suspend *bool }{o.Spec.Suspend}})
+				}
+			}
+		}
+		for _, mode := range []string{plan.ArgoJobSet, plan.ArgoJob} {
+			q := *p
+			q.ArgoMultiNode = mode
+			wt, errs := argo.WorkflowTemplate(&q)
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			m, err := argopod.Manifest(wt, argo.TaskName("many"), 0, runUID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var a admitted
+			if err := yaml.Unmarshal([]byte(m), &a); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, a)
+		}
+		if len(got) != (1+2)+(1+1)+2 { // the job target's, the jobset target's, Argo's
+			t.Fatalf("queue %q: %d Jobs and JobSets, want 7", queue, len(got))
+		}
+		for _, a := range got {
+			want := map[string]string(nil)
+			if queue != "" {
+				want = map[string]string{plan.LabelQueueName: queue, plan.LabelPriorityClass: "high"}
+			}
+			kueue := map[string]string{}
+			for k, v := range a.Metadata.Labels {
+				if strings.HasPrefix(k, "kueue.x-k8s.io/") {
+					kueue[k] = v
+				}
+			}
+			if diff := cmp.Diff(want, kueue, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("queue %q: Kueue's labels (-want +got):\n%s", queue, diff)
+			}
+			if suspended := a.Spec.Suspend != nil && *a.Spec.Suspend; suspended != (queue != "") {
+				t.Errorf("queue %q: suspend %v", queue, a.Spec.Suspend)
 			}
 		}
 	}

@@ -75,6 +75,7 @@ func Pod(f *plan.Flow, s *plan.Step, o PodOptions) corev1.PodTemplateSpec {
 		RestartPolicy:      corev1.RestartPolicyNever,
 		ServiceAccountName: s.ServiceAccount,
 		NodeSelector:       pairs(s.NodeSelector),
+		PriorityClassName:  s.Priority,
 	}
 	if s.Timeout > 0 {
 		spec.ActiveDeadlineSeconds = new(Seconds(s.Timeout))
@@ -120,7 +121,7 @@ func Pod(f *plan.Flow, s *plan.Step, o PodOptions) corev1.PodTemplateSpec {
 	spec.Affinity = podAffinity(f, s)
 
 	return corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: podLabels(f, s), Annotations: pairs(s.Annotations)},
+		ObjectMeta: metav1.ObjectMeta{Labels: podLabels(f, s), Annotations: podAnnotations(s)},
 		Spec:       spec,
 	}
 }
@@ -136,6 +137,20 @@ func podLabels(f *plan.Flow, s *plan.Step) map[string]string {
 		labels[plan.LabelRun] = f.Run
 	}
 	return labels
+}
+
+// podAnnotations returns the annotations of step s's pods: the step's, and the
+// topology level Kueue places a queued step's pods within, which Kueue reads
+// from the pod template of each podset (and from a bare pod itself).
+func podAnnotations(s *plan.Step) map[string]string {
+	annotations := pairs(s.Annotations)
+	if s.Topology != "" {
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[plan.AnnotationRequiredTopology] = s.Topology
+	}
+	return annotations
 }
 
 // Env returns the container's environment: the flow params, then a foreach step's

@@ -45,16 +45,19 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// variants are golden directories of examples compiled with flags: the artifact
-// stores, which no example sets itself (its own directory shows that a flow
-// without a store emits what it always did).
+// variants are golden directories of examples compiled with flags or a
+// manifold.toml: the artifact stores and a Kueue queue, which no example sets
+// itself (its own directory shows that a flow without them emits what it always
+// did).
 var variants = map[string]struct {
 	example string
 	args    []string
+	config  string
 }{
-	"hello.s3":              {"hello", []string{"--artifacts", "s3://ml-artifacts/flows"}},
-	"foreach.volume":        {"foreach", []string{"--artifacts", "pvc://shared-artifacts"}},
-	"neuron-train.s3-minio": {"neuron-train", []string{"--artifacts", "s3://ml-artifacts", "--artifacts-endpoint", "http://minio.storage:9000"}},
+	"neuron-train.kueue":    {example: "neuron-train", config: `queue = "training"`},
+	"hello.s3":              {example: "hello", args: []string{"--artifacts", "s3://ml-artifacts/flows"}},
+	"foreach.volume":        {example: "foreach", args: []string{"--artifacts", "pvc://shared-artifacts"}},
+	"neuron-train.s3-minio": {example: "neuron-train", args: []string{"--artifacts", "s3://ml-artifacts", "--artifacts-endpoint", "http://minio.storage:9000"}},
 }
 
 // goldens returns the names of the golden directories, in order: one per
@@ -68,21 +71,27 @@ func goldens() []string {
 	return names
 }
 
-// source returns the example and extra flags of golden directory name.
-func source(name string) (string, []string) {
+// source returns the example, extra flags and manifold.toml of golden
+// directory name.
+func source(name string) (string, []string, string) {
 	if v, ok := variants[name]; ok {
-		return v.example, v.args
+		return v.example, v.args, v.config
 	}
-	return name, nil
+	return name, nil, ""
 }
 
-// compileAll runs `<example> compile --target all -o DIR [args]` and returns
-// DIR's files.
-func compileAll(t *testing.T, bin string, args ...string) map[string][]byte {
+// compileAll runs `<example> compile --target all -o DIR [args]` beside a
+// manifold.toml holding config (none when empty) and returns DIR's files.
+func compileAll(t *testing.T, bin, config string, args ...string) map[string][]byte {
 	t.Helper()
 	dir := t.TempDir()
 	cmd := exec.Command(bin, append([]string{"compile", "--target", "all", "-o", dir}, args...)...)
-	cmd.Dir = t.TempDir() // no manifold.toml here
+	cmd.Dir = t.TempDir()
+	if config != "" {
+		if err := os.WriteFile(filepath.Join(cmd.Dir, "manifold.toml"), []byte(config), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s compile: %v\n%s", filepath.Base(bin), err, out)
 	}
@@ -113,9 +122,9 @@ func TestGolden(t *testing.T) {
 	}
 	for _, name := range goldens() {
 		t.Run(name, func(t *testing.T) {
-			example, args := source(name)
-			got := compileAll(t, bins[example], args...)
-			if again := compileAll(t, bins[example], args...); !cmp.Equal(got, again) {
+			example, args, config := source(name)
+			got := compileAll(t, bins[example], config, args...)
+			if again := compileAll(t, bins[example], config, args...); !cmp.Equal(got, again) {
 				t.Fatalf("two compiles gave different output (-first +second):\n%s", cmp.Diff(got, again))
 			}
 			dir := filepath.Join("testdata", name)
@@ -297,6 +306,18 @@ func TestGoldenArgoPodsAreJobPods(t *testing.T) {
 				t.Fatalf("%s: step %s item %d: %v", path, step, item, err)
 			}
 			want = *want.DeepCopy()
+			if j.Spec.CompletionMode == nil {
+				// Argo creates a single-node step's pod bare, so Kueue admits the
+				// pod by the labels it admits the Job by on the job target.
+				for _, k := range []string{plan.LabelQueueName, plan.LabelPriorityClass} {
+					if v, ok := j.Labels[k]; ok {
+						if want.Labels == nil {
+							want.Labels = map[string]string{}
+						}
+						want.Labels[k] = v
+					}
+				}
+			}
 			runIDs(t, fmt.Sprintf("%s: step %s item %d", path, step, item), &want, &got)
 			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("%s: step %s item %d: Argo's pod differs from Job %s's (-job +argo):\n%s", path, step, item, j.Name, diff)

@@ -30,6 +30,15 @@ const (
 	LabelIndex = "manifold.dev/index"
 	// AnnotationAfter lists, comma-separated, the steps a step's objects wait for.
 	AnnotationAfter = "manifold.dev/after"
+	// Kueue's keys, as sigs.k8s.io/kueue v0.17.0 defines them:
+	// LabelQueueName and LabelPriorityClass are QueueLabel and
+	// WorkloadPriorityClassLabel in pkg/controller/constants/constants.go, and
+	// AnnotationRequiredTopology is PodSetRequiredTopologyAnnotation in
+	// apis/kueue/v1beta2/topology_types.go. They are copied rather than
+	// imported: those packages bring controller-runtime with them.
+	LabelQueueName             = "kueue.x-k8s.io/queue-name"
+	LabelPriorityClass         = "kueue.x-k8s.io/priority-class"
+	AnnotationRequiredTopology = "kueue.x-k8s.io/podset-required-topology"
 	// PartOf is the value of LabelPartOf on everything Manifold makes.
 	PartOf = "manifold"
 
@@ -199,6 +208,12 @@ type Step struct {
 	// whose value they must share (topology.kubernetes.io/zone, for EFA); "" for
 	// none. Always "" for one pod.
 	Apart, Together string
+
+	// Queue is the Kueue LocalQueue (in Namespace) that admits the step, ""
+	// for none. Priority is its pods' PriorityClass and, with a Queue, its
+	// workload's WorkloadPriorityClass. Topology is the node label within one
+	// value of which Kueue must place all its pods; set only with a Queue.
+	Queue, Priority, Topology string
 
 	// Env is the step's own environment in declaration order; the pod builder puts
 	// the flow params and foreach variables before it.

@@ -108,6 +108,11 @@ type StepSpec struct {
 	// EFA.
 	Zone   *string
 	Spread *string
+	// Queue, Priority and Topology are Kueue's: the LocalQueue, the
+	// WorkloadPriorityClass (and PriorityClass), and the required topology level.
+	Queue    *string
+	Priority *string
+	Topology *string
 
 	Image            *string
 	ImagePullPolicy  *string
@@ -212,6 +217,9 @@ func (s StepSpec) clone() StepSpec {
 	c.Tolerations = cloneSlice(s.Tolerations)
 	c.Zone = clonePtr(s.Zone)
 	c.Spread = clonePtr(s.Spread)
+	c.Queue = clonePtr(s.Queue)
+	c.Priority = clonePtr(s.Priority)
+	c.Topology = clonePtr(s.Topology)
 	c.Image = clonePtr(s.Image)
 	c.ImagePullPolicy = clonePtr(s.ImagePullPolicy)
 	c.ImagePullSecrets = cloneSlice(s.ImagePullSecrets)

@@ -31,6 +31,9 @@ var (
 	_ Option     = efaWiring{}
 	_ Option     = zone("")
 	_ Option     = spread("")
+	_ Option     = queue("")
+	_ Option     = priority("")
+	_ Option     = topology("")
 	_ StepOption = run{}
 	_ StepOption = command{}
 	_ FlowOption = param{}
@@ -304,6 +307,42 @@ type spread string
 func (o spread) applyStep(s *StepSpec) { s.Spread = new(string(o)) }
 func (o spread) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o spread) String() string        { return fmt.Sprintf("Spread(%q)", string(o)) }
+
+// Queueing, by Kueue.
+
+// Queue submits the step to Kueue's LocalQueue name in the step's namespace:
+// Kueue admits it (all its pods at once, for a multi-node step) when its
+// ClusterQueue has quota. manifold.toml's queue sets the default.
+func Queue(name string) Option { return queue(name) }
+
+type queue string
+
+func (o queue) applyStep(s *StepSpec) { s.Queue = new(string(o)) }
+func (o queue) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o queue) String() string        { return fmt.Sprintf("Queue(%q)", string(o)) }
+
+// Priority gives the step's pods the PriorityClass class and, with a Queue,
+// its Kueue workload the WorkloadPriorityClass of the same name: the cluster
+// needs both.
+func Priority(class string) Option { return priority(class) }
+
+type priority string
+
+func (o priority) applyStep(s *StepSpec) { s.Priority = new(string(o)) }
+func (o priority) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o priority) String() string        { return fmt.Sprintf("Priority(%q)", string(o)) }
+
+// Topology asks Kueue's topology-aware scheduling to admit all the pods of a
+// queued step within one domain of the node label level, such as
+// "cloud.provider.com/topology-block". It needs a Queue whose ClusterQueue
+// uses a topology-aware ResourceFlavor.
+func Topology(level string) Option { return topology(level) }
+
+type topology string
+
+func (o topology) applyStep(s *StepSpec) { s.Topology = new(string(o)) }
+func (o topology) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o topology) String() string        { return fmt.Sprintf("Topology(%q)", string(o)) }
 
 // Pod.
 

@@ -199,7 +199,7 @@ func task(f *plan.Flow, s *plan.Step, operator string, o emit.PodOptions, itemOp
 		t.Templates[plan.EnvRunID] = true
 	}
 	if s.Foreach == nil {
-		pod := emit.Pod(f, s, o)
+		pod := queued(f, s, o)
 		if err := paramsFirst(f, pod); err != nil {
 			return t, err
 		}
@@ -216,7 +216,7 @@ func task(f *plan.Flow, s *plan.Step, operator string, o emit.PodOptions, itemOp
 		if itemOptions != nil {
 			io = itemOptions(i)
 		}
-		pod := emit.Pod(f, s, io)
+		pod := queued(f, s, io)
 		if err := paramsFirst(f, pod); err != nil {
 			return t, err
 		}
@@ -231,6 +231,17 @@ func task(f *plan.Flow, s *plan.Step, operator string, o emit.PodOptions, itemOp
 	args, err := operatorArgs(f, s, first, false)
 	t.Args = args
 	return t, err
+}
+
+// queued returns step s's pod, built with o, with the labels by which Kueue
+// admits the object the operator creates: the pod itself (KubernetesPodOperator,
+// through Kueue's pod integration) or its Job (KubernetesJobOperator, which gives
+// the Job its pod's labels; Kueue's pod webhook leaves the pods of a Job it
+// manages to the Job).
+func queued(f *plan.Flow, s *plan.Step, o emit.PodOptions) corev1.PodTemplateSpec {
+	pod := emit.Pod(f, s, o)
+	pod.Labels = emit.Queued(pod.Labels, s)
+	return pod
 }
 
 // paramsFirst checks that the pod's single container starts its environment with
@@ -291,6 +302,7 @@ func operatorArgs(f *plan.Flow, s *plan.Step, pod corev1.PodTemplateSpec, withEn
 	add("affinity", take(&rest.Spec.Affinity))
 	add("volumes", take(&rest.Spec.Volumes))
 	add("service_account_name", take(&rest.Spec.ServiceAccountName))
+	add("priority_class_name", take(&rest.Spec.PriorityClassName))
 	add("image_pull_secrets", take(&rest.Spec.ImagePullSecrets))
 	add("security_context", take(&rest.Spec.SecurityContext))
 	add("active_deadline_seconds", take(&rest.Spec.ActiveDeadlineSeconds))

@@ -87,7 +87,7 @@ func TestPodFieldWithoutArgumentIsAnError(t *testing.T) {
 		"terminationMessagePath":   func(p *corev1.PodTemplateSpec) { p.Spec.Containers[0].TerminationMessagePath = "/x" },
 		"initContainers":           func(p *corev1.PodTemplateSpec) { p.Spec.InitContainers = []corev1.Container{{Name: "init"}} },
 		"finalizers":               func(p *corev1.PodTemplateSpec) { p.Finalizers = []string{"x"} },
-		"priorityClassName":        func(p *corev1.PodTemplateSpec) { p.Spec.PriorityClassName = "high" },
+		"shareProcessNamespace":    func(p *corev1.PodTemplateSpec) { p.Spec.ShareProcessNamespace = new(true) },
 		"a second container (has)": func(p *corev1.PodTemplateSpec) { p.Spec.Containers = append(p.Spec.Containers, corev1.Container{}) },
 	} {
 		pod := *base.DeepCopy()

@@ -159,6 +159,10 @@ func multiNode(f *plan.Flow, s *plan.Step) ([]Task, error) {
 		{"wait_until_job_complete", true},
 		{"discover_pods_retry_number", DiscoverPodsRetries},
 	}
+	if sus := emit.Suspend(s); sus != nil {
+		// Created suspended, for Kueue to admit (see emit.Suspend).
+		jobArgs = append(jobArgs, Arg{"suspend", *sus})
+	}
 	var args []Arg
 	for _, a := range run.Args {
 		switch a.Name {

@@ -182,6 +182,9 @@ func WorkflowTemplate(f *plan.Flow) (*wfv1.WorkflowTemplate, field.ErrorList) {
 	for i := range f.Steps {
 		if s := &f.Steps[i]; s.Nodes <= 1 {
 			pods[i] = emit.Pod(f, s, PodOptions(s))
+			// Argo creates the pod itself, so Kueue admits it as a plain pod
+			// (its pod integration), by the pod's own queue label.
+			pods[i].Labels = emit.Queued(pods[i].Labels, s)
 			containerPods = append(containerPods, pods[i])
 		}
 	}
@@ -352,6 +355,11 @@ func workflowSpec(f *plan.Flow, pods []corev1.PodTemplateSpec, resources bool) (
 	}
 	sh.labels = commonPairs(pods, func(p *corev1.PodTemplateSpec) map[string]string { return p.Labels })
 	sh.annotations = commonPairs(pods, func(p *corev1.PodTemplateSpec) map[string]string { return p.Annotations })
+	// Kueue's keys stay in each template: on the executor pod of a resource
+	// template they would have Kueue queue that pod too.
+	delete(sh.labels, plan.LabelQueueName)
+	delete(sh.labels, plan.LabelPriorityClass)
+	delete(sh.annotations, plan.AnnotationRequiredTopology)
 	if len(sh.labels) > 0 || len(sh.annotations) > 0 {
 		spec.PodMetadata = &wfv1.Metadata{Labels: sh.labels, Annotations: sh.annotations}
 	}

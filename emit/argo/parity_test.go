@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/internal/argopod"
@@ -69,7 +70,9 @@ func runIDs(t *testing.T, what string, job, wf *corev1.PodTemplateSpec) {
 // Allowed differences, which argopod.Resolve does not model because Argo adds them
 // for its executor and no other target has them: the init and wait containers,
 // the var-run-argo and tmp-dir-argo volumes and mounts, the argoexec prefix of the
-// command, ARGO_* variables and Argo's own pod labels and annotations. Empty and
+// command, ARGO_* variables and Argo's own pod labels and annotations. The one
+// difference of Manifold's own is Kueue's labels of a queued step, which are on
+// the pod that Argo creates bare and on the Job that the job target makes. Empty and
 // absent lists compare equal, since both serialize to nothing.
 func TestPodParity(t *testing.T) {
 	for name, f := range lintFlows() {
@@ -88,6 +91,9 @@ func TestPodParity(t *testing.T) {
 						t.Fatalf("step %s: %v", s.Name, err)
 					}
 					want := *j.Spec.Template.DeepCopy()
+					// Argo creates a single-node step's pod bare, so Kueue admits
+					// the pod itself, by the labels the Job carries on the job target.
+					want.Labels = emit.Queued(want.Labels, s)
 					runIDs(t, fmt.Sprintf("step %s item %d", s.Name, item), &want, &got)
 					if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 						t.Errorf("step %s item %d: Argo's pod differs from the Job's (-job +argo):\n%s", s.Name, item, diff)

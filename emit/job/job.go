@@ -7,6 +7,7 @@ package job
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -134,7 +135,10 @@ func RankZero(job, service string) string {
 // Service returns the headless Service that gives the pods of multi-node Job j their
 // DNS names.
 func Service(j *batchv1.Job) *corev1.Service {
-	return HeadlessService(metav1.ObjectMeta{Name: j.Name, Namespace: j.Namespace, Labels: j.Labels},
+	labels := maps.Clone(j.Labels) // the Job's, less what only Kueue reads
+	delete(labels, plan.LabelQueueName)
+	delete(labels, plan.LabelPriorityClass)
+	return HeadlessService(metav1.ObjectMeta{Name: j.Name, Namespace: j.Namespace, Labels: labels},
 		map[string]string{batchv1.JobNameLabel: j.Name}, j.Spec.Template.Spec.Containers[0].Ports)
 }
 
@@ -176,11 +180,12 @@ func New(f *plan.Flow, s *plan.Step, name string, o emit.PodOptions) *batchv1.Jo
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Namespace:   s.Namespace,
-			Labels:      emit.ObjectLabels(pod.Labels, o.Item),
+			Labels:      emit.Queued(emit.ObjectLabels(pod.Labels, o.Item), s),
 			Annotations: emit.AfterAnnotations(s),
 		},
 		Spec: batchv1.JobSpec{
 			BackoffLimit: new(int32(s.Retry)),
+			Suspend:      emit.Suspend(s),
 			Template:     pod,
 		},
 	}

@@ -120,7 +120,10 @@ func Build(f *plan.Flow, s *plan.Step, name string, o emit.PodOptions) *jobsetv1
 			js.Spec.ReplicatedJobs = append(js.Spec.ReplicatedJobs, replicatedJob(f, s, name, ItemReplicatedJob(i), emit.ItemAt(s, i), o))
 		}
 	}
-	js.Labels = js.Spec.ReplicatedJobs[0].Template.Spec.Template.Labels // the step's pod labels
+	// The step's pod labels, and the queue's: Kueue admits the JobSet whole, one
+	// workload whose podsets are its replicated jobs.
+	js.Labels = emit.Queued(js.Spec.ReplicatedJobs[0].Template.Spec.Template.Labels, s)
+	js.Spec.Suspend = emit.Suspend(s)
 	return js
 }
 
