@@ -27,6 +27,7 @@ const ConfigFile = "manifold.toml"
 //	image_pull_secrets = ["ecr"]
 //	gpu_toleration = false
 //	argo_multi_node = "jobset"
+//	argo_max_bytes = 1572864
 //	artifacts = "s3://ml-artifacts/flows"
 //	artifacts_endpoint = "http://minio.storage:9000"
 //	base_image = "gcr.io/distroless/static-debian12:nonroot"
@@ -65,6 +66,10 @@ type Config struct {
 	// ArgoMultiNode is how the argo target runs a multi-node step: "jobset" (the
 	// default) creates its JobSet, "job" its Indexed Job and headless Service.
 	ArgoMultiNode string `toml:"argo_multi_node"`
+	// ArgoMaxBytes is the largest WorkflowTemplate the argo target writes, in
+	// bytes of YAML: 0 (unset) for plan.DefaultArgoMaxBytes, -1 for no limit
+	// (for a cluster whose etcd takes larger requests).
+	ArgoMaxBytes int `toml:"argo_max_bytes"`
 	// Artifacts is where the flow's steps keep their artifacts on a cluster:
 	// s3://bucket/prefix, or pvc://CLAIM for a ReadWriteMany volume (as
 	// sdk.ArtifactVolume(CLAIM)). Empty: nowhere shared.
@@ -122,7 +127,7 @@ func LoadConfig(path string) (Config, error) {
 		for i, k := range undecoded {
 			keys[i] = k.String()
 		}
-		return Config{}, fmt.Errorf("%s: unknown keys %s; known keys are namespace, image, entrypoint, service_account, image_pull_policy, image_pull_secrets, gpu_toleration, argo_multi_node, artifacts, artifacts_endpoint, base_image, image_from_build, efa_wiring, efa_arch, queue, labels, annotations, node_selector, tolerations and device_classes", path, strings.Join(keys, ", "))
+		return Config{}, fmt.Errorf("%s: unknown keys %s; known keys are namespace, image, entrypoint, service_account, image_pull_policy, image_pull_secrets, gpu_toleration, argo_multi_node, argo_max_bytes, artifacts, artifacts_endpoint, base_image, image_from_build, efa_wiring, efa_arch, queue, labels, annotations, node_selector, tolerations and device_classes", path, strings.Join(keys, ", "))
 	}
 	if !validArgoMultiNode(c.ArgoMultiNode) {
 		return Config{}, fmt.Errorf("%s: argo_multi_node = %q: %s", path, c.ArgoMultiNode, argoMultiNodeChoice)

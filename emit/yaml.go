@@ -4,8 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-
-	"go.yaml.in/yaml/v2"
+	"io"
 )
 
 // noise names the keys whose empty values the API types serialize but say nothing:
@@ -20,24 +19,47 @@ var noise = map[string]bool{"status": true, "resources": true, "metadata": true,
 // optional header comment. The same objects always give the same bytes.
 func YAML(header string, objects ...any) ([]byte, error) {
 	var b bytes.Buffer
-	if header != "" {
-		fmt.Fprintf(&b, "# %s\n", header)
-	}
-	for i, obj := range objects {
-		tree, err := clean(obj)
-		if err != nil {
-			return nil, err
-		}
-		out, err := yaml.Marshal(tree)
-		if err != nil {
-			return nil, err
-		}
-		if i > 0 || header != "" {
-			b.WriteString("---\n")
-		}
-		b.Write(out)
+	if err := WriteYAML(&b, header, objects...); err != nil {
+		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// WriteYAML writes to w what YAML returns, one object at a time.
+//
+// Each object is written in one pass over its value, as encoding/json sees it
+// (json tags, omitempty, MarshalJSON), in the form go.yaml.in/yaml/v2 gives the
+// same data: the bytes are those of marshaling the object to JSON, decoding that
+// into a generic tree, cleaning it and encoding the tree with yaml.v2.
+func WriteYAML(w io.Writer, header string, objects ...any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			ee, ok := r.(encodeError)
+			if !ok {
+				panic(r)
+			}
+			err = ee.err
+		}
+	}()
+	e := &encoder{}
+	if header != "" {
+		e.buf = fmt.Appendf(e.buf, "# %s\n", header)
+	}
+	for i, obj := range objects {
+		if i > 0 || header != "" {
+			e.buf = append(e.buf, "---\n"...)
+		}
+		e.document(obj)
+		if _, err := w.Write(e.buf); err != nil {
+			return err
+		}
+		e.buf = e.buf[:0]
+	}
+	if len(objects) == 0 && len(e.buf) > 0 {
+		_, err := w.Write(e.buf)
+		return err
+	}
+	return nil
 }
 
 // JSON returns obj as JSON, each level indented by indent (all on one line when

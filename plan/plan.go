@@ -106,6 +106,9 @@ type Flow struct {
 	// ArgoMultiNode is how the argo target runs a multi-node step: ArgoJobSet or
 	// ArgoJob.
 	ArgoMultiNode string
+	// ArgoMaxBytes is the largest WorkflowTemplate the argo target writes, in
+	// bytes of YAML; -1 for no limit, 0 for DefaultArgoMaxBytes.
+	ArgoMaxBytes int
 	// Run is the ID of the run a runtime makes the job or jobset target's objects
 	// for (or that compile --run-id names), "" when compiling. With it every pod
 	// carries LabelRun, and every object name ends in a short hash of it, so the
@@ -129,6 +132,13 @@ type Artifacts struct {
 	// pod; "" for S3.
 	Claim string
 }
+
+// DefaultArgoMaxBytes is the largest WorkflowTemplate the argo target writes
+// unless manifold.toml's argo_max_bytes says otherwise: 1 MiB. The API server
+// stores each object in etcd in one request, at most 1.5 MiB by default (etcd's
+// --max-request-bytes), and the stored object is its JSON with the metadata the
+// server adds; 1 MiB of YAML leaves room for both.
+const DefaultArgoMaxBytes = 1 << 20
 
 // The ways the argo target can run a multi-node step (manifold.toml's
 // argo_multi_node).

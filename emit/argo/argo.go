@@ -46,6 +46,7 @@
 package argo
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -110,11 +111,35 @@ func (Target) Emit(f *plan.Flow) ([]emit.File, field.ErrorList) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	// The documents after the header: the WorkflowTemplate, then any CronWorkflow.
+	docs := bytes.SplitN(files[0].Data, []byte("\n---\n"), 3)
+	size := len(docs[1])
+	if len(docs) > 2 {
+		size++ // its last line break, which the separator took
+	}
+	limit := f.ArgoMaxBytes
+	if limit == 0 {
+		limit = plan.DefaultArgoMaxBytes
+	}
+	if limit >= 0 && size > limit {
+		return nil, field.ErrorList{tooLarge(f, size, limit)}
+	}
 	files, err := emit.ClaimsFile(f, files)
 	if err != nil {
 		return nil, field.ErrorList{field.InternalError(nil, err)}
 	}
 	return files, nil
+}
+
+// tooLarge says that f's WorkflowTemplate of size bytes is more than the API
+// server would store, and how to make it fit.
+func tooLarge(f *plan.Flow, size, limit int) *field.Error {
+	fits := len(f.Steps) * limit / size
+	return field.Forbidden(field.NewPath("steps"), fmt.Sprintf(
+		"the WorkflowTemplate of these %d steps is %d bytes, more than the %d bytes that argo_max_bytes allows (the API server keeps each object in etcd, whose requests are at most 1.5 MiB by default); "+
+			"split the flow into flows of at most about %d steps (a WorkflowTemplate can run others through templateRef), or compile it with --target job, jobset or airflow, which write one object per step; "+
+			"if your cluster's etcd takes larger requests, raise argo_max_bytes in manifold.toml (-1 for no limit)",
+		len(f.Steps), size, limit, fits))
 }
 
 // Objects returns the flow's WorkflowTemplate and, for a scheduled flow, its

@@ -132,8 +132,10 @@ func resourceTemplate(name, manifest, success, failure string) wfv1.Template {
 	}}
 }
 
-// manifest returns obj as the JSON manifest of a resource template, one field a
-// line, which the YAML file shows as a block of lines. Argo
+// manifest returns obj as the JSON manifest of a resource template: compact JSON
+// on one line, which the YAML file shows as a literal block of that line (the
+// most compact form an object takes there: indented YAML or JSON would repeat a
+// block's indentation on every field's line). Argo
 // substitutes a resource manifest as text, escaping a value only for the
 // template's own JSON, so a param or item spliced in as it stands could end the
 // manifest's string early. Each is read instead through toJson, which quotes and
@@ -141,11 +143,11 @@ func resourceTemplate(name, manifest, success, failure string) wfv1.Template {
 // {{=toJson(workflow.parameters['p'])}}. (The check refuses "{{" in every other
 // value.)
 func manifest(f *plan.Flow, obj any) (string, error) {
-	data, err := emit.JSON(obj, " ")
+	data, err := emit.JSON(obj, "")
 	if err != nil {
 		return "", err
 	}
-	m := string(data)
+	m := string(data) + "\n"
 	for _, p := range f.Params {
 		m = strings.ReplaceAll(m, `"`+paramTag(p.Name)+`"`, "{{=toJson(workflow.parameters['"+p.Name+"'])}}")
 	}

@@ -406,7 +406,7 @@ func TestMultiNodeManifests(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					fromModel = append(fromModel, m)
+					fromModel = append(fromModel, strings.TrimSpace(m)) // as manifestDocs trims Argo's
 				}
 			}
 			if len(docs) < len(fromModel) {
@@ -494,7 +494,7 @@ func checkObjects(t *testing.T, what string, p *plan.Flow, s *plan.Step, docs []
 func TestBrokenMultiNodeTemplateRefused(t *testing.T) {
 	dir := t.TempDir()
 	for name, breakIt := range map[string]func(r *wfv1.ResourceTemplate){
-		"unclosed": func(r *wfv1.ResourceTemplate) { r.Manifest = strings.TrimSuffix(r.Manifest, "}") },
+		"unclosed": func(r *wfv1.ResourceTemplate) { r.Manifest = strings.TrimSuffix(r.Manifest, "}\n") },
 		"action":   func(r *wfv1.ResourceTemplate) { r.Action = "launch" },
 	} {
 		t.Run(name, func(t *testing.T) {

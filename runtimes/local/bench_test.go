@@ -13,8 +13,13 @@ import (
 // and compares it with starting `true` 200 times directly. overhead-ms/step is
 // what the runner adds to each step: ordering, environment, process group, pipes,
 // logs and state files. The goal is under 5 ms.
-func BenchmarkOverhead(b *testing.B) {
-	const steps = 200
+func BenchmarkOverhead(b *testing.B) { benchmarkRun(b, 200) }
+
+// BenchmarkRun1000 is BenchmarkOverhead on a chain of 1,000 steps: the runner's
+// cost per step must not grow with the flow.
+func BenchmarkRun1000(b *testing.B) { benchmarkRun(b, 1000) }
+
+func benchmarkRun(b *testing.B, steps int) {
 	p := compileFlow(b, testflows.Chain(steps), nil)
 	root := b.TempDir()
 	var runs, direct time.Duration

@@ -1,0 +1,690 @@
+package emit
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// emitter writes YAML block style exactly as go.yaml.in/yaml/v2's emitter does
+// (emitterc.go, a port of libyaml): two-space indents, sequences in a mapping not
+// indented, empty collections in flow style, and each scalar in the style that
+// emitter picks, with its line folding at 80 columns. The state and its updates
+// follow that emitter's fields and functions of the same names, so that the
+// bytes match; yaml_test.go compares the two on many values.
+type emitter struct {
+	buf        []byte
+	column     int
+	indent     int
+	indents    []int
+	flowLevel  int
+	whitespace bool
+	indention  bool
+}
+
+const (
+	bestIndent = 2
+	bestWidth  = 80
+	// maxSimpleKey is the longest key written as "key: value"; a longer one is
+	// written as "? key" then ": value".
+	maxSimpleKey = 128
+)
+
+// mark is a point in the output that the emitter can return to.
+type mark struct {
+	n, column, indent, indents, flowLevel int
+	whitespace, indention                 bool
+}
+
+func (e *emitter) mark() mark {
+	return mark{len(e.buf), e.column, e.indent, len(e.indents), e.flowLevel, e.whitespace, e.indention}
+}
+
+func (e *emitter) reset(m mark) {
+	e.buf = e.buf[:m.n]
+	e.column, e.indent, e.indents, e.flowLevel = m.column, m.indent, e.indents[:m.indents], m.flowLevel
+	e.whitespace, e.indention = m.whitespace, m.indention
+}
+
+// startDocument readies the emitter for a document, as a new yaml.v2 encoder is.
+func (e *emitter) startDocument() {
+	e.column, e.indent, e.indents, e.flowLevel = 0, -1, e.indents[:0], 0
+	e.whitespace, e.indention = true, true
+}
+
+// endDocument ends the document and its stream. (yaml.v2's encoder clears the
+// emitter's open_ended before the stream's end, so no "..." follows.)
+func (e *emitter) endDocument() {
+	e.writeIndent()
+}
+
+func (e *emitter) increaseIndent(flow, indentless bool) {
+	e.indents = append(e.indents, e.indent)
+	if e.indent < 0 {
+		if flow {
+			e.indent = bestIndent
+		} else {
+			e.indent = 0
+		}
+	} else if !indentless {
+		e.indent += bestIndent
+	}
+}
+
+func (e *emitter) popIndent() {
+	e.indent = e.indents[len(e.indents)-1]
+	e.indents = e.indents[:len(e.indents)-1]
+}
+
+func (e *emitter) put(b byte) {
+	e.buf = append(e.buf, b)
+	e.column++
+}
+
+func (e *emitter) putBreak() {
+	e.buf = append(e.buf, '\n')
+	e.column = 0
+}
+
+// write copies the character at s[i] and returns the index after it.
+func (e *emitter) write(s string, i int) int {
+	w := width(s[i])
+	e.buf = append(e.buf, s[i:i+w]...)
+	e.column++
+	return i + w
+}
+
+func (e *emitter) writeBreak(s string, i int) int {
+	if s[i] == '\n' {
+		e.putBreak()
+		return i + 1
+	}
+	i = e.write(s, i)
+	e.column = 0
+	return i
+}
+
+func (e *emitter) writeIndent() {
+	indent := max(e.indent, 0)
+	if !e.indention || e.column > indent || (e.column == indent && !e.whitespace) {
+		e.putBreak()
+	}
+	for e.column < indent {
+		e.put(' ')
+	}
+	e.whitespace, e.indention = true, true
+}
+
+func (e *emitter) writeIndicator(indicator string, needWhitespace, isWhitespace, isIndention bool) {
+	if needWhitespace && !e.whitespace {
+		e.put(' ')
+	}
+	for i := 0; i < len(indicator); {
+		i = e.write(indicator, i)
+	}
+	e.whitespace = isWhitespace
+	e.indention = e.indention && isIndention
+}
+
+// Contexts of a node, as the emitter's emit_node records them.
+const (
+	ctxRoot = 1 << iota
+	ctxSequence
+	ctxMapping
+	ctxSimpleKey
+)
+
+// The scalar styles.
+const (
+	stylePlain = iota
+	styleSingle
+	styleDouble
+	styleLiteral
+)
+
+// scalarAnalysis is what analyze_scalar finds in a value.
+type scalarAnalysis struct {
+	multiline, flowPlain, blockPlain, singleQuoted, block bool
+}
+
+// plain writes a scalar yaml.v2 writes as it stands when the analysis allows: a
+// number or a boolean.
+func (e *emitter) plain(s string, ctx int) {
+	e.scalar(s, stylePlain, ctx)
+}
+
+// str writes a string as yaml.v2's encoder does: literal when it has a line
+// break, plain unless it would read back as another type, else double-quoted;
+// then the emitter chooses what the value allows.
+func (e *emitter) str(s string, ctx int) {
+	style := styleDouble
+	switch {
+	case strings.IndexByte(s, '\n') >= 0:
+		style = styleLiteral
+	case resolvesToString(s) && !isBase60Float(s):
+		style = stylePlain
+	}
+	e.scalar(s, style, ctx)
+}
+
+// scalar writes s in the style asked, or the one the emitter falls back to
+// (select_scalar_style), with the node's context.
+func (e *emitter) scalar(s string, style, ctx int) {
+	a := analyze(s)
+	simpleKey := ctx&ctxSimpleKey != 0
+	if simpleKey && a.multiline {
+		style = styleDouble
+	}
+	if style == stylePlain {
+		if e.flowLevel > 0 && !a.flowPlain || e.flowLevel == 0 && !a.blockPlain {
+			style = styleSingle
+		}
+		if len(s) == 0 && (e.flowLevel > 0 || simpleKey) {
+			style = styleSingle
+		}
+	}
+	if style == styleSingle && !a.singleQuoted {
+		style = styleDouble
+	}
+	if style == styleLiteral && (!a.block || e.flowLevel > 0 || simpleKey) {
+		style = styleDouble
+	}
+	e.increaseIndent(true, false)
+	switch style {
+	case stylePlain:
+		e.writePlain(s, !simpleKey)
+	case styleSingle:
+		e.writeSingleQuoted(s, !simpleKey)
+	case styleDouble:
+		e.writeDoubleQuoted(s, !simpleKey)
+	case styleLiteral:
+		e.writeLiteral(s)
+	}
+	e.popIndent()
+}
+
+// simpleKey reports whether a mapping key can be written as "key:".
+func simpleKey(s string) bool {
+	return len(s) <= maxSimpleKey && !analyze(s).multiline
+}
+
+// plainSafe marks the bytes that, after a value's first byte, leave its analysis
+// as it is: printable ASCII but for flow indicators, ':' and '#'. A value whose
+// first byte is a letter or digit and whose others are plainSafe, not ending in a
+// space, may be written in any style (most names, images and quantities are).
+var plainSafe = func() (t [256]bool) {
+	for b := 0x20; b < 0x7F; b++ {
+		t[b] = !strings.ContainsRune(",?[]{}:#", rune(b))
+	}
+	return t
+}()
+
+func analyze(value string) scalarAnalysis {
+	if n := len(value); n > 0 && isAlnum(value[0]) && value[n-1] != ' ' {
+		i := 1
+		for i < n && plainSafe[value[i]] {
+			i++
+		}
+		if i == n {
+			return scalarAnalysis{flowPlain: true, blockPlain: true, singleQuoted: true, block: true}
+		}
+	}
+	if len(value) == 0 {
+		return scalarAnalysis{blockPlain: true, singleQuoted: true}
+	}
+	var (
+		blockIndicators, flowIndicators, lineBreaks, specialCharacters     bool
+		leadingSpace, leadingBreak, trailingSpace, trailingBreak           bool
+		breakSpace, spaceBreak, previousSpace, previousBreak, precededByWS bool
+	)
+	if strings.HasPrefix(value, "---") || strings.HasPrefix(value, "...") {
+		blockIndicators, flowIndicators = true, true
+	}
+	precededByWS = true
+	for i, w := 0, 0; i < len(value); i += w {
+		w = width(value[i])
+		followedByWS := i+w >= len(value) || isBlank(value, i+w)
+		if i == 0 {
+			switch value[i] {
+			case '#', ',', '[', ']', '{', '}', '&', '*', '!', '|', '>', '\'', '"', '%', '@', '`':
+				flowIndicators, blockIndicators = true, true
+			case '?', ':':
+				flowIndicators = true
+				if followedByWS {
+					blockIndicators = true
+				}
+			case '-':
+				if followedByWS {
+					flowIndicators, blockIndicators = true, true
+				}
+			}
+		} else {
+			switch value[i] {
+			case ',', '?', '[', ']', '{', '}':
+				flowIndicators = true
+			case ':':
+				flowIndicators = true
+				if followedByWS {
+					blockIndicators = true
+				}
+			case '#':
+				if precededByWS {
+					flowIndicators, blockIndicators = true, true
+				}
+			}
+		}
+		if !isPrintable(value, i) {
+			specialCharacters = true
+		}
+		if value[i] == ' ' {
+			if i == 0 {
+				leadingSpace = true
+			}
+			if i+w == len(value) {
+				trailingSpace = true
+			}
+			if previousBreak {
+				breakSpace = true
+			}
+			previousSpace, previousBreak = true, false
+		} else if isBreak(value, i) {
+			lineBreaks = true
+			if i == 0 {
+				leadingBreak = true
+			}
+			if i+w == len(value) {
+				trailingBreak = true
+			}
+			if previousSpace {
+				spaceBreak = true
+			}
+			previousSpace, previousBreak = false, true
+		} else {
+			previousSpace, previousBreak = false, false
+		}
+		precededByWS = isBlankz(value, i)
+	}
+	a := scalarAnalysis{multiline: lineBreaks, flowPlain: true, blockPlain: true, singleQuoted: true, block: true}
+	if leadingSpace || leadingBreak || trailingSpace || trailingBreak {
+		a.flowPlain, a.blockPlain = false, false
+	}
+	if trailingSpace {
+		a.block = false
+	}
+	if breakSpace {
+		a.flowPlain, a.blockPlain, a.singleQuoted = false, false, false
+	}
+	if spaceBreak || specialCharacters {
+		a.flowPlain, a.blockPlain, a.singleQuoted, a.block = false, false, false, false
+	}
+	if lineBreaks {
+		a.flowPlain, a.blockPlain = false, false
+	}
+	if flowIndicators {
+		a.flowPlain = false
+	}
+	if blockIndicators {
+		a.blockPlain = false
+	}
+	return a
+}
+
+func (e *emitter) writePlain(value string, allowBreaks bool) {
+	if !e.whitespace {
+		e.put(' ')
+	}
+	spaces, breaks := false, false
+	for i := 0; i < len(value); {
+		switch {
+		case value[i] == ' ':
+			if allowBreaks && !spaces && e.column > bestWidth && !isSpace(value, i+1) {
+				e.writeIndent()
+				i++
+			} else {
+				i = e.write(value, i)
+			}
+			spaces = true
+		case isBreak(value, i):
+			if !breaks && value[i] == '\n' {
+				e.putBreak()
+			}
+			i = e.writeBreak(value, i)
+			e.indention, breaks = true, true
+		default:
+			if breaks {
+				e.writeIndent()
+			}
+			i = e.write(value, i)
+			e.indention, spaces, breaks = false, false, false
+		}
+	}
+	e.whitespace, e.indention = false, false
+}
+
+func (e *emitter) writeSingleQuoted(value string, allowBreaks bool) {
+	e.writeIndicator("'", true, false, false)
+	spaces, breaks := false, false
+	for i := 0; i < len(value); {
+		switch {
+		case value[i] == ' ':
+			if allowBreaks && !spaces && e.column > bestWidth && i > 0 && i < len(value)-1 && !isSpace(value, i+1) {
+				e.writeIndent()
+				i++
+			} else {
+				i = e.write(value, i)
+			}
+			spaces = true
+		case isBreak(value, i):
+			if !breaks && value[i] == '\n' {
+				e.putBreak()
+			}
+			i = e.writeBreak(value, i)
+			e.indention, breaks = true, true
+		default:
+			if breaks {
+				e.writeIndent()
+			}
+			if value[i] == '\'' {
+				e.put('\'')
+			}
+			i = e.write(value, i)
+			e.indention, spaces, breaks = false, false, false
+		}
+	}
+	e.writeIndicator("'", false, false, false)
+	e.whitespace, e.indention = false, false
+}
+
+const hexDigits = "0123456789ABCDEF"
+
+func (e *emitter) writeDoubleQuoted(value string, allowBreaks bool) {
+	spaces := false
+	e.writeIndicator(`"`, true, false, false)
+	for i := 0; i < len(value); {
+		if !isPrintable(value, i) || isBOM(value) || isBreak(value, i) || value[i] == '"' || value[i] == '\\' {
+			octet := value[i]
+			var w int
+			var v rune
+			switch {
+			case octet&0x80 == 0x00:
+				w, v = 1, rune(octet&0x7F)
+			case octet&0xE0 == 0xC0:
+				w, v = 2, rune(octet&0x1F)
+			case octet&0xF0 == 0xE0:
+				w, v = 3, rune(octet&0x0F)
+			case octet&0xF8 == 0xF0:
+				w, v = 4, rune(octet&0x07)
+			}
+			for k := 1; k < w; k++ {
+				v = v<<6 + rune(value[i+k])&0x3F
+			}
+			i += w
+			e.put('\\')
+			switch v {
+			case 0x00:
+				e.put('0')
+			case 0x07:
+				e.put('a')
+			case 0x08:
+				e.put('b')
+			case 0x09:
+				e.put('t')
+			case 0x0A:
+				e.put('n')
+			case 0x0b:
+				e.put('v')
+			case 0x0c:
+				e.put('f')
+			case 0x0d:
+				e.put('r')
+			case 0x1b:
+				e.put('e')
+			case 0x22:
+				e.put('"')
+			case 0x5c:
+				e.put('\\')
+			case 0x85:
+				e.put('N')
+			case 0xA0:
+				e.put('_')
+			case 0x2028:
+				e.put('L')
+			case 0x2029:
+				e.put('P')
+			default:
+				switch {
+				case v <= 0xFF:
+					e.put('x')
+					w = 2
+				case v <= 0xFFFF:
+					e.put('u')
+					w = 4
+				default:
+					e.put('U')
+					w = 8
+				}
+				for k := (w - 1) * 4; k >= 0; k -= 4 {
+					e.put(hexDigits[(v>>uint(k))&0x0F])
+				}
+			}
+			spaces = false
+		} else if value[i] == ' ' {
+			if allowBreaks && !spaces && e.column > bestWidth && i > 0 && i < len(value)-1 {
+				e.writeIndent()
+				if isSpace(value, i+1) {
+					e.put('\\')
+				}
+				i++
+			} else {
+				i = e.write(value, i)
+			}
+			spaces = true
+		} else {
+			i = e.write(value, i)
+			spaces = false
+		}
+	}
+	e.writeIndicator(`"`, false, false, false)
+	e.whitespace, e.indention = false, false
+}
+
+func (e *emitter) writeLiteral(value string) {
+	e.writeIndicator("|", true, false, false)
+	// write_block_scalar_hints
+	if value[0] == ' ' || isBreak(value, 0) {
+		e.writeIndicator(strconv.Itoa(bestIndent), false, false, false)
+	}
+	chomp := ""
+	i := len(value) - 1
+	for value[i]&0xC0 == 0x80 {
+		i--
+	}
+	if !isBreak(value, i) {
+		chomp = "-"
+	} else if i == 0 {
+		chomp = "+"
+	} else {
+		i--
+		for value[i]&0xC0 == 0x80 {
+			i--
+		}
+		if isBreak(value, i) {
+			chomp = "+"
+		}
+	}
+	if chomp != "" {
+		e.writeIndicator(chomp, false, false, false)
+	}
+	e.putBreak()
+	e.indention, e.whitespace = true, true
+	breaks := true
+	for i := 0; i < len(value); {
+		if isBreak(value, i) {
+			i = e.writeBreak(value, i)
+			e.indention, breaks = true, true
+		} else {
+			if breaks {
+				e.writeIndent()
+			}
+			i = e.write(value, i)
+			e.indention, breaks = false, false
+		}
+	}
+}
+
+func isAlnum(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
+}
+
+// at returns s[i], or 0 past its end (libyaml's strings end in NUL).
+func at(s string, i int) byte {
+	if i < len(s) {
+		return s[i]
+	}
+	return 0
+}
+
+func width(b byte) int {
+	switch {
+	case b&0x80 == 0x00:
+		return 1
+	case b&0xE0 == 0xC0:
+		return 2
+	case b&0xF0 == 0xE0:
+		return 3
+	case b&0xF8 == 0xF0:
+		return 4
+	}
+	return 0
+}
+
+func isSpace(s string, i int) bool { return at(s, i) == ' ' }
+
+func isBlank(s string, i int) bool { b := at(s, i); return b == ' ' || b == '\t' }
+
+func isBreak(s string, i int) bool {
+	b := at(s, i)
+	return b == '\r' || b == '\n' ||
+		b == 0xC2 && at(s, i+1) == 0x85 ||
+		b == 0xE2 && at(s, i+1) == 0x80 && (at(s, i+2) == 0xA8 || at(s, i+2) == 0xA9)
+}
+
+func isBlankz(s string, i int) bool { return isBlank(s, i) || isBreak(s, i) || at(s, i) == 0 }
+
+// isBOM is yaml.v2's is_bom, which looks at the value's first character wherever
+// the index is.
+func isBOM(s string) bool { return at(s, 0) == 0xEF && at(s, 1) == 0xBB && at(s, 2) == 0xBF }
+
+func isPrintable(s string, i int) bool {
+	b, b1, b2 := at(s, i), at(s, i+1), at(s, i+2)
+	return b == 0x0A ||
+		b >= 0x20 && b <= 0x7E ||
+		b == 0xC2 && b1 >= 0xA0 ||
+		b > 0xC2 && b < 0xED ||
+		b == 0xED && b1 < 0xA0 ||
+		b == 0xEE ||
+		b == 0xEF && !(b1 == 0xBB && b2 == 0xBF) && !(b1 == 0xBF && (b2 == 0xBE || b2 == 0xBF))
+}
+
+// resolvesToString reports whether yaml.v2 reads s, written plain, back as a
+// string (its resolve): not a null, boolean, number or timestamp.
+func resolvesToString(s string) bool {
+	if s == "" {
+		return false
+	}
+	switch c := s[0]; {
+	case c == '+' || c == '-' || c >= '0' && c <= '9':
+		if isTimestamp(s) {
+			return false
+		}
+		plain := strings.ReplaceAll(s, "_", "")
+		if _, err := strconv.ParseInt(plain, 0, 64); err == nil {
+			return false
+		}
+		if _, err := strconv.ParseUint(plain, 0, 64); err == nil {
+			return false
+		}
+		if yamlStyleFloat.MatchString(plain) {
+			if _, err := strconv.ParseFloat(plain, 64); err == nil {
+				return false
+			}
+		}
+		if p, ok := strings.CutPrefix(plain, "0b"); ok {
+			if _, err := strconv.ParseInt(p, 2, 64); err == nil {
+				return false
+			}
+			if _, err := strconv.ParseUint(p, 2, 64); err == nil {
+				return false
+			}
+		} else if p, ok := strings.CutPrefix(plain, "-0b"); ok {
+			if _, err := strconv.ParseInt("-"+p, 2, 64); err == nil {
+				return false
+			}
+		}
+		return !resolvesOther[s]
+	case c == '.':
+		if resolvesOther[s] {
+			return false
+		}
+		_, err := strconv.ParseFloat(s, 64)
+		return err != nil
+	case strings.IndexByte("yYnNtTfFoO~", c) >= 0:
+		return !resolvesOther[s]
+	}
+	return true
+}
+
+// resolvesOther holds the words yaml.v2 reads as a boolean, null or special float.
+var resolvesOther = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields("y Y yes Yes YES true True TRUE on On ON n N no No NO false False FALSE off Off OFF " +
+		"~ null Null NULL .nan .NaN .NAN .inf .Inf .INF +.inf +.Inf +.INF -.inf -.Inf -.INF") {
+		resolvesOther[w] = true
+	}
+}
+
+// isTimestamp is yaml.v2's parseTimestamp: whether s is one of the timestamps it
+// reads.
+func isTimestamp(s string) bool {
+	i := 0
+	for ; i < len(s); i++ {
+		if c := s[i]; c < '0' || c > '9' {
+			break
+		}
+	}
+	if i != 4 || i == len(s) || s[i] != '-' {
+		return false
+	}
+	for _, format := range timestampFormats {
+		if _, err := time.Parse(format, s); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+var timestampFormats = []string{
+	"2006-1-2T15:4:5.999999999Z07:00",
+	"2006-1-2t15:4:5.999999999Z07:00",
+	"2006-1-2 15:4:5.999999999",
+	"2006-1-2",
+}
+
+var (
+	yamlStyleFloat = regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`)
+	base60float    = regexp.MustCompile(`^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$`)
+)
+
+// isBase60Float is yaml.v2's: such values are quoted for older parsers.
+func isBase60Float(s string) bool {
+	if s == "" {
+		return false
+	}
+	c := s[0]
+	if !(c == '+' || c == '-' || c >= '0' && c <= '9') || strings.IndexByte(s, ':') < 0 {
+		return false
+	}
+	return base60float.MatchString(s)
+}

@@ -1,0 +1,177 @@
+package emit
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.yaml.in/yaml/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// viaYAMLv2 is how YAML wrote objects before it wrote them in one pass: each
+// object to JSON, into a generic tree, cleaned, and through yaml.v2. YAML must
+// give the same bytes.
+func viaYAMLv2(header string, objects ...any) ([]byte, error) {
+	var b bytes.Buffer
+	if header != "" {
+		fmt.Fprintf(&b, "# %s\n", header)
+	}
+	for i, obj := range objects {
+		tree, err := clean(obj)
+		if err != nil {
+			return nil, err
+		}
+		out, err := yaml.Marshal(tree)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 || header != "" {
+			b.WriteString("---\n")
+		}
+		b.Write(out)
+	}
+	return b.Bytes(), nil
+}
+
+func sameAsYAMLv2(t *testing.T, objects ...any) {
+	t.Helper()
+	want, err := viaYAMLv2("h", objects...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := YAML("h", objects...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("YAML differs from yaml.v2 (-want +got):\n%s", diff)
+	}
+}
+
+// placed puts s wherever a string can be: a value at several depths and
+// columns, a key, a list item, a list of lists.
+func placed(s string) map[string]any {
+	return map[string]any{
+		"a":      s,
+		s:        s,
+		"list":   []any{s, map[string]any{s: s, "k": []any{s}}, []any{s, []any{s}}},
+		"deep":   map[string]any{"deeper": map[string]any{"deepest-key-that-is-long-enough-to-push-columns": s}},
+		"status": s,
+	}
+}
+
+var tricky = []string{
+	"", " ", "a", "yes", "no", "on", "off", "y", "N", "~", "null", "true", "FALSE", "0755", "1e3", "1_000", "0x1F", "0b101", "-0b11",
+	"+1", "-", "- ", "- a", "-a", ": ", "a: b", "a:b", ":a", "?", "? a", "#", "a #b", "a#b", "*a", "&a", "!a", "|", ">", "'", "\"", "%", "@", "`",
+	"{", "}", "[a]", "a,b", "---", "...", "--- a", "2001-12-14", "2001-12-14t21:59:43.10-05:00", "2001-12-14 21:59:43.10", "1:20", "190:20:30.15",
+	".5", ".inf", "-.Inf", ".NaN", "+.5", "3.", "1.2.3", "<<", "a\nb", "a\n", "a\n\n", "\n", "\na", " a", "a ", "a \nb", "a\n b", "\ta", "a\tb",
+	"a\rb", "a\u0085b", "a\u2028b", "\u00a0", "é", "日本語", "😀", "a😀b", "\ufeffbom", "a\ufeff", "\x00", "\x07", "\x1b[0m", "\x7f", "\xff", "a\xffb",
+	"{{workflow.parameters.p}}", "{% raw %}", "$(echo hi)", `C:\path`, `say "hi"`, "it's",
+	strings.Repeat("word ", 40), strings.Repeat("x", 100) + " " + strings.Repeat("y", 100), strings.Repeat("a  b ", 30), "'" + strings.Repeat("q ", 60) + "'",
+	"{" + strings.Repeat(`"k": "v v", `, 20) + "}", strings.Repeat("line of text\n", 5), strings.Repeat("é ", 60), strings.Repeat("\x01 ", 50),
+	strings.Repeat("k", 128), strings.Repeat("k", 129),
+}
+
+func TestYAMLMatchesYAMLv2OnStrings(t *testing.T) {
+	for _, s := range tricky {
+		sameAsYAMLv2(t, placed(s))
+	}
+}
+
+func TestYAMLMatchesYAMLv2OnRandomStrings(t *testing.T) {
+	const alphabet = "ab :#-?'\"\n\t\r{}[],&*!|>%@`~.01eE+_\\é😀\u2028\u0085\x00\x7f"
+	runes := []rune(alphabet)
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 3000 {
+		b := make([]rune, r.IntN(120))
+		for i := range b {
+			b[i] = runes[r.IntN(len(runes))]
+		}
+		sameAsYAMLv2(t, placed(string(b)))
+	}
+}
+
+func FuzzYAMLMatchesYAMLv2(f *testing.F) {
+	for _, s := range tricky {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sameAsYAMLv2(t, placed(s))
+	})
+}
+
+type embedded struct {
+	Shared string `json:"shared"`
+	Inner  string `json:"inner,omitempty"`
+}
+
+type Promoted struct {
+	Promoted string `json:"promoted,omitempty"`
+}
+
+type kinds struct {
+	embedded `json:",inline"`
+	*Promoted
+	Shared    string      `json:"shared"` // hides embedded's
+	Int8      int8        `json:"int8"`
+	Uint64    uint64      `json:"uint64"`
+	Float32   float32     `json:"float32"`
+	Float64   float64     `json:"float64"`
+	Whole     float64     `json:"whole"`
+	Huge      float64     `json:"huge"`
+	Bytes     []byte      `json:"bytes"`
+	Quoted    int         `json:"quoted,string"`
+	Omitted   string      `json:"omitted,omitempty"`
+	Zero      metav1.Time `json:"zero,omitzero"`
+	Skipped   string      `json:"-"`
+	Untagged  string
+	IntKeys   map[int]string     `json:"intKeys"`
+	Empty     map[string]string  `json:"empty"`
+	EmptyList []string           `json:"emptyList"`
+	NilList   []string           `json:"nilList"`
+	Ptrs      []*int             `json:"ptrs"`
+	Any       any                `json:"any"`
+	Resources struct{}           `json:"resources"`
+	Status    map[string]int     `json:"status"`
+	Quantity  resource.Quantity  `json:"quantity"`
+	IntStr    intstr.IntOrString `json:"intStr"`
+	Time      metav1.Time        `json:"time"`
+	Raw       map[string]any     `json:"raw"`
+}
+
+func TestYAMLMatchesYAMLv2OnEveryKind(t *testing.T) {
+	one := 1
+	k := kinds{
+		embedded: embedded{Shared: "hidden", Inner: "in"}, Promoted: &Promoted{Promoted: "p"}, Shared: "shown",
+		Int8: -8, Uint64: math.MaxUint64, Float32: 0.1, Float64: 1e-7, Whole: 3, Huge: 1e21, Bytes: []byte("bytes"),
+		Quoted: 7, Skipped: "x", Untagged: "u", IntKeys: map[int]string{10: "ten", 9: "nine"}, Empty: map[string]string{},
+		EmptyList: []string{}, Ptrs: []*int{&one, nil}, Any: map[string]any{"b": []any{1, "2", nil}, "a": struct{}{}},
+		Status: map[string]int{"restarts": 0}, Quantity: resource.MustParse("1.5Gi"), IntStr: intstr.FromString("50%"),
+		Time: metav1.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC), Raw: map[string]any{"metadata": map[string]any{}, "x10": 1, "x9": 2, "x09": 3, "X": 4, "_": 5},
+	}
+	sameAsYAMLv2(t, k, &k, map[string]any{"status": 1, "kept": k})
+	job := &batchv1.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{Name: "j", Labels: map[string]string{"a": "1"}},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "main", Image: "busybox", Command: []string{"sh", "-c", "echo 'hi'\nexit 0\n"},
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"cpu": resource.MustParse("500m")}},
+				Ports:     []corev1.ContainerPort{{ContainerPort: 29500}}}},
+			Volumes: []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		}}},
+		Status: batchv1.JobStatus{Active: 1},
+	}
+	sameAsYAMLv2(t, job, job)
+	sameAsYAMLv2(t)
+	sameAsYAMLv2(t, nil, "top", 1, []any{})
+}

@@ -1,0 +1,663 @@
+package emit
+
+import (
+	"bytes"
+	"encoding"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// encoder writes a value as YAML in one pass over it: what encoding/json would
+// write (json tags, omitempty, MarshalJSON), less nulls, the empty noise maps and
+// the object's status, as yaml.v2 would write that tree with its keys sorted.
+type encoder struct {
+	emitter
+}
+
+// What writing a value wrote.
+const (
+	wroteNull  = iota // nothing: the value is null, and its key goes too
+	wroteEmpty        // an empty mapping, {}
+	wroteValue        // anything else
+)
+
+var (
+	marshalerType     = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+	quantityType      = reflect.TypeFor[resource.Quantity]()
+	intOrStringType   = reflect.TypeFor[intstr.IntOrString]()
+	timeType          = reflect.TypeFor[metav1.Time]()
+)
+
+// document writes obj as one YAML document.
+func (e *encoder) document(obj any) error {
+	e.startDocument()
+	if e.value(reflect.ValueOf(obj), ctxRoot) == wroteNull {
+		e.plain("null", ctxRoot)
+	}
+	e.endDocument()
+	return nil
+}
+
+// value writes v in context ctx and says what it wrote.
+func (e *encoder) value(v reflect.Value, ctx int) int {
+	if !v.IsValid() {
+		return wroteNull
+	}
+	t := v.Type()
+	switch t {
+	case quantityType:
+		q := v.Interface().(resource.Quantity)
+		e.str(q.String(), ctx)
+		return wroteValue
+	case intOrStringType:
+		is := v.Interface().(intstr.IntOrString)
+		if is.Type == intstr.Int {
+			e.plain(strconv.FormatInt(int64(is.IntVal), 10), ctx)
+		} else {
+			e.str(validUTF8(is.StrVal), ctx)
+		}
+		return wroteValue
+	case timeType:
+		if tm := v.Interface().(metav1.Time); tm.IsZero() {
+			return wroteNull
+		}
+	}
+	// A pointer or interface writes what it points to, whose methods encoding/json
+	// would call through it.
+	if k := v.Kind(); k == reflect.Pointer || k == reflect.Interface {
+		if v.IsNil() {
+			return wroteNull
+		}
+		return e.value(v.Elem(), ctx)
+	}
+	ti := infoOf(t)
+	if ti.marshaler || ti.ptrMarshaler && v.CanAddr() {
+		return e.marshaled(v, ti, ctx)
+	}
+	switch v.Kind() {
+	case reflect.Bool:
+		e.plain(strconv.FormatBool(v.Bool()), ctx)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		e.plain(strconv.FormatInt(v.Int(), 10), ctx)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		e.number(json.Number(strconv.FormatUint(v.Uint(), 10)), ctx)
+	case reflect.Float32, reflect.Float64:
+		data, err := json.Marshal(v.Interface())
+		if err != nil {
+			panic(encodeError{err})
+		}
+		e.number(json.Number(data), ctx)
+	case reflect.String:
+		e.str(validUTF8(v.String()), ctx)
+	case reflect.Map:
+		if v.IsNil() {
+			return wroteNull
+		}
+		return e.mapValue(v, ctx)
+	case reflect.Slice:
+		if v.IsNil() {
+			return wroteNull
+		}
+		if t.Elem().Kind() == reflect.Uint8 && !ti.elemMarshals {
+			e.str(base64.StdEncoding.EncodeToString(v.Bytes()), ctx)
+			return wroteValue
+		}
+		e.sequence(v, ctx)
+	case reflect.Array:
+		e.sequence(v, ctx)
+	case reflect.Struct:
+		return e.structValue(v, ti, ctx)
+	default:
+		panic(encodeError{fmt.Errorf("json: unsupported type: %s", t)})
+	}
+	return wroteValue
+}
+
+// encodeError carries an error out of the walk.
+type encodeError struct{ err error }
+
+// number writes a JSON number as the generic tree did: an integer when it is one,
+// else a float.
+func (e *encoder) number(n json.Number, ctx int) {
+	if i, err := n.Int64(); err == nil {
+		e.plain(strconv.FormatInt(i, 10), ctx)
+		return
+	}
+	f, _ := n.Float64()
+	e.plain(formatFloat(f), ctx)
+}
+
+// formatFloat is yaml.v2's form of a float.
+func formatFloat(f float64) string {
+	s := strconv.FormatFloat(f, 'g', -1, 64)
+	switch s {
+	case "+Inf":
+		return ".inf"
+	case "-Inf":
+		return "-.inf"
+	case "NaN":
+		return ".nan"
+	}
+	return s
+}
+
+// marshaled writes what v's MarshalJSON or MarshalText returns.
+func (e *encoder) marshaled(v reflect.Value, ti *typeInfo, ctx int) int {
+	if !ti.marshaler {
+		v = v.Addr()
+	}
+	if ti.text {
+		text, err := v.Interface().(encoding.TextMarshaler).MarshalText()
+		if err != nil {
+			panic(encodeError{err})
+		}
+		e.str(validUTF8(string(text)), ctx)
+		return wroteValue
+	}
+	data, err := v.Interface().(json.Marshaler).MarshalJSON()
+	if err != nil {
+		panic(encodeError{err})
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var tree any
+	if err := dec.Decode(&tree); err != nil {
+		panic(encodeError{fmt.Errorf("json: error calling MarshalJSON for type %s: %w", v.Type(), err)})
+	}
+	return e.tree(tree, ctx)
+}
+
+// tree writes a generic tree decoded from JSON.
+func (e *encoder) tree(x any, ctx int) int {
+	switch t := x.(type) {
+	case nil:
+		return wroteNull
+	case bool:
+		e.plain(strconv.FormatBool(t), ctx)
+	case string:
+		e.str(t, ctx)
+	case json.Number:
+		e.number(t, ctx)
+	case []any:
+		if len(t) == 0 {
+			e.emptyFlow("[", "]")
+			return wroteValue
+		}
+		e.beginSequence(ctx)
+		for _, item := range t {
+			e.item()
+			if e.tree(item, ctxSequence) == wroteNull {
+				e.plain("null", ctxSequence)
+			}
+		}
+		e.popIndent()
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			if ctx&ctxRoot == 0 || k != "status" {
+				keys = append(keys, k)
+			}
+		}
+		slices.SortFunc(keys, keyCompare)
+		start := e.beginMapping()
+		n := 0
+		for _, k := range keys {
+			m := e.key(k)
+			if r := e.tree(t[k], ctxMapping); r == wroteNull || r == wroteEmpty && noise[k] {
+				e.reset(m)
+				continue
+			}
+			n++
+		}
+		return e.endMapping(start, n)
+	}
+	return wroteValue
+}
+
+func (e *encoder) beginMapping() mark {
+	m := e.mark()
+	e.increaseIndent(false, false)
+	return m
+}
+
+// key writes a mapping key and returns the mark before it.
+func (e *encoder) key(k string) mark {
+	m := e.mark()
+	e.writeIndent()
+	if simpleKey(k) {
+		e.str(k, ctxMapping|ctxSimpleKey)
+		e.writeIndicator(":", false, false, false)
+		return m
+	}
+	e.writeIndicator("?", true, false, true)
+	e.str(k, ctxMapping)
+	e.writeIndent()
+	e.writeIndicator(":", true, false, true)
+	return m
+}
+
+// endMapping ends a mapping of n entries begun at start: an empty one is written
+// {} instead.
+func (e *encoder) endMapping(start mark, n int) int {
+	if n == 0 {
+		e.reset(start)
+		e.emptyFlow("{", "}")
+		return wroteEmpty
+	}
+	e.popIndent()
+	return wroteValue
+}
+
+func (e *encoder) emptyFlow(open, close string) {
+	e.writeIndicator(open, true, true, false)
+	e.increaseIndent(true, false)
+	e.popIndent()
+	e.writeIndicator(close, false, false, false)
+}
+
+func (e *encoder) beginSequence(ctx int) {
+	e.increaseIndent(false, ctx&ctxMapping != 0 && !e.indention)
+}
+
+func (e *encoder) item() {
+	e.writeIndent()
+	e.writeIndicator("-", true, false, true)
+}
+
+func (e *encoder) sequence(v reflect.Value, ctx int) {
+	n := v.Len()
+	if n == 0 {
+		e.emptyFlow("[", "]")
+		return
+	}
+	e.beginSequence(ctx)
+	for i := range n {
+		e.item()
+		if e.value(v.Index(i), ctxSequence) == wroteNull {
+			e.plain("null", ctxSequence)
+		}
+	}
+	e.popIndent()
+}
+
+func (e *encoder) mapValue(v reflect.Value, ctx int) int {
+	type entry struct {
+		key string
+		v   reflect.Value
+	}
+	entries := make([]entry, 0, v.Len())
+	for it := v.MapRange(); it.Next(); {
+		k := mapKey(it.Key())
+		if ctx&ctxRoot != 0 && k == "status" {
+			continue
+		}
+		entries = append(entries, entry{k, it.Value()})
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return keyCompare(a.key, b.key) })
+	start := e.beginMapping()
+	n := 0
+	for _, en := range entries {
+		m := e.key(en.key)
+		if r := e.value(en.v, ctxMapping); r == wroteNull || r == wroteEmpty && noise[en.key] {
+			e.reset(m)
+			continue
+		}
+		n++
+	}
+	return e.endMapping(start, n)
+}
+
+// mapKey is the JSON object key of map key k.
+func mapKey(k reflect.Value) string {
+	switch k.Kind() {
+	case reflect.String:
+		return validUTF8(k.String())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(k.Int(), 10)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return strconv.FormatUint(k.Uint(), 10)
+	}
+	if tm, ok := k.Interface().(encoding.TextMarshaler); ok {
+		text, err := tm.MarshalText()
+		if err != nil {
+			panic(encodeError{err})
+		}
+		return validUTF8(string(text))
+	}
+	panic(encodeError{fmt.Errorf("json: unsupported map key type %s", k.Type())})
+}
+
+func (e *encoder) structValue(v reflect.Value, ti *typeInfo, ctx int) int {
+	start := e.beginMapping()
+	n := 0
+fields:
+	for i := range ti.fields {
+		f := &ti.fields[i]
+		if ctx&ctxRoot != 0 && f.name == "status" {
+			continue
+		}
+		fv := v
+		for j, x := range f.index {
+			if j > 0 && fv.Kind() == reflect.Pointer {
+				if fv.IsNil() {
+					continue fields
+				}
+				fv = fv.Elem()
+			}
+			fv = fv.Field(x)
+		}
+		if f.omitEmpty && isEmptyValue(fv) || f.omitZero && isZero(fv) {
+			continue
+		}
+		m := e.key(f.name)
+		var r int
+		if f.quoted {
+			r = e.quoted(fv, ctxMapping)
+		} else {
+			r = e.value(fv, ctxMapping)
+		}
+		if r == wroteNull || r == wroteEmpty && f.noise {
+			e.reset(m)
+			continue
+		}
+		n++
+	}
+	return e.endMapping(start, n)
+}
+
+// quoted writes a field tagged ",string": its number, boolean or JSON-quoted
+// string as a string.
+func (e *encoder) quoted(v reflect.Value, ctx int) int {
+	switch v.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.String:
+		data, err := json.Marshal(v.Interface())
+		if err != nil {
+			panic(encodeError{err})
+		}
+		e.str(string(data), ctx)
+		return wroteValue
+	}
+	return e.value(v, ctx)
+}
+
+func isEmptyValue(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
+		return v.Len() == 0
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Interface, reflect.Pointer:
+		return v.IsZero()
+	}
+	return false
+}
+
+// isZero is encoding/json's test for omitzero: the value's IsZero method, or the
+// zero value.
+func isZero(v reflect.Value) bool {
+	if z, ok := v.Interface().(interface{ IsZero() bool }); ok {
+		if (v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface) && v.IsNil() {
+			return true
+		}
+		return z.IsZero()
+	}
+	return v.IsZero()
+}
+
+// validUTF8 replaces each byte of s that is not UTF-8 with U+FFFD, as
+// encoding/json does.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteString("\uFFFD")
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// keyCompare orders mapping keys as yaml.v2 sorts string keys: by character,
+// letters after other characters, runs of digits by their numeric value.
+func keyCompare(a, b string) int {
+	if a == b {
+		return 0
+	}
+	if keyLess(a, b) {
+		return -1
+	}
+	return 1
+}
+
+func keyLess(a, b string) bool {
+	if isASCII(a) && isASCII(b) {
+		return runesLess([]byte(a), []byte(b))
+	}
+	return runesLess([]rune(a), []rune(b))
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// runesLess is yaml.v2's keyList.Less on two strings, as bytes when both are
+// ASCII (one byte a character) or as runes.
+func runesLess[E byte | rune](ar, br []E) bool {
+	for i := 0; i < len(ar) && i < len(br); i++ {
+		if ar[i] == br[i] {
+			continue
+		}
+		al, bl := unicode.IsLetter(rune(ar[i])), unicode.IsLetter(rune(br[i]))
+		if al && bl {
+			return ar[i] < br[i]
+		}
+		if al || bl {
+			return bl
+		}
+		var ai, bi int
+		var an, bn int64
+		if ar[i] == '0' || br[i] == '0' {
+			for j := i - 1; j >= 0 && unicode.IsDigit(rune(ar[j])); j-- {
+				if ar[j] != '0' {
+					an, bn = 1, 1
+					break
+				}
+			}
+		}
+		for ai = i; ai < len(ar) && unicode.IsDigit(rune(ar[ai])); ai++ {
+			an = an*10 + int64(rune(ar[ai])-'0')
+		}
+		for bi = i; bi < len(br) && unicode.IsDigit(rune(br[bi])); bi++ {
+			bn = bn*10 + int64(rune(br[bi])-'0')
+		}
+		if an != bn {
+			return an < bn
+		}
+		if ai != bi {
+			return ai < bi
+		}
+		return ar[i] < br[i]
+	}
+	return len(ar) < len(br)
+}
+
+// typeInfo is what the encoder needs to know of a type, worked out once.
+type typeInfo struct {
+	// marshaler: the type has MarshalJSON (or, with text, MarshalText);
+	// ptrMarshaler: its pointer has.
+	marshaler, ptrMarshaler, text bool
+	// elemMarshals: a []byte-like slice whose elements marshal themselves, which
+	// encoding/json writes as an array.
+	elemMarshals bool
+	// fields of a struct, in the order of their keys.
+	fields []fieldInfo
+}
+
+type fieldInfo struct {
+	name                        string
+	index                       []int
+	omitEmpty, omitZero, quoted bool
+	noise                       bool // an empty mapping under this name is dropped
+	depth                       int
+	tagged                      bool
+}
+
+var typeInfos sync.Map // reflect.Type → *typeInfo
+
+func infoOf(t reflect.Type) *typeInfo {
+	if ti, ok := typeInfos.Load(t); ok {
+		return ti.(*typeInfo)
+	}
+	ti := &typeInfo{}
+	switch {
+	case t.Implements(marshalerType):
+		ti.marshaler = true
+	case reflect.PointerTo(t).Implements(marshalerType):
+		ti.ptrMarshaler = true
+	case t.Kind() != reflect.String && t.Implements(textMarshalerType):
+		ti.marshaler, ti.text = true, true
+	case t.Kind() != reflect.String && reflect.PointerTo(t).Implements(textMarshalerType):
+		ti.ptrMarshaler, ti.text = true, true
+	}
+	if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 {
+		p := reflect.PointerTo(t.Elem())
+		ti.elemMarshals = p.Implements(marshalerType) || p.Implements(textMarshalerType)
+	}
+	if t.Kind() == reflect.Struct {
+		ti.fields = structFields(t)
+	}
+	actual, _ := typeInfos.LoadOrStore(t, ti)
+	return actual.(*typeInfo)
+}
+
+// structFields lists the fields encoding/json writes for struct type t, embedded
+// structs' fields promoted by its rules, sorted by key.
+func structFields(t reflect.Type) []fieldInfo {
+	var all []fieldInfo
+	var walk func(t reflect.Type, index []int, depth int, seen map[reflect.Type]bool)
+	walk = func(t reflect.Type, index []int, depth int, seen map[reflect.Type]bool) {
+		if seen[t] {
+			return
+		}
+		seen[t] = true
+		for i := range t.NumField() {
+			sf := t.Field(i)
+			ft := sf.Type
+			if sf.Anonymous {
+				if ft.Kind() == reflect.Pointer {
+					ft = ft.Elem()
+				}
+				if !sf.IsExported() && ft.Kind() != reflect.Struct {
+					continue
+				}
+			} else if !sf.IsExported() {
+				continue
+			}
+			tag := sf.Tag.Get("json")
+			if tag == "-" {
+				continue
+			}
+			name, opts, _ := strings.Cut(tag, ",")
+			idx := append(slices.Clone(index), i)
+			if name == "" && sf.Anonymous && ft.Kind() == reflect.Struct {
+				walk(ft, idx, depth+1, seen)
+				continue
+			}
+			f := fieldInfo{name: name, index: idx, depth: depth, tagged: name != ""}
+			if name == "" {
+				f.name = sf.Name
+			}
+			for opt := range strings.SplitSeq(opts, ",") {
+				switch opt {
+				case "omitempty":
+					f.omitEmpty = true
+				case "omitzero":
+					f.omitZero = true
+				case "string":
+					switch ft.Kind() {
+					case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+						reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+						reflect.Float32, reflect.Float64, reflect.String:
+						f.quoted = true
+					}
+				}
+			}
+			f.noise = noise[f.name]
+			all = append(all, f)
+		}
+		delete(seen, t)
+	}
+	walk(t, nil, 0, map[reflect.Type]bool{})
+
+	// Of the fields of one name, the shallowest wins, then the one tagged; a tie
+	// hides them all.
+	byName := map[string][]fieldInfo{}
+	for _, f := range all {
+		byName[f.name] = append(byName[f.name], f)
+	}
+	var out []fieldInfo
+	for _, f := range all {
+		fs := byName[f.name]
+		if len(fs) == 0 {
+			continue
+		}
+		delete(byName, f.name)
+		if dominant, ok := dominantField(fs); ok {
+			out = append(out, dominant)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b fieldInfo) int { return keyCompare(a.name, b.name) })
+	return out
+}
+
+func dominantField(fs []fieldInfo) (fieldInfo, bool) {
+	if len(fs) == 1 {
+		return fs[0], true
+	}
+	slices.SortStableFunc(fs, func(a, b fieldInfo) int { return a.depth - b.depth })
+	top := fs[:1]
+	for _, f := range fs[1:] {
+		if f.depth == fs[0].depth {
+			top = append(top, f)
+		}
+	}
+	if len(top) == 1 {
+		return top[0], true
+	}
+	var tagged []fieldInfo
+	for _, f := range top {
+		if f.tagged {
+			tagged = append(tagged, f)
+		}
+	}
+	if len(tagged) == 1 {
+		return tagged[0], true
+	}
+	return fieldInfo{}, false
+}
