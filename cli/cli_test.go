@@ -49,6 +49,16 @@ func claimFlow() *sdk.Flow {
 	return sdk.NewFlow("claimflow", sdk.Image("registry.example.com/claim:v1")).Step("train", opts...)
 }
 
+// manyWarningsFlow has 25 steps that each ask for EFA nothing wires: 25
+// warnings.
+func manyWarningsFlow() *sdk.Flow {
+	f := sdk.NewFlow("manyflow", sdk.Image("registry.example.com/many:v1"))
+	for i := range 25 {
+		f.Step(fmt.Sprintf("s%02d", i), sdk.Command("true"), sdk.EFA(1))
+	}
+	return f
+}
+
 // tcpFlow compiles, with warnings: its multi-node Trainium step asks for no EFA,
 // and its GPU step asks for EFA that nothing wires.
 var tcpFlow = sdk.NewFlow("tcpflow", sdk.Image("registry.example.com/tcp:v1")).
@@ -143,6 +153,7 @@ func TestMain(m *testing.M) {
 		"badflow":    flowMain(badFlow),
 		"tcpflow":    flowMain(tcpFlow),
 		"claimflow":  func() { flowMain(claimFlow())() },
+		"manyflow":   func() { flowMain(manyWarningsFlow())() },
 		"panicflow":  flowMain(panicFlow),
 		"cronflow":   flowMain(cronFlow),
 		"sleepyflow": flowMain(sleepyFlow),

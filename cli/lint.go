@@ -24,8 +24,16 @@ func lint(c *ucli.Context, p *plan.Flow, strict bool) error {
 		printErrors(c.App.ErrWriter, p.Name+" (--strict)", warnings)
 		return silentInvalid
 	}
-	for _, w := range warnings {
+	for i, w := range warnings {
+		if i == maxWarnings {
+			fmt.Fprintf(c.App.ErrWriter, "warning: %d more warnings; validate --strict lists every one\n", len(warnings)-i)
+			break
+		}
 		fmt.Fprintf(c.App.ErrWriter, "warning: %s\n", w.Error())
 	}
 	return nil
 }
+
+// maxWarnings bounds the warnings printed: a generated flow of thousands of
+// steps may have one per step.
+const maxWarnings = 20

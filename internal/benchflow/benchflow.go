@@ -88,10 +88,10 @@ func options(i int, o Options) []sdk.StepOption {
 	switch i % 10 {
 	case 9:
 		if !o.SingleNode {
-			return append(opts, sdk.Nodes(2), sdk.InstanceType("trn1.32xlarge"), sdk.Trainium(16), sdk.EFA(8))
+			return append(opts, sdk.Nodes(2), sdk.InstanceType("trn1.32xlarge"), sdk.Trainium(16), sdk.EFA(8), sdk.EFAWiring())
 		}
 	case 1, 5:
-		return append(opts, sdk.InstanceType("trn1.32xlarge"), sdk.Trainium(16), sdk.EFA(8), sdk.SharedMemory("64Gi"))
+		return append(opts, sdk.InstanceType("trn1.32xlarge"), sdk.Trainium(16), sdk.EFA(8), sdk.EFAWiring(), sdk.SharedMemory("64Gi"))
 	case 2:
 		return append(opts, sdk.InstanceType("inf2.xlarge"), sdk.Inferentia(1))
 	case 3, 7:
