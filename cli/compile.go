@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -36,6 +37,7 @@ func compileCommand(flow *sdk.Flow) *ucli.Command {
 			if err := noArgs(c); err != nil {
 				return err
 			}
+			batchGC()
 			chosen, err := chooseTargets(c.String("target"))
 			if err != nil {
 				return err
@@ -57,6 +59,9 @@ func compileCommand(flow *sdk.Flow) *ucli.Command {
 				}
 				p.Run = c.String("run-id")
 			}
+			if dir != "-" {
+				return writeFiles(c, dir, p, chosen)
+			}
 			var files []emit.File
 			for _, t := range chosen {
 				out, errs := t.Emit(p)
@@ -65,9 +70,6 @@ func compileCommand(flow *sdk.Flow) *ucli.Command {
 					return silentInvalid
 				}
 				files = append(files, out...)
-			}
-			if dir != "-" {
-				return writeFiles(c, dir, p.Name, chosen, files)
 			}
 			for i, f := range files {
 				if len(files) > 1 {
@@ -137,34 +139,67 @@ func chooseTargets(name string) ([]emit.Target, error) {
 	return nil, usageErr("--target %q: choose one of %s, or all", name, strings.Join(targetNames(), ", "))
 }
 
-// writeFiles writes every file into dir, all through temporary files that are
-// renamed into place only once every one is written, so a reader never sees a
-// half-written file, nor a failed compile part of its output. Then it removes
-// the files that chosen targets wrote for the flow before and that are no
-// longer part of its output (a flow that no longer has DRA steps has no
-// <flow>.claims.yaml), and only those: nothing else in dir is touched.
-func writeFiles(c *ucli.Context, dir, flow string, chosen []emit.Target, files []emit.File) error {
+// batchGC tunes the garbage collector for a compile: a short process that
+// allocates a great deal and keeps little, for which Go's default (collect each
+// time the heap doubles) spends a fifth of a large compile collecting. It lets
+// the heap grow to three times what is live, within a soft limit of 448 MiB
+// (past which it collects as often as it must), unless GOGC or GOMEMLIMIT say
+// otherwise.
+func batchGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(200)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(448 << 20)
+	}
+}
+
+// writeFiles emits p for each chosen target and writes its files into dir,
+// each target's to temporary files as soon as it is emitted (so no target's
+// output is held while the next is made), renamed into place only once every
+// target has been emitted and written: a reader never sees a half-written file,
+// nor part of a compile, and a target that cannot express the flow leaves dir
+// as it was. Then it removes the files that chosen targets wrote for the flow
+// before and that are no longer part of its output (a flow that no longer has
+// DRA steps has no <flow>.claims.yaml), and only those: nothing else in dir is
+// touched.
+func writeFiles(c *ucli.Context, dir string, p *plan.Flow, chosen []emit.Target) error {
+	_, statErr := os.Stat(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return invalidErr(err)
 	}
-	byPath := map[string][]byte{}
+	var batch atomicfile.Batch
+	committed := false
+	defer func() {
+		batch.Abort()
+		if !committed && errors.Is(statErr, fs.ErrNotExist) {
+			os.Remove(dir) // made for this compile, and empty again: leave nothing
+		}
+	}()
 	written := map[string]bool{}
-	for _, f := range files {
-		byPath[filepath.Join(dir, f.Name)] = f.Data
-		written[f.Name] = true
-	}
-	if err := atomicfile.WriteAll(byPath); err != nil {
-		return invalidErr(err)
-	}
-	printed := map[string]bool{}
-	for _, f := range files {
-		if !printed[f.Name] { // argo and airflow write the same <flow>.claims.yaml
-			printed[f.Name] = true
-			fmt.Fprintf(c.App.Writer, "wrote %s\n", filepath.Join(dir, f.Name))
+	for _, t := range chosen {
+		files, errs := t.Emit(p)
+		if len(errs) > 0 {
+			printErrors(c.App.ErrWriter, p.Name, errs)
+			return silentInvalid
+		}
+		for _, f := range files {
+			written[f.Name] = true
+			if err := batch.Add(filepath.Join(dir, f.Name), f.Data); err != nil {
+				return invalidErr(err)
+			}
 		}
 	}
+	paths := batch.Paths() // argo and airflow write the same <flow>.claims.yaml once
+	if err := batch.Commit(); err != nil {
+		return invalidErr(err)
+	}
+	committed = true
+	for _, path := range paths {
+		fmt.Fprintf(c.App.Writer, "wrote %s\n", path)
+	}
 	for _, t := range chosen {
-		for _, name := range t.Outputs(flow) {
+		for _, name := range t.Outputs(p.Name) {
 			if written[name] {
 				continue
 			}

@@ -27,6 +27,7 @@ func validateCommand(flow *sdk.Flow) *ucli.Command {
 			if err := noArgs(c); err != nil {
 				return err
 			}
+			batchGC()
 			required := map[string]bool{}
 			if name := c.String("target"); c.IsSet("target") {
 				chosen, err := chooseTargets(name)

@@ -52,36 +52,76 @@ func write(path string, data []byte, sync bool) error {
 // only when all are is each renamed into place. A failure before the renames
 // leaves every path as it was.
 func WriteAll(files map[string][]byte) error {
-	temps := map[string]string{} // path → its temporary file
-	defer func() {
-		for _, tmp := range temps {
-			os.Remove(tmp)
-		}
-	}()
+	var b Batch
 	for path, data := range files {
-		tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*"+tempSuffix)
-		if err != nil {
-			return err
-		}
-		temps[path] = tmp.Name()
-		_, err = tmp.Write(data)
-		if err == nil {
-			err = tmp.Chmod(0o644)
-		}
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+		if err := b.Add(path, data); err != nil {
+			b.Abort()
 			return err
 		}
 	}
-	for path, tmp := range temps {
-		if err := os.Rename(tmp, path); err != nil {
+	return b.Commit()
+}
+
+// Batch writes files all or nothing, as WriteAll does, one at a time: Add
+// writes a file's temporary file at once, so its data need not be kept; Commit
+// renames them all into place; Abort removes them. The zero Batch is empty.
+type Batch struct {
+	temps map[string]string // path → its temporary file
+	order []string
+}
+
+// Add writes data to a temporary file beside path. A second Add of one path
+// replaces the first.
+func (b *Batch) Add(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*"+tempSuffix)
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if b.temps == nil {
+		b.temps = map[string]string{}
+	}
+	if old, ok := b.temps[path]; ok {
+		os.Remove(old)
+	} else {
+		b.order = append(b.order, path)
+	}
+	b.temps[path] = tmp.Name()
+	return nil
+}
+
+// Paths returns the paths added, in the order first added.
+func (b *Batch) Paths() []string { return append([]string(nil), b.order...) }
+
+// Commit renames every temporary file into place. On an error the files not yet
+// renamed are removed.
+func (b *Batch) Commit() error {
+	defer b.Abort()
+	for _, path := range b.order {
+		if err := os.Rename(b.temps[path], path); err != nil {
 			return err
 		}
-		delete(temps, path)
+		delete(b.temps, path)
 	}
 	return nil
+}
+
+// Abort removes the temporary files not yet renamed.
+func (b *Batch) Abort() {
+	for _, tmp := range b.temps {
+		os.Remove(tmp)
+	}
+	b.temps, b.order = nil, nil
 }
 
 // IsTemp reports whether a file name is one of Write's temporary files.
