@@ -3,6 +3,7 @@ package kube_test
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -28,6 +29,13 @@ func TestExamples(t *testing.T) {
 					c.BoundClaim(t, ns, "training-data")
 				}
 				dir := t.TempDir()
+				// The pods run side by side for a moment, as a multi-node step's
+				// do (kwok would complete each at once, and the next could take
+				// its node).
+				config := "[labels]\n\"" + simcluster.LabelRunFor + "\" = \"2s\"\n"
+				if err := os.WriteFile(filepath.Join(dir, "manifold.toml"), []byte(config), 0o644); err != nil {
+					t.Fatal(err)
+				}
 				cmd := exec.Command(bins[name], "run", "--kube", "--no-build", "--kubeconfig", c.Kubeconfig, "--namespace", ns, "--as", as, "--run-id", "example")
 				cmd.Dir = dir
 				out, err := cmd.CombinedOutput()
