@@ -318,7 +318,7 @@ func TestGoldenArgoPodsAreJobPods(t *testing.T) {
 					}
 				}
 			}
-			runIDs(t, fmt.Sprintf("%s: step %s item %d", path, step, item), &want, &got)
+			argopod.RunIDs(t, fmt.Sprintf("%s: step %s item %d", path, step, item), &want, &got)
 			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("%s: step %s item %d: Argo's pod differs from Job %s's (-job +argo):\n%s", path, step, item, j.Name, diff)
 			}
@@ -367,27 +367,6 @@ func multiNodePods(t *testing.T, wt *wfv1.WorkflowTemplate, path, step string, i
 		}
 	}
 	return want, got
-}
-
-// runIDs checks, then blanks, MANIFOLD_RUN_ID, by which alone the pods of a flow
-// with an artifact store differ: the compiled Job's is plan.DefaultRunID, Argo's
-// the workflow's name (the one a multi-node step's manifest holds, once Argo has
-// substituted it, too).
-func runIDs(t *testing.T, what string, job, wf *corev1.PodTemplateSpec) {
-	t.Helper()
-	for _, side := range []struct {
-		pod  *corev1.PodTemplateSpec
-		want string
-	}{{job, plan.DefaultRunID}, {wf, argo.RunID}} {
-		for i := range side.pod.Spec.Containers[0].Env {
-			if e := &side.pod.Spec.Containers[0].Env[i]; e.Name == plan.EnvRunID {
-				if e.Value != side.want {
-					t.Errorf("%s: %s = %q, want %q", what, e.Name, e.Value, side.want)
-				}
-				e.Value = ""
-			}
-		}
-	}
 }
 
 // documents splits a YAML stream into its non-empty documents.

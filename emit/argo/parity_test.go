@@ -7,14 +7,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/internal/argopod"
 	"github.com/manifoldflow/manifold/internal/testflows"
-	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -40,26 +38,6 @@ func parityFlows() map[string]*sdk.Flow {
 			Step("put", sdk.Run(func(*sdk.Context) error { return nil }), sdk.Volume("data", "/data")).
 			Step("fan", sdk.After("put"), sdk.Command("sh", "-c", "ls $MANIFOLD_ARTIFACTS"), sdk.Foreach("a", "b")).
 			Step("get", sdk.After("fan"), sdk.Run(func(*sdk.Context) error { return nil })),
-	}
-}
-
-// runIDs checks, then blanks, MANIFOLD_RUN_ID, the one value by which a pod of a
-// flow with an artifact store differs between the targets: the Job target's is
-// plan.DefaultRunID (no runtime names the run), Argo's the workflow's name.
-func runIDs(t *testing.T, what string, job, wf *corev1.PodTemplateSpec) {
-	t.Helper()
-	for _, side := range []struct {
-		pod  *corev1.PodTemplateSpec
-		want string
-	}{{job, plan.DefaultRunID}, {wf, argo.RunID}} {
-		for i := range side.pod.Spec.Containers[0].Env {
-			if e := &side.pod.Spec.Containers[0].Env[i]; e.Name == plan.EnvRunID {
-				if e.Value != side.want {
-					t.Errorf("%s: %s = %q, want %q", what, e.Name, e.Value, side.want)
-				}
-				e.Value = ""
-			}
-		}
 	}
 }
 
@@ -94,7 +72,7 @@ func TestPodParity(t *testing.T) {
 					// Argo creates a single-node step's pod bare, so Kueue admits
 					// the pod itself, by the labels the Job carries on the job target.
 					want.Labels = emit.Queued(want.Labels, s)
-					runIDs(t, fmt.Sprintf("step %s item %d", s.Name, item), &want, &got)
+					argopod.RunIDs(t, fmt.Sprintf("step %s item %d", s.Name, item), &want, &got)
 					if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 						t.Errorf("step %s item %d: Argo's pod differs from the Job's (-job +argo):\n%s", s.Name, item, diff)
 					}

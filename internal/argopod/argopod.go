@@ -23,6 +23,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"testing"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -31,6 +32,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	"sigs.k8s.io/yaml"
+
+	"github.com/manifoldflow/manifold/emit/argo"
+	"github.com/manifoldflow/manifold/plan"
 )
 
 // Resolve returns the pod of the DAG task named task in wt, for item index item of
@@ -380,4 +384,26 @@ func hasVolume(vols []corev1.Volume, name string) bool {
 		}
 	}
 	return false
+}
+
+// RunIDs checks, then blanks, MANIFOLD_RUN_ID in the Job target's pod job and
+// Argo's pod wf of one step: by that value alone the pods of a flow with an
+// artifact store differ, the compiled Job's being plan.DefaultRunID and Argo's
+// the workflow's name (the one a multi-node step's manifest holds, once Argo has
+// substituted it, too).
+func RunIDs(t testing.TB, what string, job, wf *corev1.PodTemplateSpec) {
+	t.Helper()
+	for _, side := range []struct {
+		pod  *corev1.PodTemplateSpec
+		want string
+	}{{job, plan.DefaultRunID}, {wf, argo.RunID}} {
+		for i := range side.pod.Spec.Containers[0].Env {
+			if e := &side.pod.Spec.Containers[0].Env[i]; e.Name == plan.EnvRunID {
+				if e.Value != side.want {
+					t.Errorf("%s: %s = %q, want %q", what, e.Name, e.Value, side.want)
+				}
+				e.Value = ""
+			}
+		}
+	}
 }
