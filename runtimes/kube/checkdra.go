@@ -275,16 +275,9 @@ func (c *cluster) installedClaims(ctx context.Context, f *plan.Flow, r *Report) 
 		if ns == "" {
 			ns = c.namespace
 		}
-		var missing []string
-		for _, name := range s.DRA.Templates {
-			_, err := c.client.ResourceV1().ResourceClaimTemplates(ns).Get(ctx, name, metav1.GetOptions{})
-			switch {
-			case apierrors.IsNotFound(err):
-				missing = append(missing, name)
-			case apierrors.IsForbidden(err):
-			case err != nil:
-				return fmt.Errorf("ResourceClaimTemplate %s of step %s: %w", name, s.Name, err)
-			}
+		missing, err := c.missingTemplates(ctx, s, ns)
+		if err != nil {
+			return err
 		}
 		if len(missing) == 0 {
 			continue
@@ -305,24 +298,35 @@ func (c *cluster) installedClaims(ctx context.Context, f *plan.Flow, r *Report) 
 func (c *cluster) claimTemplatesExist(ctx context.Context, units []*unit) error {
 	seen := map[string]bool{}
 	for _, u := range units {
-		if u.step.DRA == nil {
+		if u.step.DRA == nil || seen[u.ns+"/"+u.step.Name] {
 			continue
 		}
-		for _, name := range u.step.DRA.Templates {
-			if seen[u.ns+"/"+name] {
-				continue
-			}
-			seen[u.ns+"/"+name] = true
-			_, err := c.client.ResourceV1().ResourceClaimTemplates(u.ns).Get(ctx, name, metav1.GetOptions{})
-			switch {
-			case apierrors.IsNotFound(err):
-				return fmt.Errorf("step %s claims from the ResourceClaimTemplate %s (sdk.Claim), which does not exist in namespace %s on the cluster at %s: ask the platform team to install it there, or run in the namespace that has it (--namespace)", u.step.Name, name, u.ns, c.host)
-			case apierrors.IsForbidden(err):
-				// Not allowed to look: the pods will say if it is missing.
-			case err != nil:
-				return fmt.Errorf("ResourceClaimTemplate %s of step %s: %w", name, u.step.Name, err)
-			}
+		seen[u.ns+"/"+u.step.Name] = true // the units of a foreach step share its templates
+		missing, err := c.missingTemplates(ctx, u.step, u.ns)
+		if err != nil {
+			return err
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("step %s claims from the ResourceClaimTemplate %s (sdk.Claim), which does not exist in namespace %s on the cluster at %s: ask the platform team to install it there, or run in the namespace that has it (--namespace)", u.step.Name, strings.Join(missing, ", "), u.ns, c.host)
 		}
 	}
 	return nil
+}
+
+// missingTemplates returns the installed ResourceClaimTemplates step s claims
+// from (sdk.Claim) that namespace ns lacks. A template this user may not read
+// is not reported: the pods will say if it is missing.
+func (c *cluster) missingTemplates(ctx context.Context, s *plan.Step, ns string) ([]string, error) {
+	var missing []string
+	for _, name := range s.DRA.Templates {
+		_, err := c.client.ResourceV1().ResourceClaimTemplates(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			missing = append(missing, name)
+		case apierrors.IsForbidden(err):
+		case err != nil:
+			return nil, fmt.Errorf("ResourceClaimTemplate %s of step %s: %w", name, s.Name, err)
+		}
+	}
+	return missing, nil
 }
