@@ -22,49 +22,43 @@ func Write(path string, data []byte) error { return write(path, data, false) }
 func WriteSync(path string, data []byte) error { return write(path, data, true) }
 
 func write(path string, data []byte, sync bool) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*"+tempSuffix)
+	tmp, err := writeTemp(path, data, sync)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if sync {
-		if err := tmp.Sync(); err != nil {
-			tmp.Close()
-			return err
-		}
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	defer os.Remove(tmp)
+	return os.Rename(tmp, path)
 }
 
-// WriteAll writes every file of files (path → data) as Write does, all or
-// nothing as far as a writer can: every temporary file is written first, and
-// only when all are is each renamed into place. A failure before the renames
-// leaves every path as it was.
-func WriteAll(files map[string][]byte) error {
-	var b Batch
-	for path, data := range files {
-		if err := b.Add(path, data); err != nil {
-			b.Abort()
-			return err
-		}
+// writeTemp writes data, with mode 0644, to a new temporary file beside path
+// (flushed to the disk when sync is set) and returns its name; on an error it
+// leaves no file.
+func writeTemp(path string, data []byte, sync bool) (string, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*"+tempSuffix)
+	if err != nil {
+		return "", err
 	}
-	return b.Commit()
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if err == nil && sync {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	return tmp.Name(), nil
 }
 
-// Batch writes files all or nothing, as WriteAll does, one at a time: Add
+// Batch writes files all or nothing, as far as a writer can, one at a time: Add
 // writes a file's temporary file at once, so its data need not be kept; Commit
-// renames them all into place; Abort removes them. The zero Batch is empty.
+// renames them all into place only when all are written; Abort removes them,
+// leaving every path as it was. The zero Batch is empty.
 type Batch struct {
 	temps map[string]string // path → its temporary file
 	order []string
@@ -73,19 +67,8 @@ type Batch struct {
 // Add writes data to a temporary file beside path. A second Add of one path
 // replaces the first.
 func (b *Batch) Add(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*"+tempSuffix)
+	tmp, err := writeTemp(path, data, false)
 	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
 		return err
 	}
 	if b.temps == nil {
@@ -96,7 +79,7 @@ func (b *Batch) Add(path string, data []byte) error {
 	} else {
 		b.order = append(b.order, path)
 	}
-	b.temps[path] = tmp.Name()
+	b.temps[path] = tmp
 	return nil
 }
 

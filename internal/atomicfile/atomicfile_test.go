@@ -88,23 +88,29 @@ func list(t *testing.T, dir string) []string {
 	return names
 }
 
-// TestWriteAllIsAllOrNothing: when one file cannot be written, no file is
-// replaced and no temporary file is left; when all can, all are.
-func TestWriteAllIsAllOrNothing(t *testing.T) {
+// TestBatchIsAllOrNothing: when one file of a batch cannot be written, no file
+// is replaced and no temporary file is left; when all can, all are.
+func TestBatchIsAllOrNothing(t *testing.T) {
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
 	if err := os.WriteFile(a, []byte("old a"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := WriteAll(map[string][]byte{a: []byte("new a"), b: []byte("new b"), filepath.Join(dir, "missing", "c.yaml"): []byte("c")})
-	if err == nil {
-		t.Fatal("WriteAll into a missing directory succeeded")
+	var batch Batch
+	for path, data := range map[string]string{a: "new a", b: "new b"} {
+		if err := batch.Add(path, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
 	}
+	if err := batch.Add(filepath.Join(dir, "missing", "c.yaml"), []byte("c")); err == nil {
+		t.Fatal("Add into a missing directory succeeded")
+	}
+	batch.Abort()
 	if got, _ := os.ReadFile(a); string(got) != "old a" {
-		t.Errorf("a = %q after a failed WriteAll, want the old content", got)
+		t.Errorf("a = %q after an aborted batch, want the old content", got)
 	}
 	if _, err := os.Stat(b); !os.IsNotExist(err) {
-		t.Errorf("b exists after a failed WriteAll: %v", err)
+		t.Errorf("b exists after an aborted batch: %v", err)
 	}
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
@@ -113,7 +119,13 @@ func TestWriteAllIsAllOrNothing(t *testing.T) {
 		}
 	}
 
-	if err := WriteAll(map[string][]byte{a: []byte("new a"), b: []byte("new b")}); err != nil {
+	batch = Batch{}
+	for path, data := range map[string]string{a: "new a", b: "new b"} {
+		if err := batch.Add(path, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := batch.Commit(); err != nil {
 		t.Fatal(err)
 	}
 	for path, want := range map[string]string{a: "new a", b: "new b"} {
