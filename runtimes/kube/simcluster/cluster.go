@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -53,7 +55,14 @@ type Cluster struct {
 	Nodes []string
 
 	keepDir bool
+	bin     string // the tools' directory
+	pki     *pki
+	mu      sync.Mutex // guards procs while Kueue starts beside running tests
 	procs   []*process
+	kueue   struct {
+		once sync.Once
+		err  error
+	}
 }
 
 // Namespaces the controllers run in.
@@ -144,18 +153,11 @@ func (c *Cluster) start(ctx context.Context, bin string, nodes []NodeGroup) erro
 		return err
 	}
 	etcdPort, peerPort, apiPort, webhookPort := ports[0], ports[1], ports[2], ports[3]
-	run := func(name string, args []string, env ...string) error {
-		p, err := start(c.Dir, name, filepath.Join(bin, name), args, env)
-		if err != nil {
-			return err
-		}
-		c.procs = append(c.procs, p)
-		return nil
-	}
+	c.bin, c.pki = bin, pki
 
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdPort)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
-	if err := run("etcd", []string{
+	if err := c.run("etcd", []string{
 		"--name=sim", "--data-dir=" + filepath.Join(c.Dir, "etcd"),
 		"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
 		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
@@ -173,7 +175,7 @@ func (c *Cluster) start(ctx context.Context, bin string, nodes []NodeGroup) erro
 		return err
 	}
 	apiURL := "https://127.0.0.1:" + strconv.Itoa(apiPort)
-	if err := run("kube-apiserver", []string{
+	if err := c.run("kube-apiserver", []string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(apiPort),
 		"--tls-cert-file=" + pki.ServeCert, "--tls-private-key-file=" + pki.ServeKey,
@@ -203,13 +205,13 @@ func (c *Cluster) start(ctx context.Context, bin string, nodes []NodeGroup) erro
 	if err := writeStages(filepath.Join(bin, "assets"), stages); err != nil {
 		return err
 	}
-	if err := run("kwok", []string{"--kubeconfig=" + c.Kubeconfig, "--config=" + stages, "--manage-all-nodes=true"}); err != nil {
+	if err := c.run("kwok", []string{"--kubeconfig=" + c.Kubeconfig, "--config=" + stages, "--manage-all-nodes=true"}); err != nil {
 		return err
 	}
-	if err := run("kube-scheduler", []string{"--kubeconfig=" + c.Kubeconfig, "--secure-port=0", "--leader-elect=false"}); err != nil {
+	if err := c.run("kube-scheduler", []string{"--kubeconfig=" + c.Kubeconfig, "--secure-port=0", "--leader-elect=false"}); err != nil {
 		return err
 	}
-	if err := run("kube-controller-manager", []string{
+	if err := c.run("kube-controller-manager", []string{
 		"--kubeconfig=" + c.Kubeconfig, "--secure-port=0", "--leader-elect=false",
 		"--service-account-private-key-file=" + pki.SAKey, "--root-ca-file=" + pki.CACert,
 		// kwok heartbeats every 20 to 45 seconds; the default grace (50s) is too
@@ -219,16 +221,35 @@ func (c *Cluster) start(ctx context.Context, bin string, nodes []NodeGroup) erro
 		return err
 	}
 
-	if err := c.installCRDs(ctx, filepath.Join(bin, "assets")); err != nil {
+	if err := c.installCRDs(ctx, filepath.Join(bin, "assets"), "jobset-crds", "argo-crds"); err != nil {
 		return err
 	}
-	if err := c.startJobSet(ctx, bin, pki, webhookPort, run); err != nil {
+	if err := c.startJobSet(ctx, webhookPort); err != nil {
 		return err
 	}
-	if err := c.startArgo(ctx, run); err != nil {
+	if err := c.startArgo(ctx); err != nil {
 		return err
 	}
 	return c.waitReady(ctx)
+}
+
+// run starts the tool name with args and env as a process of the cluster.
+func (c *Cluster) run(name string, args []string, env ...string) error {
+	p, err := start(c.Dir, name, filepath.Join(c.bin, name), args, env)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.procs = append(c.procs, p)
+	c.mu.Unlock()
+	return nil
+}
+
+// processes returns the cluster's processes, oldest first.
+func (c *Cluster) processes() []*process {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.procs)
 }
 
 // connect writes the kubeconfig and makes the clients.
@@ -286,7 +307,7 @@ func (c *Cluster) poll(ctx context.Context, timeout time.Duration, what string, 
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		for _, p := range c.procs {
+		for _, p := range c.processes() {
 			if err := p.exited(); err != nil {
 				return fmt.Errorf("waiting for %s: %w", what, err)
 			}
@@ -370,10 +391,13 @@ func (c *Cluster) WaitServiceAccount(ctx context.Context, ns string) error {
 // (SIGTERM, then SIGKILL after 10 seconds), and removes the state directory
 // unless Options.KeepDir was set.
 func (c *Cluster) Stop() {
-	for i := len(c.procs) - 1; i >= 0; i-- {
-		c.procs[i].stop(10 * time.Second)
+	procs := c.processes()
+	for i := len(procs) - 1; i >= 0; i-- {
+		procs[i].stop(10 * time.Second)
 	}
+	c.mu.Lock()
 	c.procs = nil
+	c.mu.Unlock()
 	if !c.keepDir && c.Dir != "" {
 		os.RemoveAll(c.Dir)
 	}
@@ -382,7 +406,7 @@ func (c *Cluster) Stop() {
 // Exited returns an error naming each process of the cluster that has exited.
 func (c *Cluster) Exited() error {
 	var errs []error
-	for _, p := range c.procs {
+	for _, p := range c.processes() {
 		if err := p.exited(); err != nil {
 			errs = append(errs, err)
 		}
@@ -393,7 +417,7 @@ func (c *Cluster) Exited() error {
 // LogTails returns the last n lines of each process's log.
 func (c *Cluster) LogTails(n int) string {
 	var b strings.Builder
-	for _, p := range c.procs {
+	for _, p := range c.processes() {
 		data, err := os.ReadFile(p.log)
 		if err != nil {
 			fmt.Fprintf(&b, "=== %s: %v\n", p.name, err)

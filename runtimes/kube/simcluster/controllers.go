@@ -18,15 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// crdDirs hold the CRDs the cluster installs, under assets/.
-var crdDirs = []string{"jobset-crds", "argo-crds"}
-
-// installCRDs creates the JobSet and Argo CRDs (with create, not a client-side
-// apply: Argo's full CRDs exceed the last-applied annotation's size limit) and
-// waits until each is established.
-func (c *Cluster) installCRDs(ctx context.Context, assetDir string) error {
+// installCRDs creates the CRDs of each of dirs under assetDir (with create, not a
+// client-side apply: Argo's full CRDs exceed the last-applied annotation's size
+// limit) and waits until each is established.
+func (c *Cluster) installCRDs(ctx context.Context, assetDir string, dirs ...string) error {
 	var names []string
-	for _, d := range crdDirs {
+	for _, d := range dirs {
 		files, err := filepath.Glob(filepath.Join(assetDir, d, "*.yaml"))
 		if err != nil {
 			return err
@@ -88,7 +85,7 @@ func (c *Cluster) createNamespace(ctx context.Context, name string) error {
 // defaults and the controller fails on them. The pod webhooks are left out: they
 // would put every pod creation in the cluster behind the controller, and what
 // they check (exclusive placement annotations) is not what the tests rely on.
-func (c *Cluster) startJobSet(ctx context.Context, bin string, pki *pki, port int, run func(string, []string, ...string) error) error {
+func (c *Cluster) startJobSet(ctx context.Context, port int) error {
 	if err := c.createNamespace(ctx, JobSetNamespace); err != nil {
 		return err
 	}
@@ -106,17 +103,29 @@ metrics:
   bindAddress: "0"
 health:
   healthProbeBindAddress: "0"
-`, port, pki.ServingDir)
+`, port, c.pki.ServingDir)
 	path := filepath.Join(c.Dir, "jobset-config.yaml")
 	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
 		return err
 	}
-	if err := run("jobset-controller", []string{"--config=" + path, "--kubeconfig=" + c.Kubeconfig, "--zap-log-level=info"},
+	if err := c.run("jobset-controller", []string{"--config=" + path, "--kubeconfig=" + c.Kubeconfig, "--zap-log-level=info"},
 		"POD_NAMESPACE="+JobSetNamespace, "KUBECONFIG="+c.Kubeconfig); err != nil {
 		return err
 	}
+	return c.registerWebhooks(ctx, "jobset", port, func(path string) (keep bool, selector map[string]any) {
+		return strings.Contains(path, "jobset"), nil
+	})
+}
+
+// registerWebhooks waits for the webhook server of controller name on
+// 127.0.0.1:port, then creates the webhook configurations of its
+// assets/<name>-webhook/manifests.yaml, calling the server by URL with the
+// cluster's CA, named "<name>-<configuration>". keep chooses the webhooks to
+// register by their path, and gives the namespace selector of each (nil for the
+// manifest's own).
+func (c *Cluster) registerWebhooks(ctx context.Context, name string, port int, keep func(path string) (bool, map[string]any)) error {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	err := c.poll(ctx, time.Minute, "the JobSet webhook server on "+addr, func() (bool, error) {
+	err := c.poll(ctx, time.Minute, "the "+name+" webhook server on "+addr, func() (bool, error) {
 		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true})
 		if err != nil {
 			return false, nil
@@ -127,7 +136,7 @@ health:
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(filepath.Join(bin, "assets", "jobset-webhook", "manifests.yaml"))
+	data, err := os.ReadFile(filepath.Join(c.bin, "assets", name+"-webhook", "manifests.yaml"))
 	if err != nil {
 		return err
 	}
@@ -141,19 +150,23 @@ health:
 		for _, h := range hooks {
 			m, _ := h.(map[string]any)
 			path, _, _ := unstructured.NestedString(m, "clientConfig", "service", "path")
-			if !strings.Contains(path, "jobset") {
+			ok, selector := keep(path)
+			if !ok {
 				continue
 			}
-			m["clientConfig"] = map[string]any{"url": "https://" + addr + path, "caBundle": base64.StdEncoding.EncodeToString(pki.CAPEM)}
+			m["clientConfig"] = map[string]any{"url": "https://" + addr + path, "caBundle": base64.StdEncoding.EncodeToString(c.pki.CAPEM)}
+			if selector != nil {
+				m["namespaceSelector"] = selector
+			}
 			kept = append(kept, m)
 		}
 		if len(kept) == 0 {
-			return fmt.Errorf("%s has no JobSet webhooks", cfg.GetName())
+			return fmt.Errorf("%s has no %s webhooks", cfg.GetName(), name)
 		}
 		if err := unstructured.SetNestedSlice(cfg.Object, kept, "webhooks"); err != nil {
 			return err
 		}
-		cfg.SetName("jobset-" + cfg.GetName())
+		cfg.SetName(name + "-" + cfg.GetName())
 		if _, err := c.Create(ctx, cfg, ""); err != nil {
 			return err
 		}
@@ -165,7 +178,7 @@ health:
 // server off, re-examining running Workflows every second instead of every ten
 // (kwok finishes pods at once, so the default only adds waiting). (It also serves /healthz on the fixed port 6060; when that port is
 // taken it only logs so.)
-func (c *Cluster) startArgo(ctx context.Context, run func(string, []string, ...string) error) error {
+func (c *Cluster) startArgo(ctx context.Context) error {
 	if err := c.createNamespace(ctx, ArgoNamespace); err != nil {
 		return err
 	}
@@ -179,7 +192,7 @@ func (c *Cluster) startArgo(ctx context.Context, run func(string, []string, ...s
 	if _, err := c.Client.CoreV1().ConfigMaps(ArgoNamespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	return run("workflow-controller", []string{
+	return c.run("workflow-controller", []string{
 		"--kubeconfig=" + c.Kubeconfig, "--namespace=" + ArgoNamespace,
 		"--executor-image=quay.io/argoproj/argoexec:" + ArgoVersion,
 	}, "LEADER_ELECTION_DISABLE=true", "DEFAULT_REQUEUE_TIME=1s", "KUBECONFIG="+c.Kubeconfig)

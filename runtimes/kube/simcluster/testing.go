@@ -78,9 +78,26 @@ func Main(m *testing.M) int {
 // created in it, and deletes it when t ends.
 func (c *Cluster) Namespace(t testing.TB) string {
 	t.Helper()
+	return c.namespace(t, nil)
+}
+
+// KueueNamespace starts Kueue (StartKueue) if it is not running, then creates a
+// namespace for t whose Jobs, JobSets and pods Kueue manages, as Namespace does.
+func (c *Cluster) KueueNamespace(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+	defer cancel()
+	if err := c.StartKueue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return c.namespace(t, map[string]string{LabelKueue: "true"})
+}
+
+func (c *Cluster) namespace(t testing.TB, labels map[string]string) string {
+	t.Helper()
 	ctx := context.Background()
 	ns, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "t-"},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "t-", Labels: labels},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create namespace: %v", err)

@@ -18,12 +18,13 @@ const (
 	KwokVersion       = "v0.8.0"
 	JobSetVersion     = "v0.12.0"
 	ArgoVersion       = "v3.7.18"
+	KueueVersion      = "v0.17.0"
 )
 
 // VersionKey names the cache directory of one set of tool versions, so that a
 // version change builds into a fresh directory and never reuses stale binaries.
 const VersionKey = "k8s-" + KubernetesVersion + "_etcd-" + EtcdVersion + "_kwok-" + KwokVersion +
-	"_jobset-" + JobSetVersion + "_argo-" + ArgoVersion
+	"_jobset-" + JobSetVersion + "_argo-" + ArgoVersion + "_kueue-" + KueueVersion
 
 // CacheEnv overrides the cache directory that holds the built tools.
 const CacheEnv = "MANIFOLD_SIMCLUSTER_BIN"
@@ -67,6 +68,8 @@ func Tools() []Tool {
 			LDFlags: []string{"-X", "sigs.k8s.io/jobset/pkg/version.GitVersion=" + JobSetVersion}},
 		{Name: "workflow-controller", Module: "argo", Package: "github.com/argoproj/argo-workflows/v3/cmd/workflow-controller",
 			LDFlags: []string{"-X", "github.com/argoproj/argo-workflows/v3.version=" + ArgoVersion}},
+		{Name: "kueue", Module: "kueue", Package: "sigs.k8s.io/kueue/cmd/kueue",
+			LDFlags: []string{"-X", "sigs.k8s.io/kueue/pkg/version.GitVersion=" + KueueVersion}},
 	}
 }
 
@@ -145,13 +148,29 @@ var assets = []asset{
 	{Dest: "jobset-crds", Module: ".", Path: "sigs.k8s.io/jobset", Dir: "config/components/crd/bases"},
 	{Dest: "jobset-webhook", Module: ".", Path: "sigs.k8s.io/jobset", Dir: "config/components/webhook"},
 	{Dest: "argo-crds", Module: "argo", Path: "github.com/argoproj/argo-workflows/v3", Dir: "manifests/base/crds/full"},
+	{Dest: "kueue-crds", Module: "kueue", Path: "sigs.k8s.io/kueue", Dir: "config/components/crd/bases"},
+	{Dest: "kueue-webhook", Module: "kueue", Path: "sigs.k8s.io/kueue", Dir: "config/components/webhook"},
 }
 
 // assetsDone marks a complete copy of every asset.
 const assetsDone = "assets/.complete"
 
+// assetsComplete reports whether dir holds a complete copy of every asset (one
+// made before an asset was added lacks its directory).
+func assetsComplete(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, assetsDone)); err != nil {
+		return false
+	}
+	for _, a := range assets {
+		if _, err := os.Stat(filepath.Join(dir, "assets", a.Dest)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
 func copyAssets(ctx context.Context, goCmd, toolsDir, dir string, log io.Writer) error {
-	if _, err := os.Stat(filepath.Join(dir, assetsDone)); err == nil {
+	if assetsComplete(dir) {
 		return nil
 	}
 	fmt.Fprintln(log, "copying CRDs, webhook manifests and kwok stages")
@@ -206,7 +225,7 @@ func Ready(dir string) error {
 	for _, t := range MissingTools(dir) {
 		missing = append(missing, t.Name)
 	}
-	if _, err := os.Stat(filepath.Join(dir, assetsDone)); err != nil {
+	if !assetsComplete(dir) {
 		missing = append(missing, "assets")
 	}
 	if len(missing) == 0 {

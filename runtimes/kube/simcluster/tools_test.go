@@ -29,7 +29,7 @@ func requires(t *testing.T, path string) map[string]string {
 // cannot leave stale binaries in use.
 func TestToolsModulesMatchVersions(t *testing.T) {
 	mods := map[string]map[string]string{}
-	for _, m := range []string{".", "etcd", "argo"} {
+	for _, m := range []string{".", "etcd", "argo", "kueue"} {
 		mods[m] = requires(t, filepath.Join("tools", m, "go.mod"))
 	}
 	for _, c := range []struct{ module, path, want string }{
@@ -38,6 +38,7 @@ func TestToolsModulesMatchVersions(t *testing.T) {
 		{".", "sigs.k8s.io/jobset", JobSetVersion},
 		{"etcd", "go.etcd.io/etcd/server/v3", EtcdVersion},
 		{"argo", "github.com/argoproj/argo-workflows/v3", ArgoVersion},
+		{"kueue", "sigs.k8s.io/kueue", KueueVersion},
 	} {
 		if got := mods[c.module][c.path]; got != c.want {
 			t.Errorf("tools/%s/go.mod requires %s %s, want %s", c.module, c.path, got, c.want)

@@ -1,0 +1,109 @@
+package simcluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// KueueNamespace is the namespace Kueue's controller manager runs in.
+const KueueNamespace = "kueue-system"
+
+// LabelKueue marks a namespace whose Jobs, JobSets and pods Kueue manages (value
+// "true"). Kueue's job, JobSet and pod webhooks are registered for those
+// namespaces only, so the tests that do not queue never wait on Kueue.
+const LabelKueue = "sim.manifold.dev/kueue"
+
+// Kueue's resources, in the version its controller manager stores.
+var (
+	ResourceFlavorGVR        = kueueGVR("resourceflavors")
+	ClusterQueueGVR          = kueueGVR("clusterqueues")
+	LocalQueueGVR            = kueueGVR("localqueues")
+	WorkloadGVR              = kueueGVR("workloads")
+	WorkloadPriorityClassGVR = kueueGVR("workloadpriorityclasses")
+	TopologyGVR              = kueueGVR("topologies")
+)
+
+func kueueGVR(resource string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: resource}
+}
+
+// StartKueue starts Kueue's controller manager once per cluster: it installs
+// Kueue's CRDs, runs the controller manager with the batch/job, JobSet and pod
+// integrations and its webhook server on a loopback port, and registers its
+// webhooks by URL: those of Kueue's own kinds for every namespace, those of Jobs,
+// JobSets and pods for the namespaces labelled LabelKueue. Calls after the first
+// return the first's result. Kueue is not part of Start: the tests that do not
+// queue pay nothing for it.
+func (c *Cluster) StartKueue(ctx context.Context) error {
+	c.kueue.once.Do(func() {
+		c.kueue.err = c.startKueue(ctx)
+		if c.kueue.err != nil {
+			c.kueue.err = fmt.Errorf("start Kueue: %w\n%s", c.kueue.err, c.LogTails(40))
+		}
+	})
+	return c.kueue.err
+}
+
+func (c *Cluster) startKueue(ctx context.Context) error {
+	if err := c.installCRDs(ctx, filepath.Join(c.bin, "assets"), "kueue-crds"); err != nil {
+		return err
+	}
+	if err := c.createNamespace(ctx, KueueNamespace); err != nil {
+		return err
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		return err
+	}
+	// The visibility server is off: it would bind a fixed port, and the
+	// clusters of parallel test processes would take it from each other.
+	config := fmt.Sprintf(`apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+namespace: %s
+leaderElection:
+  leaderElect: false
+internalCertManagement:
+  enable: false
+webhook:
+  host: 127.0.0.1
+  port: %d
+  certDir: %s
+metrics:
+  bindAddress: "0"
+health:
+  healthProbeBindAddress: "0"
+managedJobsNamespaceSelector:
+  matchLabels:
+    %s: "true"
+integrations:
+  frameworks:
+  - batch/job
+  - jobset.x-k8s.io/jobset
+  - pod
+featureGates:
+  VisibilityOnDemand: false
+`, KueueNamespace, ports[0], c.pki.ServingDir, LabelKueue)
+	path := filepath.Join(c.Dir, "kueue-config.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
+		return err
+	}
+	if err := c.run("kueue", []string{"--config=" + path, "--kubeconfig=" + c.Kubeconfig, "--zap-log-level=info"},
+		"POD_NAMESPACE="+KueueNamespace, "KUBECONFIG="+c.Kubeconfig); err != nil {
+		return err
+	}
+	managed := map[string]any{"matchLabels": map[string]any{LabelKueue: "true"}}
+	return c.registerWebhooks(ctx, "kueue", ports[0], func(path string) (bool, map[string]any) {
+		switch {
+		case strings.Contains(path, "-kueue-x-k8s-io-"):
+			return true, nil
+		case strings.HasSuffix(path, "-batch-v1-job"), strings.HasSuffix(path, "-jobset-x-k8s-io-v1alpha2-jobset"), strings.HasSuffix(path, "--v1-pod"):
+			return true, managed
+		}
+		return false, nil
+	})
+}
