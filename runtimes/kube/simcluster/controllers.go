@@ -57,14 +57,7 @@ func (c *Cluster) installCRDs(ctx context.Context, assetDir string, dirs ...stri
 			if err != nil {
 				return false, err
 			}
-			conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-			for _, cond := range conds {
-				m, _ := cond.(map[string]any)
-				if m["type"] == "Established" && m["status"] == "True" {
-					return true, nil
-				}
-			}
-			return false, nil
+			return conditionTrue(crd, "Established"), nil
 		})
 		if err != nil {
 			return err

@@ -3,10 +3,17 @@ package simcluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -106,4 +113,82 @@ featureGates:
 		}
 		return false, nil
 	})
+}
+
+// KueueQueue creates, for test t, a LocalQueue name in namespace ns that
+// submits to a ClusterQueue of its own (named after ns and name) with one
+// ResourceFlavor and quota for exactly the resources of quota, and deletes the
+// cluster-scoped objects when t ends. It waits until the ClusterQueue is active.
+// Resources missing from quota are not covered: a workload that asks for one is
+// never admitted.
+func (c *Cluster) KueueQueue(t testing.TB, ns, name string, quota corev1.ResourceList) {
+	t.Helper()
+	ctx := context.Background()
+	cq := ns + "-" + name
+	var covered []any
+	var resources []any
+	for _, r := range slices.Sorted(maps.Keys(quota)) {
+		q := quota[r]
+		covered = append(covered, string(r))
+		resources = append(resources, map[string]any{"name": string(r), "nominalQuota": q.String()})
+	}
+	objs := []*unstructured.Unstructured{
+		{Object: map[string]any{
+			"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+			"metadata": map[string]any{"name": cq},
+		}},
+		{Object: map[string]any{
+			"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+			"metadata": map[string]any{"name": cq},
+			"spec": map[string]any{
+				"namespaceSelector": map[string]any{"matchLabels": map[string]any{corev1.LabelMetadataName: ns}},
+				"resourceGroups": []any{map[string]any{
+					"coveredResources": covered,
+					"flavors":          []any{map[string]any{"name": cq, "resources": resources}},
+				}},
+			},
+		}},
+	}
+	for _, o := range objs {
+		gvr := ResourceFlavorGVR
+		if o.GetKind() == "ClusterQueue" {
+			gvr = ClusterQueueGVR
+		}
+		if _, err := c.Dynamic.Resource(gvr).Create(ctx, o, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create %s %s: %v", o.GetKind(), cq, err)
+		}
+		t.Cleanup(func() {
+			_ = c.Dynamic.Resource(gvr).Delete(context.Background(), o.GetName(), metav1.DeleteOptions{})
+		})
+	}
+	lq := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec":     map[string]any{"clusterQueue": cq},
+	}}
+	if _, err := c.Dynamic.Resource(LocalQueueGVR).Namespace(ns).Create(ctx, lq, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create LocalQueue %s/%s: %v", ns, name, err)
+	}
+	err := c.poll(ctx, time.Minute, "ClusterQueue "+cq+" to be active", func() (bool, error) {
+		o, err := c.Dynamic.Resource(ClusterQueueGVR).Get(ctx, cq, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return conditionTrue(o, "Active"), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// conditionTrue reports whether obj's status has condition typ with status True.
+func conditionTrue(obj *unstructured.Unstructured, typ string) bool {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, cond := range conds {
+		m, _ := cond.(map[string]any)
+		if m["type"] == typ && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
 }
