@@ -2,6 +2,7 @@ package simcluster
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"maps"
 	"os"
@@ -99,6 +100,9 @@ featureGates:
 	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
 		return err
 	}
+	if err := kueueMetricsCert(); err != nil {
+		return err
+	}
 	if err := c.run("kueue", []string{"--config=" + path, "--kubeconfig=" + c.Kubeconfig, "--zap-log-level=info"},
 		"POD_NAMESPACE="+KueueNamespace, "KUBECONFIG="+c.Kubeconfig); err != nil {
 		return err
@@ -115,6 +119,55 @@ featureGates:
 	})
 }
 
+// kueueMetricsDir is where Kueue v0.17.0 reads its metrics server's certificate
+// when it does not manage its own (cmd/kueue/main.go; a fixed path, where its
+// deployment mounts a Secret). It exits when the files are missing, even with
+// the metrics server off, as here.
+const kueueMetricsDir = "/etc/kueue/metrics/certs"
+
+// kueueMetricsCert writes a self-signed certificate and key to kueueMetricsDir
+// unless both are there. They are never served (the metrics server is off), so
+// every cluster on the machine can share them; they are left in place.
+func kueueMetricsCert() error {
+	crt, key := filepath.Join(kueueMetricsDir, "tls.crt"), filepath.Join(kueueMetricsDir, "tls.key")
+	if _, err := tls.LoadX509KeyPair(crt, key); err == nil {
+		return nil
+	}
+	fail := func(err error) error {
+		return fmt.Errorf("Kueue needs a certificate in %s, which it reads from that fixed path, and it cannot be written (%w): run the tests as root, or create tls.crt and tls.key there once", kueueMetricsDir, err)
+	}
+	if err := os.MkdirAll(kueueMetricsDir, 0o755); err != nil {
+		return fail(err)
+	}
+	certPEM, keyPEM, err := selfSigned("kueue-metrics")
+	if err != nil {
+		return err
+	}
+	// Each file is written whole under a name of its own and renamed into
+	// place, so a cluster starting beside this one never reads half a file.
+	for _, f := range []struct {
+		path string
+		data []byte
+	}{{key, keyPEM}, {crt, certPEM}} {
+		tmp, err := os.CreateTemp(kueueMetricsDir, ".tmp-*")
+		if err != nil {
+			return fail(err)
+		}
+		_, err = tmp.Write(f.data)
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp.Name(), f.path)
+		}
+		if err != nil {
+			os.Remove(tmp.Name())
+			return fail(err)
+		}
+	}
+	return nil
+}
+
 // KueueQueue creates, for test t, a LocalQueue name in namespace ns that
 // submits to a ClusterQueue of its own (named after ns and name) with one
 // ResourceFlavor and quota for exactly the resources of quota, and deletes the
@@ -122,6 +175,26 @@ featureGates:
 // Resources missing from quota are not covered: a workload that asks for one is
 // never admitted.
 func (c *Cluster) KueueQueue(t testing.TB, ns, name string, quota corev1.ResourceList) {
+	t.Helper()
+	c.kueueQueue(t, ns, name, quota, nil)
+}
+
+// KueueTopologyQueue is KueueQueue for Kueue's topology-aware scheduling: its
+// ResourceFlavor holds the nodes of instanceType and names a Topology of its own
+// whose levels are level and then kubernetes.io/hostname, so Kueue admits a
+// workload onto nodes it chooses within one domain of level. It returns the
+// flavor's name.
+func (c *Cluster) KueueTopologyQueue(t testing.TB, ns, name, instanceType, level string, quota corev1.ResourceList) string {
+	t.Helper()
+	return c.kueueQueue(t, ns, name, quota, &kueueTopology{instanceType: instanceType, levels: []string{level, corev1.LabelHostname}})
+}
+
+type kueueTopology struct {
+	instanceType string
+	levels       []string
+}
+
+func (c *Cluster) kueueQueue(t testing.TB, ns, name string, quota corev1.ResourceList, topo *kueueTopology) string {
 	t.Helper()
 	ctx := context.Background()
 	cq := ns + "-" + name
@@ -132,12 +205,28 @@ func (c *Cluster) KueueQueue(t testing.TB, ns, name string, quota corev1.Resourc
 		covered = append(covered, string(r))
 		resources = append(resources, map[string]any{"name": string(r), "nominalQuota": q.String()})
 	}
-	objs := []*unstructured.Unstructured{
-		{Object: map[string]any{
+	flavor := map[string]any{}
+	var objs []*unstructured.Unstructured
+	if topo != nil {
+		var levels []any
+		for _, l := range topo.levels {
+			levels = append(levels, map[string]any{"nodeLabel": l})
+		}
+		objs = append(objs, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology",
+			"metadata": map[string]any{"name": cq},
+			"spec":     map[string]any{"levels": levels},
+		}})
+		flavor["nodeLabels"] = map[string]any{corev1.LabelInstanceTypeStable: topo.instanceType}
+		flavor["topologyName"] = cq
+	}
+	objs = append(objs,
+		&unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
 			"metadata": map[string]any{"name": cq},
+			"spec":     flavor,
 		}},
-		{Object: map[string]any{
+		&unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
 			"metadata": map[string]any{"name": cq},
 			"spec": map[string]any{
@@ -147,13 +236,9 @@ func (c *Cluster) KueueQueue(t testing.TB, ns, name string, quota corev1.Resourc
 					"flavors":          []any{map[string]any{"name": cq, "resources": resources}},
 				}},
 			},
-		}},
-	}
+		}})
 	for _, o := range objs {
-		gvr := ResourceFlavorGVR
-		if o.GetKind() == "ClusterQueue" {
-			gvr = ClusterQueueGVR
-		}
+		gvr := map[string]schema.GroupVersionResource{"Topology": TopologyGVR, "ResourceFlavor": ResourceFlavorGVR, "ClusterQueue": ClusterQueueGVR}[o.GetKind()]
 		if _, err := c.Dynamic.Resource(gvr).Create(ctx, o, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("create %s %s: %v", o.GetKind(), cq, err)
 		}
@@ -179,6 +264,7 @@ func (c *Cluster) KueueQueue(t testing.TB, ns, name string, quota corev1.Resourc
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cq
 }
 
 // conditionTrue reports whether obj's status has condition typ with status True.

@@ -51,7 +51,7 @@ func TestExamples(t *testing.T) {
 			live := map[string]map[string][]corev1.Pod{}
 			for _, target := range targets {
 				t.Run(target, func(t *testing.T) {
-					r := runTarget(t, c, e, target)
+					r := runTarget(t, c, c.Namespace(t), e, target)
 					for _, check := range []func(*example, *jobRun) []string{checkComplete, checkPlacement, checkResources, checkOrder, checkDistinctNodes} {
 						for _, problem := range check(e, r) {
 							t.Error(problem)
@@ -77,10 +77,10 @@ func TestExamples(t *testing.T) {
 	}
 }
 
-// runTarget compiles e for target and runs it in a namespace of its own.
-func runTarget(t *testing.T, c *simcluster.Cluster, e *example, target string) *jobRun {
+// runTarget compiles e for target and runs it in namespace ns.
+func runTarget(t *testing.T, c *simcluster.Cluster, ns string, e *example, target string) *jobRun {
 	t.Helper()
-	ns := c.Namespace(t)
+	e = sideBySide(e)
 	switch target {
 	case "job", "jobset":
 		return runOrdered(t, c, ns, e.compileTarget(t, target))
@@ -100,7 +100,7 @@ func runTarget(t *testing.T, c *simcluster.Cluster, e *example, target string) *
 	}
 	if target == "argo-job" {
 		v := *e
-		v.config = argoJobConfig
+		v.config = argoJobConfig + "\n" + e.config
 		e = &v
 	}
 	objs := e.compileTarget(t, "argo")
@@ -110,6 +110,21 @@ func runTarget(t *testing.T, c *simcluster.Cluster, e *example, target string) *
 	}
 	runResourceManifests(t, c, ns, e, objs, wr)
 	return wr.jobRun
+}
+
+// sideBySide returns e compiled so that its pods keep running for a moment when
+// it has a multi-node step: kwok completes a pod as soon as it is bound, and the
+// scheduler no longer counts a finished pod against the required anti-affinity,
+// so a step's second pod could otherwise take the node its first just left.
+func sideBySide(e *example) *example {
+	for _, s := range e.Steps {
+		if s.Nodes > 1 {
+			v := *e
+			v.config = e.config + "\n[labels]\n\"" + simcluster.LabelRunFor + "\" = \"2s\""
+			return &v
+		}
+	}
+	return e
 }
 
 // runResourceManifests stands in for what kwok cannot do. The executor pod of a
