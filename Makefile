@@ -37,9 +37,9 @@ moto:
 	tools/moto/venv.sh >/dev/null
 
 # The simulated cluster's programs (etcd, the Kubernetes control plane, kwok, the
-# JobSet and Argo controllers), built from the Go module proxy into
+# JobSet, Argo and Kueue controllers), built from the Go module proxy into
 # $$HOME/.cache/manifold/simcluster/<versions>/ (or $$MANIFOLD_SIMCLUSTER_BIN).
-# Only missing binaries are built: about 25 minutes on 2 cores the first time.
+# Only missing binaries are built: about 30 minutes on 2 cores the first time.
 sim-tools:
 	$(GO) run ./runtimes/kube/simcluster/cmd/sim-tools
 

@@ -4,7 +4,9 @@
 // workflow-controller, on loopback ports, with fake nodes shaped like the
 // catalog's instance types by package nodeshape (which shapes the workers of
 // `kind up --simulate` too). No containers run: kwok moves pods to Running and then
-// to Succeeded (or to Failed for pods labelled LabelFail).
+// to Succeeded (or to Failed for pods labelled LabelFail). Kueue's controller
+// manager is started on demand (StartKueue, KueueNamespace) for the namespaces
+// labelled LabelKueue.
 //
 // The programs are built by `make sim-tools` (BuildTools) from the modules under
 // tools/ into a versioned cache directory (BinDir). Tests use Shared with Main in

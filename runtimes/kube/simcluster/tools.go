@@ -231,6 +231,6 @@ func Ready(dir string) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	return fmt.Errorf("the simulated cluster's tools are not built in %s (missing: %s): run `make sim-tools` from the repository root (about 25 minutes the first time, seconds later)",
+	return fmt.Errorf("the simulated cluster's tools are not built in %s (missing: %s): run `make sim-tools` from the repository root (about 30 minutes the first time, seconds later)",
 		dir, strings.Join(missing, ", "))
 }

@@ -1,5 +1,5 @@
 // Command sim-tools builds the programs of the simulated cluster (etcd, the
-// Kubernetes control plane, kwok, the JobSet and Argo controllers) into their
+// Kubernetes control plane, kwok, the JobSet, Argo and Kueue controllers) into their
 // versioned cache directory, building only those missing. Run it from the
 // repository root, as `make sim-tools` does.
 package main
