@@ -14,7 +14,7 @@ test: fmt-check vet tools airflow moto sim-tools
 	MANIFOLD_ARGOLINT=$(CURDIR)/bin/argolint \
 	MANIFOLD_AIRFLOW_PYTHON=$$(tools/airflow/venv.sh) \
 	MANIFOLD_MOTO_PYTHON=$$(tools/moto/venv.sh) \
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 20m ./...
 
 # tools/kubevalidate runs the API server's own validation, tools/argolint Argo's
 # validator; the first build on a fresh machine takes a few minutes, later ones are
