@@ -82,7 +82,26 @@ func (c *Cluster) startJobSet(ctx context.Context, port int) error {
 	if err := c.createNamespace(ctx, JobSetNamespace); err != nil {
 		return err
 	}
-	config := fmt.Sprintf(`apiVersion: config.jobset.x-k8s.io/v1alpha1
+	path, err := c.managerConfig("jobset", "config.jobset.x-k8s.io/v1alpha1", port, "")
+	if err != nil {
+		return err
+	}
+	if err := c.run("jobset-controller", []string{"--config=" + path, "--kubeconfig=" + c.Kubeconfig, "--zap-log-level=info"},
+		"POD_NAMESPACE="+JobSetNamespace, "KUBECONFIG="+c.Kubeconfig); err != nil {
+		return err
+	}
+	return c.registerWebhooks(ctx, "jobset", port, func(path string) (keep bool, selector map[string]any) {
+		return strings.Contains(path, "jobset"), nil
+	})
+}
+
+// managerConfig writes the configuration file of controller name, a
+// controller-runtime manager whose Configuration kind is of apiVersion: no leader
+// election, its webhook server on 127.0.0.1:port with the cluster's serving
+// certificate, metrics and health probes off, and then extra (YAML of the same
+// document). It returns the file's path.
+func (c *Cluster) managerConfig(name, apiVersion string, port int, extra string) (string, error) {
+	config := fmt.Sprintf(`apiVersion: %s
 kind: Configuration
 leaderElection:
   leaderElect: false
@@ -96,18 +115,9 @@ metrics:
   bindAddress: "0"
 health:
   healthProbeBindAddress: "0"
-`, port, c.pki.ServingDir)
-	path := filepath.Join(c.Dir, "jobset-config.yaml")
-	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
-		return err
-	}
-	if err := c.run("jobset-controller", []string{"--config=" + path, "--kubeconfig=" + c.Kubeconfig, "--zap-log-level=info"},
-		"POD_NAMESPACE="+JobSetNamespace, "KUBECONFIG="+c.Kubeconfig); err != nil {
-		return err
-	}
-	return c.registerWebhooks(ctx, "jobset", port, func(path string) (keep bool, selector map[string]any) {
-		return strings.Contains(path, "jobset"), nil
-	})
+`, apiVersion, port, c.pki.ServingDir) + extra
+	path := filepath.Join(c.Dir, name+"-config.yaml")
+	return path, os.WriteFile(path, []byte(config), 0o644)
 }
 
 // registerWebhooks waits for the webhook server of controller name on

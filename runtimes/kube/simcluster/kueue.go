@@ -70,21 +70,7 @@ func (c *Cluster) startKueue(ctx context.Context) error {
 	}
 	// The visibility server is off: it would bind a fixed port, and the
 	// clusters of parallel test processes would take it from each other.
-	config := fmt.Sprintf(`apiVersion: config.kueue.x-k8s.io/v1beta2
-kind: Configuration
-namespace: %s
-leaderElection:
-  leaderElect: false
-internalCertManagement:
-  enable: false
-webhook:
-  host: 127.0.0.1
-  port: %d
-  certDir: %s
-metrics:
-  bindAddress: "0"
-health:
-  healthProbeBindAddress: "0"
+	path, err := c.managerConfig("kueue", "config.kueue.x-k8s.io/v1beta2", ports[0], fmt.Sprintf(`namespace: %s
 managedJobsNamespaceSelector:
   matchLabels:
     %s: "true"
@@ -95,9 +81,8 @@ integrations:
   - pod
 featureGates:
   VisibilityOnDemand: false
-`, KueueNamespace, ports[0], c.pki.ServingDir, LabelKueue)
-	path := filepath.Join(c.Dir, "kueue-config.yaml")
-	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
+`, KueueNamespace, LabelKueue))
+	if err != nil {
 		return err
 	}
 	if err := kueueMetricsCert(); err != nil {
