@@ -98,6 +98,9 @@ func (c *cluster) check(ctx context.Context, f *plan.Flow) (*Report, error) {
 	if err := c.installedClaims(ctx, f, r); err != nil {
 		return nil, err
 	}
+	if err := c.queuesReady(ctx, f, r); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 

@@ -34,6 +34,8 @@ type cluster struct {
 	// context is the kubeconfig context used, host the API server's URL, and
 	// namespace the one objects without their own go to.
 	context, host, namespace string
+	// kueue is whether the cluster serves Kueue's API, once asked (kueueServed).
+	kueue *bool
 }
 
 // connectTimeout bounds the first request to the cluster, which tells whether it
@@ -95,7 +97,7 @@ type access struct {
 // preflight checks, before anything is created, that every namespace the run uses
 // exists, that the cluster serves the kinds it will create, and that RBAC lets
 // this user create, watch and delete them and read pod logs.
-func (c *cluster) preflight(ctx context.Context, namespaces []string, as string, multiNode, claimTemplates bool) error {
+func (c *cluster) preflight(ctx context.Context, namespaces []string, as string, multiNode, claimTemplates, queued bool) error {
 	if as == AsJobSet {
 		if err := c.served(jobSetGVR, "install the JobSet controller (`kind up --with jobset`, or https://jobset.sigs.k8s.io/docs/installation/), or run with --as job"); err != nil {
 			return err
@@ -129,6 +131,10 @@ func (c *cluster) preflight(ctx context.Context, namespaces []string, as string,
 		}
 	}
 	needs = append(needs, claimTemplateAccess(claimTemplates)...)
+	if queued {
+		// The run follows its Workloads to say why a step waits for admission.
+		needs = append(needs, access{"list", workloadGVR.Group, workloadGVR.Resource, ""}, access{"watch", workloadGVR.Group, workloadGVR.Resource, ""})
+	}
 	for _, ns := range namespaces {
 		var refused []string
 		for _, a := range needs {
@@ -163,18 +169,27 @@ func (c *cluster) preflight(ctx context.Context, namespaces []string, as string,
 // served checks that the API server serves resource gvr, saying what to do when it
 // does not.
 func (c *cluster) served(gvr schema.GroupVersionResource, todo string) error {
+	ok, err := c.serves(gvr)
+	if err != nil || ok {
+		return err
+	}
+	return fmt.Errorf("the cluster at %s does not serve %s (%s): %s", c.host, gvr.Resource, gvr.GroupVersion(), todo)
+}
+
+// serves reports whether the API server serves resource gvr.
+func (c *cluster) serves(gvr schema.GroupVersionResource) (bool, error) {
 	list, err := c.client.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("asking the cluster at %s for the %s API: %w", c.host, gvr.GroupVersion(), err)
+		return false, fmt.Errorf("asking the cluster at %s for the %s API: %w", c.host, gvr.GroupVersion(), err)
 	}
 	if list != nil {
 		for _, r := range list.APIResources {
 			if r.Name == gvr.Resource {
-				return nil
+				return true, nil
 			}
 		}
 	}
-	return fmt.Errorf("the cluster at %s does not serve %s (%s): %s", c.host, gvr.Resource, gvr.GroupVersion(), todo)
+	return false, nil
 }
 
 // claim is a PersistentVolumeClaim a step mounts, in the namespace of its pods.

@@ -179,6 +179,10 @@ type unit struct {
 	imageStuck bool
 	reported   bool
 	timers     []*time.Timer
+	// queuedSince is when the unit was last seen waiting for Kueue, and
+	// queuedFor the reason last shown for it.
+	queuedSince time.Time
+	queuedFor   string
 }
 
 type object struct {
@@ -272,8 +276,9 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	}
 	var namespaces []string
 	var claims []claim
-	multiNode := false
+	multiNode, queued := false, false
 	for _, u := range units {
+		queued = queued || u.step.Queue != ""
 		if !slices.Contains(namespaces, u.ns) {
 			namespaces = append(namespaces, u.ns)
 		}
@@ -284,13 +289,16 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 			}
 		}
 	}
-	if err := c.preflight(ctx, namespaces, o.As, multiNode, needsDevices(f)); err != nil {
+	if err := c.preflight(ctx, namespaces, o.As, multiNode, needsDevices(f), queued); err != nil {
 		return nil, err
 	}
 	if err := c.claimsExist(ctx, claims); err != nil {
 		return nil, err
 	}
 	if err := c.claimTemplatesExist(ctx, units); err != nil {
+		return nil, err
+	}
+	if err := c.queuesExist(ctx, units); err != nil {
 		return nil, err
 	}
 
@@ -312,7 +320,14 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 		return nil, err
 	}
 
-	r.w, err = watch(ctx, c, namespaces, o.As == AsJobSet, r.id)
+	// A step waiting for Kueue is shown with its Workload's reason.
+	workloads := false
+	if queued {
+		if workloads, err = c.kueueServed(); err != nil {
+			return nil, err
+		}
+	}
+	r.w, err = watch(ctx, c, namespaces, o.As == AsJobSet, workloads, r.id)
 	if err != nil {
 		return nil, err
 	}

@@ -205,6 +205,15 @@ func (r *runner) evaluate(ctx context.Context) {
 			r.fail(u, msg, reason, code)
 			continue
 		}
+		if ob.queued != "" {
+			r.queue(u, ob, now)
+			continue
+		}
+		if r.task(u).State == record.Queued {
+			u.queuedFor = ""
+			r.update(u, func(t *record.Task) { t.State, t.Reason = record.Running, "" })
+			r.disp.Event(u.label, false, "admitted by Kueue")
+		}
 		r.setView(u, ob)
 		if n := r.task(u).Attempts; ob.attempt > n {
 			why := "a pod failed"
@@ -215,6 +224,29 @@ func (r *runner) evaluate(ctx context.Context) {
 			r.disp.Event(u.label, true, "attempt %d failed: %s; retrying (attempt %d of %d)", n, why, ob.attempt, u.step.Retry+1)
 		}
 		r.pending(u, ob, now)
+	}
+}
+
+// queue follows a unit whose Job or JobSet waits, suspended, for Kueue to admit
+// it: it is shown queued, and Kueue's reason is told when it gives one and again
+// when that changes; while Kueue says nothing, why it may wait is told once after
+// the pending grace. The pending timeout does not run while it waits: it counts
+// from its admission, when its pods are made.
+func (r *runner) queue(u *unit, ob observed, now time.Time) {
+	if !u.stuckSince.IsZero() {
+		r.stopTimers(u)
+		u.stuckSince, u.reported, u.imageStuck = time.Time{}, false, false
+	}
+	if r.task(u).State != record.Queued {
+		u.queuedSince, u.queuedFor = now, ""
+		r.update(u, func(t *record.Task) { t.State, t.Reason = record.Queued, "Queued" })
+		r.after(u, r.o.PendingGrace)
+	}
+	switch {
+	case ob.queued == u.queuedFor:
+	case ob.kueueSaid, u.queuedFor == "" && now.Sub(u.queuedSince) >= r.o.PendingGrace:
+		u.queuedFor = ob.queued
+		r.disp.Event(u.label, false, "queued: %s", ob.queued)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/kube/simcluster"
 )
 
@@ -30,5 +31,37 @@ func TestServed(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "does not serve "+gvr.Resource+" ("+gvr.GroupVersion().String()+"): install it") {
 			t.Errorf("%s: %v; want it reported as not served", gvr, err)
 		}
+	}
+}
+
+// TestKueueNotServed: a step in a queue, on a cluster that does not serve Kueue's
+// API, is reported with what to do. (Whether Kueue is served is discovery's
+// answer, which TestServed and TestServedKueue check; here it is set, as the
+// package's shared cluster may run Kueue by now.)
+func TestKueueNotServed(t *testing.T) {
+	sc := simcluster.Shared(t)
+	c, err := connect(context.Background(), Options{Kubeconfig: sc.Kubeconfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := false
+	c.kueue = &served
+	s := &plan.Step{Name: "train", Queue: "training"}
+	why, err := c.queueProblem(context.Background(), s, "default")
+	if err != nil || !strings.Contains(why, "the cluster does not serve Kueue's API (kueue.x-k8s.io/v1beta2)") || !strings.Contains(why, "install Kueue") {
+		t.Errorf("queueProblem = %q, %v; want Kueue reported as not installed", why, err)
+	}
+}
+
+// TestServedKueue: discovery finds Kueue's Workloads once Kueue runs.
+func TestServedKueue(t *testing.T) {
+	sc := simcluster.Shared(t)
+	sc.KueueNamespace(t)
+	c, err := connect(context.Background(), Options{Kubeconfig: sc.Kubeconfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := c.kueueServed(); !ok || err != nil {
+		t.Errorf("kueueServed = %v, %v; want true once Kueue runs", ok, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/manifoldflow/manifold/plan"
@@ -35,6 +36,10 @@ type observed struct {
 	// message, or a container that cannot get its image.
 	stuck      string
 	imageStuck bool
+	// queued says why a Job or JobSet suspended for Kueue waits ("" when it is
+	// not waiting for admission); kueueSaid is set when that is Kueue's word.
+	queued    string
+	kueueSaid bool
 }
 
 // waitingReasons are container waiting reasons that do not go away by waiting.
@@ -67,6 +72,9 @@ func (r *runner) observe(u *unit) observed {
 			ob.attempt = max(1, min(int(j.Status.Failed), u.step.Retry+1))
 		}
 		ob.pods = r.w.pods(u.ns, batchv1.JobNameLabel, u.name)
+		if u.step.Queue != "" && j.Spec.Suspend != nil && *j.Spec.Suspend {
+			ob.queued, ob.kueueSaid = r.w.queued(u.ns, j.UID, u.step.Queue)
+		}
 	case "JobSet":
 		js := r.w.jobSet(u.ns, u.name)
 		if js == nil {
@@ -93,6 +101,9 @@ func (r *runner) observe(u *unit) observed {
 		}
 		ob.attempt = status.Restarts + 1
 		ob.pods = r.w.pods(u.ns, jobSetNameLabel, u.name)
+		if suspended, _, _ := unstructured.NestedBool(js.Object, "spec", "suspend"); suspended && u.step.Queue != "" {
+			ob.queued, ob.kueueSaid = r.w.queued(u.ns, js.GetUID(), u.step.Queue)
+		}
 	}
 	sort.Slice(ob.pods, func(i, j int) bool {
 		a, b := ob.pods[i], ob.pods[j]

@@ -20,7 +20,8 @@ import (
 )
 
 // watcher keeps informer caches of the run's Jobs, JobSets, Services and pods
-// (those labelled with the run), and signals every change on changed.
+// (those labelled with the run) and, for a run with queued steps, of the Kueue
+// Workloads of its namespaces, and signals every change on changed.
 type watcher struct {
 	changed chan struct{}
 	cancel  context.CancelFunc
@@ -32,11 +33,15 @@ type nsWatch struct {
 	pods     corelisters.PodLister
 	services corelisters.ServiceLister
 	jobSets  cache.GenericLister // nil unless the run creates JobSets
+	// workloads holds every Kueue Workload of the namespace (Kueue does not copy
+	// the run's label to them), indexed by owner uid; nil unless the run has
+	// queued steps on a cluster that serves Kueue.
+	workloads cache.SharedIndexInformer
 }
 
 // watch starts the informers of run id in namespaces and waits for their caches
 // to fill.
-func watch(ctx context.Context, c *cluster, namespaces []string, jobSets bool, id string) (*watcher, error) {
+func watch(ctx context.Context, c *cluster, namespaces []string, jobSets, workloads bool, id string) (*watcher, error) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	w := &watcher{changed: make(chan struct{}, 1), cancel: cancel, ns: map[string]*nsWatch{}}
 	selector := plan.LabelRun + "=" + id
@@ -69,6 +74,21 @@ func watch(ctx context.Context, c *cluster, namespaces []string, jobSets bool, i
 			synced = append(synced, gi.Informer().HasSynced)
 			nw.jobSets = gi.Lister()
 			df.Start(ctx.Done())
+		}
+		if workloads {
+			wf := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.dynamic, 0, ns, nil)
+			inf := wf.ForResource(workloadGVR).Informer()
+			if err := inf.AddIndexers(cache.Indexers{ownerIndex: ownerUIDs}); err != nil {
+				cancel()
+				return nil, err
+			}
+			if _, err := inf.AddEventHandler(handler); err != nil {
+				cancel()
+				return nil, err
+			}
+			synced = append(synced, inf.HasSynced)
+			nw.workloads = inf
+			wf.Start(ctx.Done())
 		}
 		w.ns[ns] = nw
 	}
