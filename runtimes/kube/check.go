@@ -60,6 +60,16 @@ func (r *Report) Unplaceable() []Placement {
 	return out
 }
 
+// refuse marks step i of r as one that cannot run, for why (after the reason it
+// has already).
+func (r *Report) refuse(i int, why string) {
+	p := &r.Steps[i]
+	if p.Reason != "" {
+		why = p.Reason + "; and " + why
+	}
+	p.OK, p.Reason, r.OK = false, why, false
+}
+
 // Check compares every step of f with the nodes of the cluster o names, before
 // anything is submitted: which nodes pass the step's node selector and tolerations
 // and advertise enough allocatable of each resource it asks for. A step no node

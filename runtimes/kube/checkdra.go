@@ -282,12 +282,7 @@ func (c *cluster) installedClaims(ctx context.Context, f *plan.Flow, r *Report) 
 		if len(missing) == 0 {
 			continue
 		}
-		p := &r.Steps[i]
-		why := fmt.Sprintf("it claims from the ResourceClaimTemplate %s (sdk.Claim), which namespace %s does not have: install it there, or run in the namespace that has it", strings.Join(missing, ", "), ns)
-		if p.Reason != "" {
-			why = p.Reason + "; and " + why
-		}
-		p.OK, p.Reason, r.OK = false, why, false
+		r.refuse(i, fmt.Sprintf("it claims from the ResourceClaimTemplate %s (sdk.Claim), which namespace %s does not have: install it there, or run in the namespace that has it", strings.Join(missing, ", "), ns))
 	}
 	return nil
 }

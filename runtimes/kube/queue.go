@@ -140,17 +140,12 @@ func (c *cluster) queuesReady(ctx context.Context, f *plan.Flow, r *Report) erro
 			ns = c.namespace
 		}
 		why, err := c.queueProblem(ctx, s, ns)
-		if err != nil || why == "" {
-			if err != nil {
-				return err
-			}
-			continue
+		if err != nil {
+			return err
 		}
-		p := &r.Steps[i]
-		if p.Reason != "" {
-			why = p.Reason + "; and " + why
+		if why != "" {
+			r.refuse(i, why)
 		}
-		p.OK, p.Reason, r.OK = false, why, false
 	}
 	return nil
 }
