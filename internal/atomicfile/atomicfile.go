@@ -71,6 +71,12 @@ func (b *Batch) Add(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
+	b.put(path, tmp)
+	return nil
+}
+
+// put makes tmp the temporary file of path, removing the one it replaces.
+func (b *Batch) put(path, tmp string) {
 	if b.temps == nil {
 		b.temps = map[string]string{}
 	}
@@ -80,7 +86,15 @@ func (b *Batch) Add(path string, data []byte) error {
 		b.order = append(b.order, path)
 	}
 	b.temps[path] = tmp
-	return nil
+}
+
+// Join moves the files of other into b, after b's own, as if each had been added
+// to b (a path b has already is replaced); other is left empty.
+func (b *Batch) Join(other *Batch) {
+	for _, path := range other.order {
+		b.put(path, other.temps[path])
+	}
+	other.temps, other.order = nil, nil
 }
 
 // Paths returns the paths added, in the order first added.

@@ -134,3 +134,39 @@ func TestBatchIsAllOrNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchJoin: a joined batch's files follow the receiver's, a path both have
+// takes the joined one's data (its older temporary file removed), and the joined
+// batch is left empty.
+func TestBatchJoin(t *testing.T) {
+	dir := t.TempDir()
+	a, b, shared := filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "shared")
+	var first, second Batch
+	for _, add := range []struct {
+		batch      *Batch
+		path, data string
+	}{{&first, a, "a"}, {&first, shared, "first"}, {&second, shared, "second"}, {&second, b, "b"}} {
+		if err := add.batch.Add(add.path, []byte(add.data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first.Join(&second)
+	if got, want := first.Paths(), []string{a, shared, b}; !slices.Equal(got, want) {
+		t.Errorf("paths after Join = %v, want %v", got, want)
+	}
+	if len(second.Paths()) != 0 {
+		t.Errorf("the joined batch still holds %v", second.Paths())
+	}
+	entries, _ := os.ReadDir(dir)
+	if temps := len(entries); temps != 3 {
+		t.Errorf("%d temporary files before Commit, want 3 (the replaced one removed)", temps)
+	}
+	if err := first.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{a: "a", b: "b", shared: "second"} {
+		if got, _ := os.ReadFile(path); string(got) != want {
+			t.Errorf("%s = %q, want %q", filepath.Base(path), got, want)
+		}
+	}
+}
