@@ -1,6 +1,10 @@
 package emit
 
 import (
+	"bytes"
+	"iter"
+	"slices"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/manifoldflow/manifold/plan"
@@ -31,9 +35,16 @@ func YAMLFile(name, header string, objects []any, errs field.ErrorList) ([]File,
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	data, err := YAML(header, objects...)
-	if err != nil {
+	return YAMLStream(name, header, slices.Values(objects))
+}
+
+// YAMLStream is YAMLFile for the objects objects yields, each made and written
+// in turn, so that none is kept once written: a target of many objects holds
+// only its output.
+func YAMLStream(name, header string, objects iter.Seq[any]) ([]File, field.ErrorList) {
+	var b bytes.Buffer
+	if err := WriteYAMLSeq(&b, header, objects); err != nil {
 		return nil, field.ErrorList{field.InternalError(nil, err)}
 	}
-	return []File{{Name: name, Data: data}}, nil
+	return []File{{Name: name, Data: b.Bytes()}}, nil
 }

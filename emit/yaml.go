@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
+	"slices"
 )
 
 // noise names the keys whose empty values the API types serialize but say nothing:
@@ -31,7 +33,13 @@ func YAML(header string, objects ...any) ([]byte, error) {
 // (json tags, omitempty, MarshalJSON), in the form go.yaml.in/yaml/v2 gives the
 // same data: the bytes are those of marshaling the object to JSON, decoding that
 // into a generic tree, cleaning it and encoding the tree with yaml.v2.
-func WriteYAML(w io.Writer, header string, objects ...any) (err error) {
+func WriteYAML(w io.Writer, header string, objects ...any) error {
+	return WriteYAMLSeq(w, header, slices.Values(objects))
+}
+
+// WriteYAMLSeq is WriteYAML for the objects objects yields, each written as it
+// comes, so that none need be kept once it is written.
+func WriteYAMLSeq(w io.Writer, header string, objects iter.Seq[any]) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			ee, ok := r.(encodeError)
@@ -45,17 +53,19 @@ func WriteYAML(w io.Writer, header string, objects ...any) (err error) {
 	if header != "" {
 		e.buf = fmt.Appendf(e.buf, "# %s\n", header)
 	}
-	for i, obj := range objects {
-		if i > 0 || header != "" {
+	n := 0
+	for obj := range objects {
+		if n > 0 || header != "" {
 			e.buf = append(e.buf, "---\n"...)
 		}
+		n++
 		e.document(obj)
 		if _, err := w.Write(e.buf); err != nil {
 			return err
 		}
 		e.buf = e.buf[:0]
 	}
-	if len(objects) == 0 && len(e.buf) > 0 {
+	if n == 0 && len(e.buf) > 0 {
 		_, err := w.Write(e.buf)
 		return err
 	}
