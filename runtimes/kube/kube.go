@@ -251,6 +251,9 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 		return nil, err
 	}
 	var notes []string
+	// checked is set when check has found every step's claim templates and
+	// queues in place, which the preflight below need not ask again.
+	checked := false
 	if !o.NoCheck {
 		report, err := c.check(ctx, f)
 		switch {
@@ -263,6 +266,7 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 		case !report.OK:
 			return nil, &UnplaceableError{Report: report}
 		default:
+			checked = true
 			var resolved []string
 			f, resolved = resolve(f, report)
 			notes = append(notes, resolved...)
@@ -295,11 +299,13 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	if err := c.claimsExist(ctx, claims); err != nil {
 		return nil, err
 	}
-	if err := c.claimTemplatesExist(ctx, units); err != nil {
-		return nil, err
-	}
-	if err := c.queuesExist(ctx, units); err != nil {
-		return nil, err
+	if !checked {
+		if err := c.claimTemplatesExist(ctx, units); err != nil {
+			return nil, err
+		}
+		if err := c.queuesExist(ctx, units); err != nil {
+			return nil, err
+		}
 	}
 
 	root, err := filepath.Abs(o.Root)

@@ -233,10 +233,7 @@ func (r *runner) evaluate(ctx context.Context) {
 // the pending grace. The pending timeout does not run while it waits: it counts
 // from its admission, when its pods are made.
 func (r *runner) queue(u *unit, ob observed, now time.Time) {
-	if !u.stuckSince.IsZero() {
-		r.stopTimers(u)
-		u.stuckSince, u.reported, u.imageStuck = time.Time{}, false, false
-	}
+	r.unstick(u)
 	if r.task(u).State != record.Queued {
 		u.queuedSince, u.queuedFor = now, ""
 		r.update(u, func(t *record.Task) { t.State, t.Reason = record.Queued, "Queued" })
@@ -247,6 +244,14 @@ func (r *runner) queue(u *unit, ob observed, now time.Time) {
 	case ob.kueueSaid, u.queuedFor == "" && now.Sub(u.queuedSince) >= r.o.PendingGrace:
 		u.queuedFor = ob.queued
 		r.disp.Event(u.label, false, "queued: %s", ob.queued)
+	}
+}
+
+// unstick forgets that unit u's pods could not start, and its timers for that.
+func (r *runner) unstick(u *unit) {
+	if !u.stuckSince.IsZero() {
+		r.stopTimers(u)
+		u.stuckSince, u.reported, u.imageStuck = time.Time{}, false, false
 	}
 }
 
@@ -261,10 +266,7 @@ func (r *runner) pending(u *unit, ob observed, now time.Time) {
 		stuck = fmt.Sprintf("its %s %s has made no pods", u.kind, u.name)
 	}
 	if stuck == "" {
-		if !u.stuckSince.IsZero() {
-			r.stopTimers(u)
-			u.stuckSince, u.reported, u.imageStuck = time.Time{}, false, false
-		}
+		r.unstick(u)
 		return
 	}
 	if u.stuckSince.IsZero() || image != u.imageStuck {

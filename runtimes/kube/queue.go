@@ -5,8 +5,10 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -112,19 +114,13 @@ func (c *cluster) clusterQueueProblem(ctx context.Context, lq *unstructured.Unst
 
 // condition returns obj's status condition typ, or nil.
 func condition(obj *unstructured.Unstructured, typ string) *metav1.Condition {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] != typ {
-			continue
-		}
-		out := &metav1.Condition{Type: typ}
-		out.Status = metav1.ConditionStatus(fmt.Sprint(m["status"]))
-		out.Reason, _ = m["reason"].(string)
-		out.Message, _ = m["message"].(string)
-		return out
+	var status struct {
+		Conditions []metav1.Condition `json:"conditions"`
 	}
-	return nil
+	if st, ok := obj.Object["status"].(map[string]any); ok {
+		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(st, &status)
+	}
+	return meta.FindStatusCondition(status.Conditions, typ)
 }
 
 // queuesReady adds to r, for every step with a queue or a priority, why it would

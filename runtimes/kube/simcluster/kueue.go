@@ -13,8 +13,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -254,12 +256,11 @@ func (c *Cluster) kueueQueue(t testing.TB, ns, name string, quota corev1.Resourc
 
 // conditionTrue reports whether obj's status has condition typ with status True.
 func conditionTrue(obj *unstructured.Unstructured, typ string) bool {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, cond := range conds {
-		m, _ := cond.(map[string]any)
-		if m["type"] == typ && m["status"] == "True" {
-			return true
-		}
+	var status struct {
+		Conditions []metav1.Condition `json:"conditions"`
 	}
-	return false
+	if st, ok := obj.Object["status"].(map[string]any); ok {
+		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(st, &status)
+	}
+	return meta.IsStatusConditionTrue(status.Conditions, typ)
 }
