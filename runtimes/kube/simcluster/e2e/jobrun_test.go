@@ -158,35 +158,10 @@ func stepState(ctx context.Context, t *testing.T, c *simcluster.Cluster, ns stri
 	t.Helper()
 	complete := true
 	for _, o := range objs {
-		var conds []metav1.Condition
-		restarts := 0
-		switch o.GetKind() {
-		case "Service", "ResourceClaimTemplate":
+		if k := o.GetKind(); k != "Job" && k != "JobSet" {
 			continue
-		case "Job":
-			j, err := c.Client.BatchV1().Jobs(ns).Get(ctx, o.GetName(), metav1.GetOptions{})
-			if err != nil {
-				t.Fatalf("get Job %s: %v", o.GetName(), err)
-			}
-			for _, cond := range j.Status.Conditions {
-				conds = append(conds, metav1.Condition{Type: string(cond.Type), Status: metav1.ConditionStatus(cond.Status), Reason: cond.Reason, Message: cond.Message})
-			}
-		case "JobSet":
-			js, err := c.Dynamic.Resource(simcluster.JobSetGVR).Namespace(ns).Get(ctx, o.GetName(), metav1.GetOptions{})
-			if err != nil {
-				t.Fatalf("get JobSet %s: %v", o.GetName(), err)
-			}
-			var status struct {
-				Conditions []metav1.Condition `json:"conditions"`
-				Restarts   int                `json:"restarts"`
-			}
-			if st, ok := js.Object["status"].(map[string]any); ok {
-				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(st, &status); err != nil {
-					t.Fatalf("JobSet %s status: %v", o.GetName(), err)
-				}
-			}
-			conds, restarts = status.Conditions, status.Restarts
 		}
+		conds, restarts := gangConditions(ctx, t, c, ns, o)
 		done := false
 		for _, cond := range conds {
 			if cond.Status != metav1.ConditionTrue {
@@ -202,6 +177,38 @@ func stepState(ctx context.Context, t *testing.T, c *simcluster.Cluster, ns stri
 		complete = complete && done
 	}
 	return complete, "", 0
+}
+
+// gangConditions returns the conditions of the Job or JobSet o as the cluster
+// has it and, for a JobSet, how often its controller has restarted it.
+func gangConditions(ctx context.Context, t *testing.T, c *simcluster.Cluster, ns string, o *unstructured.Unstructured) ([]metav1.Condition, int) {
+	t.Helper()
+	if o.GetKind() == "Job" {
+		j, err := c.Client.BatchV1().Jobs(ns).Get(ctx, o.GetName(), metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("get Job %s: %v", o.GetName(), err)
+		}
+		var conds []metav1.Condition
+		for _, cond := range j.Status.Conditions {
+			conds = append(conds, metav1.Condition{Type: string(cond.Type), Status: metav1.ConditionStatus(cond.Status),
+				Reason: cond.Reason, Message: cond.Message, LastTransitionTime: cond.LastTransitionTime})
+		}
+		return conds, 0
+	}
+	js, err := c.Dynamic.Resource(simcluster.JobSetGVR).Namespace(ns).Get(ctx, o.GetName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get JobSet %s: %v", o.GetName(), err)
+	}
+	var status struct {
+		Conditions []metav1.Condition `json:"conditions"`
+		Restarts   int                `json:"restarts"`
+	}
+	if st, ok := js.Object["status"].(map[string]any); ok {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(st, &status); err != nil {
+			t.Fatalf("JobSet %s status: %v", o.GetName(), err)
+		}
+	}
+	return status.Conditions, status.Restarts
 }
 
 // unschedulable returns the scheduler's message for a pod of step s it could not

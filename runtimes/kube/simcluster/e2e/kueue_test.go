@@ -430,31 +430,7 @@ func waitWorkload(ctx context.Context, t *testing.T, c *simcluster.Cluster, ns s
 func waitDone(ctx context.Context, t *testing.T, c *simcluster.Cluster, ns string, o *unstructured.Unstructured) metav1.Time {
 	t.Helper()
 	for {
-		var conds []metav1.Condition
-		if o.GetKind() == "Job" {
-			j, err := c.Client.BatchV1().Jobs(ns).Get(ctx, o.GetName(), metav1.GetOptions{})
-			if err != nil {
-				t.Fatalf("get Job %s: %v", o.GetName(), err)
-			}
-			for _, cond := range j.Status.Conditions {
-				conds = append(conds, metav1.Condition{Type: string(cond.Type), Status: metav1.ConditionStatus(cond.Status),
-					Reason: cond.Reason, Message: cond.Message, LastTransitionTime: cond.LastTransitionTime})
-			}
-		} else {
-			js, err := c.Dynamic.Resource(simcluster.JobSetGVR).Namespace(ns).Get(ctx, o.GetName(), metav1.GetOptions{})
-			if err != nil {
-				t.Fatalf("get JobSet %s: %v", o.GetName(), err)
-			}
-			var status struct {
-				Conditions []metav1.Condition `json:"conditions"`
-			}
-			if st, ok := js.Object["status"].(map[string]any); ok {
-				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(st, &status); err != nil {
-					t.Fatal(err)
-				}
-			}
-			conds = status.Conditions
-		}
+		conds, _ := gangConditions(ctx, t, c, ns, o)
 		for _, cond := range conds {
 			if cond.Status != metav1.ConditionTrue {
 				continue
