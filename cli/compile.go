@@ -9,9 +9,9 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
-	"sync"
 
 	ucli "github.com/urfave/cli/v2"
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/manifoldflow/manifold/compile"
@@ -194,30 +194,25 @@ func writeFiles(c *ucli.Context, dir string, p *plan.Flow, chosen []emit.Target)
 			results[i].batch.Abort()
 		}
 	}()
-	next := make(chan int, len(chosen))
-	for i := range chosen {
-		next <- i
-	}
-	close(next)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(chosen)) {
-		wg.Go(func() {
-			for i := range next {
-				r := &results[i]
-				files, errs := chosen[i].Emit(p)
-				if r.errs = errs; len(errs) > 0 {
-					continue
-				}
-				for _, f := range files {
-					r.written = append(r.written, f.Name)
-					if r.err = r.batch.Add(filepath.Join(dir, f.Name), f.Data); r.err != nil {
-						break
-					}
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, t := range chosen {
+		g.Go(func() error {
+			r := &results[i]
+			files, errs := t.Emit(p)
+			if r.errs = errs; len(errs) > 0 {
+				return nil
+			}
+			for _, f := range files {
+				r.written = append(r.written, f.Name)
+				if r.err = r.batch.Add(filepath.Join(dir, f.Name), f.Data); r.err != nil {
+					return nil
 				}
 			}
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = g.Wait() // each target's outcome is in its result, reported in order below
 	written := map[string]bool{}
 	for i := range results {
 		r := &results[i]
