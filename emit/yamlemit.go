@@ -158,6 +158,16 @@ func (e *emitter) plain(s string, ctx int) {
 // break, plain unless it would read back as another type, else double-quoted;
 // then the emitter chooses what the value allows.
 func (e *emitter) str(s string, ctx int) {
+	if bare(s) && resolvesToString(s) && !isBase60Float(s) {
+		// What scalar and writePlain do for such a value in any context.
+		if !e.whitespace {
+			e.put(' ')
+		}
+		e.buf = append(e.buf, s...)
+		e.column += len(s)
+		e.whitespace, e.indention = false, false
+		return
+	}
 	style := styleDouble
 	switch {
 	case strings.IndexByte(s, '\n') >= 0:
@@ -219,6 +229,20 @@ var plainSafe = func() (t [256]bool) {
 	}
 	return t
 }()
+
+// bare reports whether s is a letter or digit followed by plainSafe bytes but
+// spaces: analyze allows it every style, and writePlain copies it as it is.
+func bare(s string) bool {
+	if len(s) == 0 || !isAlnum(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !plainSafe[s[i]] || s[i] == ' ' {
+			return false
+		}
+	}
+	return true
+}
 
 func analyze(value string) scalarAnalysis {
 	if n := len(value); n > 0 && isAlnum(value[0]) && value[n-1] != ' ' {
