@@ -308,11 +308,21 @@ func TestKeep(t *testing.T) {
 	if got := count(n.Status.Allocatable, "vpc.amazonaws.com/efa"); got != "8" {
 		t.Errorf("allocatable EFA %s after Keep, want 8", got)
 	}
+	// Keep reports an apply once the API server has answered it, which the
+	// watch above may see first.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := len(reapplied)
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the shape came back, but Keep never reported applying it")
+		}
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(reapplied) == 0 {
-		t.Fatal("the shape came back, but Keep never applied it")
-	}
 	for _, err := range reapplied {
 		if err != nil {
 			t.Errorf("Keep's apply failed: %v", err)
