@@ -230,29 +230,31 @@ var plainSafe = func() (t [256]bool) {
 	return t
 }()
 
-// bare reports whether s is a letter or digit followed by plainSafe bytes but
-// spaces: analyze allows it every style, and writePlain copies it as it is.
-func bare(s string) bool {
+// simple reports whether s is a letter or digit followed by plainSafe bytes, and
+// whether it holds a space.
+func simple(s string) (ok, spaced bool) {
 	if len(s) == 0 || !isAlnum(s[0]) {
-		return false
+		return false, false
 	}
 	for i := 1; i < len(s); i++ {
-		if !plainSafe[s[i]] || s[i] == ' ' {
-			return false
+		if !plainSafe[s[i]] {
+			return false, false
 		}
+		spaced = spaced || s[i] == ' '
 	}
-	return true
+	return true, spaced
+}
+
+// bare reports whether s is simple without spaces: analyze allows it every
+// style, and writePlain copies it as it is.
+func bare(s string) bool {
+	ok, spaced := simple(s)
+	return ok && !spaced
 }
 
 func analyze(value string) scalarAnalysis {
-	if n := len(value); n > 0 && isAlnum(value[0]) && value[n-1] != ' ' {
-		i := 1
-		for i < n && plainSafe[value[i]] {
-			i++
-		}
-		if i == n {
-			return scalarAnalysis{flowPlain: true, blockPlain: true, singleQuoted: true, block: true}
-		}
+	if ok, _ := simple(value); ok && value[len(value)-1] != ' ' {
+		return scalarAnalysis{flowPlain: true, blockPlain: true, singleQuoted: true, block: true}
 	}
 	if len(value) == 0 {
 		return scalarAnalysis{blockPlain: true, singleQuoted: true}

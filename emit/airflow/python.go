@@ -58,7 +58,7 @@ var pythonKeyword = map[string]string{"exec": "_exec", "continue": "_continue", 
 
 // Python returns the DAG file.
 func (d *DAG) Python() ([]byte, error) {
-	p := &printer{uses: map[string]bool{}, fields: map[classType][]pyField{}}
+	p := &printer{uses: map[string]bool{}}
 	p.line(1, "with DAG(")
 	p.begin(2, "dag_id=")
 	p.str(d.ID, false)
@@ -432,6 +432,9 @@ func (p *printer) structFields(t reflect.Type, class string) []pyField {
 	key := classType{t, class}
 	if fs, ok := p.fields[key]; ok {
 		return fs
+	}
+	if p.fields == nil {
+		p.fields = map[classType][]pyField{}
 	}
 	fs := []pyField{}
 	for i := range t.NumField() {
