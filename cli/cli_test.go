@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -198,6 +199,7 @@ func TestScripts(t *testing.T) {
 			"status":   cmdStatus,
 			"waitfile": cmdWaitFile,
 			"gone":     cmdGone,
+			"only":     cmdOnly,
 		},
 	})
 }
@@ -226,6 +228,24 @@ func cmdStatus(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	if got != want {
 		ts.Fatalf("exit status %d, want %d", got, want)
+	}
+}
+
+// cmdOnly checks that a directory holds exactly the files named, hidden ones
+// included: `only DIR NAME...`.
+func cmdOnly(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: only DIR NAME...")
+	}
+	entries, err := os.ReadDir(ts.MkAbs(args[0]))
+	ts.Check(err)
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	want := slices.Sorted(slices.Values(args[1:]))
+	if !slices.Equal(got, want) {
+		ts.Fatalf("%s holds %v, want %v", args[0], got, want)
 	}
 }
 

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -67,7 +69,7 @@ func compileCommand(flow *sdk.Flow) *ucli.Command {
 			}
 			var files []emit.File
 			for _, t := range chosen {
-				out, errs := t.Emit(p)
+				out, errs := emit.Files(t, p)
 				if len(errs) > 0 {
 					printErrors(c.App.ErrWriter, p.Name, errs)
 					return silentInvalid
@@ -199,16 +201,9 @@ func writeFiles(c *ucli.Context, dir string, p *plan.Flow, chosen []emit.Target)
 	for i, t := range chosen {
 		g.Go(func() error {
 			r := &results[i]
-			files, errs := t.Emit(p)
-			if r.errs = errs; len(errs) > 0 {
-				return nil
-			}
-			for _, f := range files {
-				r.written = append(r.written, f.Name)
-				if r.err = r.batch.Add(filepath.Join(dir, f.Name), f.Data); r.err != nil {
-					return nil
-				}
-			}
+			out := tempFiles{dir: dir, batch: &r.batch}
+			r.errs = t.Emit(p, out.create)
+			r.written, r.err = out.names, out.close()
 			return nil
 		})
 	}
@@ -217,11 +212,11 @@ func writeFiles(c *ucli.Context, dir string, p *plan.Flow, chosen []emit.Target)
 	for i := range results {
 		r := &results[i]
 		switch {
+		case r.err != nil: // the target's own errors would be this one's echo
+			return invalidErr(r.err)
 		case len(r.errs) > 0:
 			printErrors(c.App.ErrWriter, p.Name, r.errs)
 			return silentInvalid
-		case r.err != nil:
-			return invalidErr(r.err)
 		}
 		for _, name := range r.written {
 			written[name] = true
@@ -252,4 +247,62 @@ func writeFiles(c *ucli.Context, dir string, p *plan.Flow, chosen []emit.Target)
 		}
 	}
 	return nil
+}
+
+// tempFiles is the emit.Create of writeFiles: each file a target emits goes,
+// through a buffer, to its temporary file in batch. It keeps the first error
+// of creating or writing a file, so that it is reported as itself rather than
+// as the target's.
+type tempFiles struct {
+	dir   string
+	batch *atomicfile.Batch
+	names []string // of the files created
+	file  *os.File // being written
+	buf   *bufio.Writer
+	err   error
+}
+
+// create finishes the file being written and starts the temporary file of name.
+func (t *tempFiles) create(name string) (io.Writer, error) {
+	if err := t.close(); err != nil {
+		return nil, err
+	}
+	f, err := t.batch.Create(filepath.Join(t.dir, name))
+	if err != nil {
+		t.err = err
+		return nil, err
+	}
+	t.names = append(t.names, name)
+	t.file = f
+	if t.buf == nil {
+		t.buf = bufio.NewWriterSize(t, 256<<10)
+	}
+	t.buf.Reset(t)
+	return t.buf, nil
+}
+
+// Write writes p to the file being written, keeping the first error.
+func (t *tempFiles) Write(p []byte) (int, error) {
+	if t.err != nil {
+		return 0, t.err
+	}
+	n, err := t.file.Write(p)
+	if err != nil {
+		t.err = err
+	}
+	return n, err
+}
+
+// close finishes the file being written, and returns the first error.
+func (t *tempFiles) close() error {
+	if t.file != nil {
+		if err := t.buf.Flush(); err != nil && t.err == nil {
+			t.err = err
+		}
+		if err := t.file.Close(); err != nil && t.err == nil {
+			t.err = err
+		}
+		t.file = nil
+	}
+	return t.err
 }

@@ -8,6 +8,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -55,7 +56,7 @@ func validateCommand(flow *sdk.Flow) *ucli.Command {
 			}
 			failed := false
 			for _, t := range targets {
-				_, errs := t.Emit(p)
+				errs := t.Emit(p, emit.Discard)
 				if len(errs) == 0 {
 					fmt.Fprintf(c.App.Writer, "target %s: ok\n", t.Name())
 					continue

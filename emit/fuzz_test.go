@@ -122,7 +122,7 @@ func FuzzFlowOptions(f *testing.F) {
 			return
 		}
 		for _, target := range []emit.Target{job.Target{}, jobset.Target{}, argo.Target{}, airflow.Target{}} {
-			files, errs := target.Emit(p)
+			files, errs := emit.Files(target, p)
 			for _, e := range errs {
 				if e.Type == field.ErrorTypeInternal {
 					t.Fatalf("%s: %v", target.Name(), e)

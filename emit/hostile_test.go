@@ -169,7 +169,7 @@ func TestHostileFlows(t *testing.T) {
 			}
 			files := map[string][]byte{}
 			for _, target := range targets {
-				out, errs := target.Emit(p)
+				out, errs := emit.Files(target, p)
 				for _, e := range errs {
 					if e.Type == "" || e.Detail == "" {
 						t.Errorf("%s: error without a type or detail: %#v", target.Name(), e)

@@ -428,7 +428,7 @@ func TestOutputsNameEveryFile(t *testing.T) {
 			t.Fatal(errs)
 		}
 		for _, target := range targets {
-			files, errs := target.Emit(p)
+			files, errs := emit.Files(target, p)
 			if len(errs) > 0 {
 				t.Fatalf("%s: %v", target.Name(), errs)
 			}

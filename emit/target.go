@@ -2,6 +2,7 @@ package emit
 
 import (
 	"bytes"
+	"io"
 	"iter"
 	"slices"
 
@@ -14,14 +15,23 @@ import (
 type Target interface {
 	// Name is the --target value that selects it.
 	Name() string
-	// Emit returns the target's files for f, or what f asks that the target cannot
-	// express. It writes nothing.
-	Emit(f *plan.Flow) ([]File, field.ErrorList)
-	// Outputs names every file Emit may return for a flow called flow, whatever
+	// Emit writes the target's files for f, one after another, each to the
+	// writer create returns for its name (which it writes to until it creates
+	// the next or returns), or returns what f asks that the target cannot
+	// express. A flow it cannot express is mostly found before anything is
+	// created; when Emit returns errors, whatever it wrote is to be thrown away.
+	// Writing streams each file as it is made, so that a flow of many steps is
+	// never held whole as text: Files keeps them in memory instead.
+	Emit(f *plan.Flow, create Create) field.ErrorList
+	// Outputs names every file Emit may write for a flow called flow, whatever
 	// its steps: compile -o removes those an earlier compile wrote that the
 	// current one does not.
 	Outputs(flow string) []string
 }
+
+// Create opens the file name of a target's output, relative to the output
+// directory, for writing.
+type Create func(name string) (io.Writer, error)
 
 // File is one emitted file: a name relative to the output directory, and its bytes.
 type File struct {
@@ -29,22 +39,53 @@ type File struct {
 	Data []byte
 }
 
-// YAMLFile returns the one YAML file name that holds objects after a header comment,
-// or errs when the target could not make the objects.
-func YAMLFile(name, header string, objects []any, errs field.ErrorList) ([]File, field.ErrorList) {
+// Files returns the files t emits for f, held in memory, in the order t writes
+// them (a name written twice keeps its place and its last content).
+func Files(t Target, f *plan.Flow) ([]File, field.ErrorList) {
+	var names []string
+	bufs := map[string]*bytes.Buffer{}
+	errs := t.Emit(f, func(name string) (io.Writer, error) {
+		b := bufs[name]
+		if b == nil {
+			b = &bytes.Buffer{}
+			bufs[name] = b
+			names = append(names, name)
+		}
+		b.Reset()
+		return b, nil
+	})
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	return YAMLStream(name, header, slices.Values(objects))
+	files := make([]File, len(names))
+	for i, name := range names {
+		files[i] = File{Name: name, Data: bufs[name].Bytes()}
+	}
+	return files, nil
+}
+
+// Discard is a Create whose files are thrown away as they are written: for
+// checking that a target can express a flow.
+func Discard(string) (io.Writer, error) { return io.Discard, nil }
+
+// YAMLFile writes the one YAML file name that holds objects after a header
+// comment, or returns errs when the target could not make the objects.
+func YAMLFile(create Create, name, header string, objects []any, errs field.ErrorList) field.ErrorList {
+	if len(errs) > 0 {
+		return errs
+	}
+	return YAMLStream(create, name, header, slices.Values(objects))
 }
 
 // YAMLStream is YAMLFile for the objects objects yields, each made and written
-// in turn, so that none is kept once written: a target of many objects holds
-// only its output.
-func YAMLStream(name, header string, objects iter.Seq[any]) ([]File, field.ErrorList) {
-	var b bytes.Buffer
-	if err := WriteYAMLSeq(&b, header, objects); err != nil {
-		return nil, field.ErrorList{field.InternalError(nil, err)}
+// in turn, so that none is kept once written.
+func YAMLStream(create Create, name, header string, objects iter.Seq[any]) field.ErrorList {
+	w, err := create(name)
+	if err == nil {
+		err = WriteYAMLSeq(w, header, objects)
 	}
-	return []File{{Name: name, Data: b.Bytes()}}, nil
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	return nil
 }

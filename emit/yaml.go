@@ -39,7 +39,14 @@ func WriteYAML(w io.Writer, header string, objects ...any) error {
 
 // WriteYAMLSeq is WriteYAML for the objects objects yields, each written as it
 // comes, so that none need be kept once it is written.
-func WriteYAMLSeq(w io.Writer, header string, objects iter.Seq[any]) (err error) {
+func WriteYAMLSeq(w io.Writer, header string, objects iter.Seq[any]) error {
+	return WriteYAMLSized(w, header, objects, nil)
+}
+
+// WriteYAMLSized is WriteYAMLSeq that, when sized is not nil, calls it with the
+// size in bytes of each document (without the separator before it) once the
+// document is written.
+func WriteYAMLSized(w io.Writer, header string, objects iter.Seq[any], sized func(bytes int)) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			ee, ok := r.(encodeError)
@@ -59,9 +66,13 @@ func WriteYAMLSeq(w io.Writer, header string, objects iter.Seq[any]) (err error)
 			e.buf = append(e.buf, "---\n"...)
 		}
 		n++
+		start := len(e.buf)
 		e.document(obj)
 		if _, err := w.Write(e.buf); err != nil {
 			return err
+		}
+		if sized != nil {
+			sized(len(e.buf) - start)
 		}
 		e.buf = e.buf[:0]
 	}

@@ -18,6 +18,7 @@ package airflow
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"reflect"
 	"strings"
 	"time"
@@ -49,31 +50,31 @@ var _ emit.Target = Target{}
 // Name returns "airflow".
 func (Target) Name() string { return "airflow" }
 
-// Outputs names the files Emit may return for flow: see emit.Target.
+// Outputs names the files Emit may write for flow: see emit.Target.
 func (Target) Outputs(flow string) []string {
 	return []string{flow + ".py", flow + ".kpo.json", flow + emit.ClaimsFileSuffix}
 }
 
-// Emit returns <flow>.py and <flow>.kpo.json, and <flow>.claims.yaml
+// Emit writes <flow>.py and <flow>.kpo.json, and <flow>.claims.yaml
 // (emit.ClaimsFile) when a step has DRA devices.
-func (Target) Emit(f *plan.Flow) ([]emit.File, field.ErrorList) {
+func (Target) Emit(f *plan.Flow, create emit.Create) field.ErrorList {
 	d, errs := Build(f)
 	if len(errs) > 0 {
-		return nil, errs
+		return errs
 	}
-	py, err := d.Python()
-	if err != nil {
-		return nil, field.ErrorList{field.InternalError(nil, err)}
+	for _, file := range []struct {
+		suffix string
+		write  func(io.Writer) error
+	}{{".py", d.WritePython}, {".kpo.json", d.WriteJSON}} {
+		w, err := create(f.Name + file.suffix)
+		if err == nil {
+			err = file.write(w)
+		}
+		if err != nil {
+			return field.ErrorList{field.InternalError(nil, err)}
+		}
 	}
-	js, err := d.JSON()
-	if err != nil {
-		return nil, field.ErrorList{field.InternalError(nil, err)}
-	}
-	files, err := emit.ClaimsFile(f, []emit.File{{Name: f.Name + ".py", Data: py}, {Name: f.Name + ".kpo.json", Data: js}})
-	if err != nil {
-		return nil, field.ErrorList{field.InternalError(nil, err)}
-	}
-	return files, nil
+	return emit.ClaimsFile(create, f)
 }
 
 // DAG is a flow as Airflow runs it; Python and JSON write it out.

@@ -18,7 +18,7 @@ import (
 
 func emitFiles(t *testing.T, f *sdk.Flow) (py string, kpo airflow.KPOFile) {
 	t.Helper()
-	files, errs := airflow.Target{}.Emit(compileFlow(t, f))
+	files, errs := emit.Files(airflow.Target{}, compileFlow(t, f))
 	if len(errs) > 0 {
 		t.Fatal(errs.ToAggregate())
 	}
@@ -38,12 +38,12 @@ func emitFiles(t *testing.T, f *sdk.Flow) (py string, kpo airflow.KPOFile) {
 }
 
 func TestEmitIsDeterministic(t *testing.T) {
-	a, errs := airflow.Target{}.Emit(compileFlow(t, everyOption()))
+	a, errs := emit.Files(airflow.Target{}, compileFlow(t, everyOption()))
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	for range 5 {
-		b, _ := airflow.Target{}.Emit(compileFlow(t, everyOption()))
+		b, _ := emit.Files(airflow.Target{}, compileFlow(t, everyOption()))
 		if !cmp.Equal(a, b) {
 			t.Fatalf("two emits differ:\n%s", cmp.Diff(string(a[0].Data), string(b[0].Data)))
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/manifoldflow/manifold/compile"
+	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/airflow"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -40,7 +41,7 @@ func benchmarkEmit(b *testing.B, nodes int) {
 	b.ReportAllocs()
 	var py, js int
 	for b.Loop() {
-		files, errs := airflow.Target{}.Emit(p)
+		files, errs := emit.Files(airflow.Target{}, p)
 		if len(errs) > 0 {
 			b.Fatal(errs)
 		}

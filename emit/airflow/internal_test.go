@@ -1,6 +1,7 @@
 package airflow
 
 import (
+	"bytes"
 	"encoding/json"
 	"os/exec"
 	"strconv"
@@ -8,9 +9,12 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/internal/benchflow"
 	"github.com/manifoldflow/manifold/plan"
 )
 
@@ -133,6 +137,38 @@ func TestQuoteReadsBackInPython(t *testing.T) {
 	for i, s := range cases {
 		if back[i] != s {
 			t.Errorf("quote(%q) = %s reads in Python as %q", s, quote(s), back[i])
+		}
+	}
+}
+
+// TestWriteJSONIsMarshalIndent: the .kpo.json that WriteJSON writes a task at a
+// time is byte for byte encoding/json's indented form of the whole file, for a
+// one-task DAG and for flows of every kind of step.
+func TestWriteJSONIsMarshalIndent(t *testing.T) {
+	one := &plan.Flow{Name: "f", Steps: []plan.Step{{Name: "a", Image: "busybox", Command: []string{"true"}}}}
+	flows := []*plan.Flow{one}
+	for _, shape := range benchflow.Shapes {
+		p, errs := compile.Compile(benchflow.Flow(shape, 40, benchflow.Options{}), compile.Options{})
+		if len(errs) > 0 {
+			t.Fatal(errs.ToAggregate())
+		}
+		flows = append(flows, p)
+	}
+	for _, f := range flows {
+		d, errs := Build(f)
+		if len(errs) > 0 {
+			t.Fatal(errs.ToAggregate())
+		}
+		want, err := json.MarshalIndent(d.kpo(), "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		if err := d.WriteJSON(&got); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), append(want, '\n')) {
+			t.Errorf("%s: WriteJSON differs from MarshalIndent:\n%s", f.Name, cmp.Diff(string(want)+"\n", got.String()))
 		}
 	}
 }

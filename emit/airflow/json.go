@@ -1,7 +1,10 @@
 package airflow
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,8 +46,53 @@ type KPOTask struct {
 	TeardownOf []string `json:"teardown_of,omitempty"`
 }
 
-// JSON returns the .kpo.json file.
-func (d *DAG) JSON() ([]byte, error) {
+// WriteJSON writes the .kpo.json file to w: KPOFile as encoding/json indents it
+// by two spaces, and a line break. Each task is encoded and written in turn.
+func (d *DAG) WriteJSON(w io.Writer) error {
+	file := d.kpo()
+	tasks := file.Tasks
+	file.Tasks = []KPOTask{}
+	head, err := json.MarshalIndent(file, "", "  ")
+	if err != nil {
+		return err
+	}
+	// Tasks is the last field: the head ends with its empty list, which the
+	// tasks, one element at a time, take the place of.
+	const empty = "[]\n}"
+	if !bytes.HasSuffix(head, []byte(empty)) {
+		return fmt.Errorf("kpo.json: the encoded file ends with %q, not with its tasks", head[max(0, len(head)-len(empty)):])
+	}
+	if len(tasks) == 0 {
+		_, err := w.Write(append(head, '\n'))
+		return err
+	}
+	b := append(head[:len(head)-len(empty)], "[\n"...)
+	var task bytes.Buffer
+	for i := range tasks {
+		compact, err := json.Marshal(&tasks[i])
+		if err != nil {
+			return err
+		}
+		task.Reset()
+		if err := json.Indent(&task, compact, "    ", "  "); err != nil {
+			return err
+		}
+		b = append(b, "    "...)
+		b = append(b, task.Bytes()...)
+		if i < len(tasks)-1 {
+			b = append(b, ",\n"...)
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		b = b[:0]
+	}
+	_, err = w.Write(append(b, "\n  ]\n}\n"...))
+	return err
+}
+
+// kpo returns the DAG as KPOFile.
+func (d *DAG) kpo() KPOFile {
 	out := KPOFile{DAGID: d.ID, Params: map[string]string{}, Tasks: []KPOTask{}}
 	if d.Schedule != "" {
 		out.Schedule = &d.Schedule
@@ -67,9 +115,5 @@ func (d *DAG) JSON() ([]byte, error) {
 		}
 		out.Tasks = append(out.Tasks, kt)
 	}
-	data, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return append(data, '\n'), nil
+	return out
 }

@@ -3,6 +3,7 @@ package airflow
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"maps"
 	"reflect"
 	"slices"
@@ -56,8 +57,9 @@ var pythonClass = map[string]string{
 // attribute names kubernetes.client gives them.
 var pythonKeyword = map[string]string{"exec": "_exec", "continue": "_continue", "from": "_from"}
 
-// Python returns the DAG file.
-func (d *DAG) Python() ([]byte, error) {
+// WritePython writes the DAG file to w. Its imports, which come first, are those
+// of what the tasks use, so the rest is made before anything is written.
+func (d *DAG) WritePython(w io.Writer) error {
 	p := &printer{uses: map[string]bool{}}
 	p.line(1, "with DAG(")
 	p.begin(2, "dag_id=")
@@ -107,7 +109,7 @@ func (d *DAG) Python() ([]byte, error) {
 		}
 	}
 	if p.err != nil {
-		return nil, p.err
+		return p.err
 	}
 
 	var head bytes.Buffer
@@ -130,8 +132,11 @@ func (d *DAG) Python() ([]byte, error) {
 		head.WriteString("from kubernetes.client import models as k8s\n")
 	}
 	head.WriteString("\n")
-	out := make([]byte, 0, head.Len()+len(p.b))
-	return append(append(out, head.Bytes()...), p.b...), nil
+	if _, err := w.Write(head.Bytes()); err != nil {
+		return err
+	}
+	_, err := w.Write(p.b)
+	return err
 }
 
 func (p *printer) task(t *Task) {

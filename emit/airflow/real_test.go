@@ -344,7 +344,7 @@ func artifactsFlow(name string) *sdk.Flow {
 
 func writeAirflow(t *testing.T, p *plan.Flow, dir string) {
 	t.Helper()
-	files, errs := airflow.Target{}.Emit(p)
+	files, errs := emit.Files(airflow.Target{}, p)
 	if len(errs) > 0 {
 		t.Fatalf("emit %s: %v", p.Name, errs.ToAggregate())
 	}

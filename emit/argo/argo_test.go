@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/internal/argopod"
 	"github.com/manifoldflow/manifold/sdk"
@@ -158,7 +159,7 @@ func TestTemplateTagsAreRefused(t *testing.T) {
 	p := mustCompile(t, sdk.NewFlow("f", sdk.Image("busybox"), sdk.Param("p", "{{workflow.name}}")).
 		Step("a", sdk.Command("echo", "{{ x }}"), sdk.Env("V", "a{{b"), sdk.Foreach("ok", "{{item}}"),
 			sdk.Annotation("example.com/n", "{{")))
-	_, errs := argo.Target{}.Emit(p)
+	_, errs := emit.Files(argo.Target{}, p)
 	want := field.ErrorList{
 		field.Invalid(field.NewPath("params").Key("p").Child("value"), nil, ""),
 		field.Invalid(field.NewPath("steps").Key("a").Child("command").Index(1), nil, ""),
@@ -207,12 +208,12 @@ func TestLongNamesStayValid(t *testing.T) {
 }
 
 func TestEmitIsDeterministicAndDecodesStrictly(t *testing.T) {
-	a, errs := argo.Target{}.Emit(mustCompile(t, neuronFlow()))
+	a, errs := emit.Files(argo.Target{}, mustCompile(t, neuronFlow()))
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	for range 5 {
-		b, _ := argo.Target{}.Emit(mustCompile(t, neuronFlow()))
+		b, _ := emit.Files(argo.Target{}, mustCompile(t, neuronFlow()))
 		if !cmp.Equal(a, b) {
 			t.Fatalf("two emits differ:\n%s", cmp.Diff(string(a[0].Data), string(b[0].Data)))
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/manifoldflow/manifold/compile"
+	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/internal/testflows"
 	"github.com/manifoldflow/manifold/plan"
@@ -35,7 +36,7 @@ func benchmarkEmit(b *testing.B, p *plan.Flow) {
 	b.ReportAllocs()
 	var size int
 	for b.Loop() {
-		files, errs := argo.Target{}.Emit(p)
+		files, errs := emit.Files(argo.Target{}, p)
 		if len(errs) > 0 {
 			b.Fatal(errs)
 		}

@@ -84,7 +84,7 @@ func TestShapesAcceptedByArgoLint(t *testing.T) {
 func TestAdversarialValuesReachThePod(t *testing.T) {
 	for _, s := range adversarial {
 		p := mustCompile(t, adversarialFlow(s))
-		files, errs := argo.Target{}.Emit(p)
+		files, errs := emit.Files(argo.Target{}, p)
 		if len(errs) > 0 {
 			t.Fatal(errs)
 		}

@@ -347,7 +347,7 @@ func emitMultiNode(t *testing.T) []emitted {
 	for name, f := range multiNodeFlows() {
 		for _, mode := range modes {
 			p := compileMode(t, f, mode)
-			files, errs := argo.Target{}.Emit(p)
+			files, errs := emit.Files(argo.Target{}, p)
 			if len(errs) > 0 {
 				t.Fatalf("%s: %v", name, errs.ToAggregate())
 			}

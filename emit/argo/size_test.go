@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/internal/benchflow"
 	"github.com/manifoldflow/manifold/internal/testflows"
@@ -19,7 +20,7 @@ import (
 // on two nodes, is under the default limit.
 func TestFiveHundredStepsFit(t *testing.T) {
 	p := testflows.Compile(t, benchflow.Flow(benchflow.FanOut, 500, benchflow.Options{}))
-	files, errs := argo.Target{}.Emit(p)
+	files, errs := emit.Files(argo.Target{}, p)
 	if len(errs) > 0 {
 		t.Fatal(errs.ToAggregate())
 	}
@@ -33,7 +34,7 @@ func TestFiveHundredStepsFit(t *testing.T) {
 // limit, is written.
 func TestTooLargeRefused(t *testing.T) {
 	p := testflows.Compile(t, benchflow.Flow(benchflow.Chain, 1500, benchflow.Options{}))
-	_, errs := argo.Target{}.Emit(p)
+	_, errs := emit.Files(argo.Target{}, p)
 	want := field.ErrorList{field.Forbidden(field.NewPath("steps"), "")}
 	if diff := cmp.Diff(want, errs, cmpopts.IgnoreFields(field.Error{}, "Detail")); diff != "" {
 		t.Fatalf("errors (-want +got):\n%s", diff)
@@ -45,7 +46,7 @@ func TestTooLargeRefused(t *testing.T) {
 	}
 
 	p.ArgoMaxBytes = -1
-	files, errs := argo.Target{}.Emit(p)
+	files, errs := emit.Files(argo.Target{}, p)
 	if len(errs) > 0 {
 		t.Fatal(errs.ToAggregate())
 	}
@@ -59,7 +60,7 @@ func TestTooLargeRefused(t *testing.T) {
 		t.Errorf("one byte over the limit: the error does not give the size %d: %s", size, detail)
 	}
 	p.ArgoMaxBytes = size
-	if _, errs := (argo.Target{}).Emit(p); len(errs) > 0 {
+	if _, errs := emit.Files(argo.Target{}, p); len(errs) > 0 {
 		t.Errorf("a WorkflowTemplate of exactly argo_max_bytes was refused: %v", errs.ToAggregate())
 	}
 }
@@ -68,7 +69,7 @@ func TestTooLargeRefused(t *testing.T) {
 func errsDetail(t *testing.T, p *plan.Flow, max int) string {
 	t.Helper()
 	p.ArgoMaxBytes = max
-	_, errs := argo.Target{}.Emit(p)
+	_, errs := emit.Files(argo.Target{}, p)
 	if len(errs) != 1 {
 		t.Fatalf("with argo_max_bytes %d: errors %v", max, errs)
 	}

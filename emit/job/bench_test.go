@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/manifoldflow/manifold/compile"
+	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/internal/testflows"
 )
@@ -20,7 +21,7 @@ func BenchmarkCompileAndEmit100(b *testing.B) {
 		if len(errs) > 0 {
 			b.Fatal(errs)
 		}
-		files, errs := job.Target{}.Emit(p)
+		files, errs := emit.Files(job.Target{}, p)
 		if len(errs) > 0 {
 			b.Fatal(errs)
 		}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
+	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/internal/testflows"
 	"github.com/manifoldflow/manifold/plan"
@@ -174,7 +175,7 @@ func TestScheduleManyStepsIsAnError(t *testing.T) {
 	if !strings.Contains(errs[0].Detail, "--target argo") {
 		t.Errorf("the error does not say what to do: %s", errs[0].Detail)
 	}
-	if _, errs := (job.Target{}).Emit(p); len(errs) == 0 {
+	if _, errs := emit.Files(job.Target{}, p); len(errs) == 0 {
 		t.Errorf("Emit wrote files for a flow the target cannot express")
 	}
 }
@@ -195,12 +196,12 @@ func TestLongNamesStayValid(t *testing.T) {
 
 func TestEmitIsDeterministicYAML(t *testing.T) {
 	p := testflows.Compile(t, neuronFlow())
-	a, errs := job.Target{}.Emit(p)
+	a, errs := emit.Files(job.Target{}, p)
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	for range 5 {
-		b, _ := job.Target{}.Emit(testflows.Compile(t, neuronFlow()))
+		b, _ := emit.Files(job.Target{}, testflows.Compile(t, neuronFlow()))
 		if !cmp.Equal(a, b) {
 			t.Fatalf("two emits differ:\n%s", cmp.Diff(string(a[0].Data), string(b[0].Data)))
 		}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/manifoldflow/manifold/compile"
+	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/internal/kubevalidate"
 	"github.com/manifoldflow/manifold/sdk"
@@ -43,7 +44,7 @@ func roundTrip(t *testing.T, f *sdk.Flow) {
 	if len(errs) > 0 {
 		t.Skipf("job target cannot express the flow: %v", errs.ToAggregate())
 	}
-	files, errs := job.Target{}.Emit(p)
+	files, errs := emit.Files(job.Target{}, p)
 	if len(errs) > 0 {
 		t.Fatalf("Objects succeeded but Emit failed: %v", errs)
 	}

@@ -157,7 +157,7 @@ func TestNamesFit(t *testing.T) {
 // field and back to the same objects.
 func TestDecodesStrictly(t *testing.T) {
 	p := testflows.Compile(t, trainFlow(sdk.Nodes(2), sdk.Foreach("a", "b")))
-	files, errs := jobset.Target{}.Emit(p)
+	files, errs := emit.Files(jobset.Target{}, p)
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -237,7 +237,7 @@ func TestBrokenJobSetIsRefused(t *testing.T) {
 
 func write(t *testing.T, dir, name string, p *plan.Flow) string {
 	t.Helper()
-	files, errs := jobset.Target{}.Emit(p)
+	files, errs := emit.Files(jobset.Target{}, p)
 	if len(errs) > 0 {
 		t.Fatalf("%s: %v", name, errs)
 	}

@@ -34,14 +34,11 @@ func write(path string, data []byte, sync bool) error {
 // (flushed to the disk when sync is set) and returns its name; on an error it
 // leaves no file.
 func writeTemp(path string, data []byte, sync bool) (string, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*"+tempSuffix)
+	tmp, err := createTemp(path)
 	if err != nil {
 		return "", err
 	}
 	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
 	if err == nil && sync {
 		err = tmp.Sync()
 	}
@@ -55,8 +52,23 @@ func writeTemp(path string, data []byte, sync bool) (string, error) {
 	return tmp.Name(), nil
 }
 
-// Batch writes files all or nothing, as far as a writer can, one at a time: Add
-// writes a file's temporary file at once, so its data need not be kept; Commit
+// createTemp makes a new temporary file beside path, with mode 0644.
+func createTemp(path string) (*os.File, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*"+tempSuffix)
+	if err != nil {
+		return nil, err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return nil, err
+	}
+	return tmp, nil
+}
+
+// Batch writes files all or nothing, as far as a writer can, one at a time:
+// Create gives each file's temporary file, which the caller writes as its data
+// is made, so the data need never be whole; Commit
 // renames them all into place only when all are written; Abort removes them,
 // leaving every path as it was. The zero Batch is empty.
 type Batch struct {
@@ -64,15 +76,16 @@ type Batch struct {
 	order []string
 }
 
-// Add writes data to a temporary file beside path. A second Add of one path
-// replaces the first.
-func (b *Batch) Add(path string, data []byte) error {
-	tmp, err := writeTemp(path, data, false)
+// Create makes a temporary file beside path, for the caller to write and close
+// before Commit renames it into place. A second Create of one path replaces the
+// first.
+func (b *Batch) Create(path string) (*os.File, error) {
+	tmp, err := createTemp(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	b.put(path, tmp)
-	return nil
+	b.put(path, tmp.Name())
+	return tmp, nil
 }
 
 // put makes tmp the temporary file of path, removing the one it replaces.

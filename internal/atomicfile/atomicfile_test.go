@@ -98,12 +98,12 @@ func TestBatchIsAllOrNothing(t *testing.T) {
 	}
 	var batch Batch
 	for path, data := range map[string]string{a: "new a", b: "new b"} {
-		if err := batch.Add(path, []byte(data)); err != nil {
+		if err := add(&batch, path, data); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := batch.Add(filepath.Join(dir, "missing", "c.yaml"), []byte("c")); err == nil {
-		t.Fatal("Add into a missing directory succeeded")
+	if err := add(&batch, filepath.Join(dir, "missing", "c.yaml"), "c"); err == nil {
+		t.Fatal("Create into a missing directory succeeded")
 	}
 	batch.Abort()
 	if got, _ := os.ReadFile(a); string(got) != "old a" {
@@ -121,7 +121,7 @@ func TestBatchIsAllOrNothing(t *testing.T) {
 
 	batch = Batch{}
 	for path, data := range map[string]string{a: "new a", b: "new b"} {
-		if err := batch.Add(path, []byte(data)); err != nil {
+		if err := add(&batch, path, data); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -142,11 +142,11 @@ func TestBatchJoin(t *testing.T) {
 	dir := t.TempDir()
 	a, b, shared := filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "shared")
 	var first, second Batch
-	for _, add := range []struct {
+	for _, f := range []struct {
 		batch      *Batch
 		path, data string
 	}{{&first, a, "a"}, {&first, shared, "first"}, {&second, shared, "second"}, {&second, b, "b"}} {
-		if err := add.batch.Add(add.path, []byte(add.data)); err != nil {
+		if err := add(f.batch, f.path, f.data); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -168,5 +168,38 @@ func TestBatchJoin(t *testing.T) {
 		if got, _ := os.ReadFile(path); string(got) != want {
 			t.Errorf("%s = %q, want %q", filepath.Base(path), got, want)
 		}
+	}
+}
+
+// add writes data to the temporary file Create gives for path.
+func add(b *Batch, path, data string) error {
+	f, err := b.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// TestCreateMode: a created file is 0644 once committed, whatever the umask
+// lets CreateTemp give.
+func TestCreateMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	var b Batch
+	if err := add(&b, path, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v, want 0644", fi.Mode().Perm())
 	}
 }

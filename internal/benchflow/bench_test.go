@@ -44,7 +44,7 @@ func BenchmarkCompile(b *testing.B) {
 						}
 						var files []emit.File
 						for _, t := range chosen {
-							out, errs := t.Emit(p)
+							out, errs := emit.Files(t, p)
 							if len(errs) > 0 {
 								b.Fatal(errs.ToAggregate())
 							}
@@ -67,7 +67,7 @@ func BenchmarkArgoSingleNode(b *testing.B) {
 		b.Fatal(errs.ToAggregate())
 	}
 	benchmarkCompile(b, n, func() []emit.File {
-		files, errs := argo.Target{}.Emit(p)
+		files, errs := emit.Files(argo.Target{}, p)
 		if len(errs) > 0 {
 			b.Fatal(errs.ToAggregate())
 		}

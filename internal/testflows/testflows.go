@@ -72,7 +72,7 @@ func Compile(t testing.TB, f *sdk.Flow) *plan.Flow {
 // dir/name.yaml, returning that path.
 func Write(t testing.TB, target emit.Target, f *sdk.Flow, dir, name string) string {
 	t.Helper()
-	files, errs := target.Emit(Compile(t, f))
+	files, errs := emit.Files(target, Compile(t, f))
 	if len(errs) > 0 {
 		t.Fatalf("%s: %v", name, errs.ToAggregate())
 	}

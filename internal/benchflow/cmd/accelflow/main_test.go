@@ -22,7 +22,7 @@ func TestCompilesToEveryTarget(t *testing.T) {
 		t.Errorf("%d steps, want 12", len(p.Steps))
 	}
 	for _, target := range []emit.Target{job.Target{}, jobset.Target{}, argo.Target{}, airflow.Target{}} {
-		files, errs := target.Emit(p)
+		files, errs := emit.Files(target, p)
 		if len(errs) > 0 {
 			t.Errorf("%s: %v", target.Name(), errs.ToAggregate())
 		}

@@ -47,7 +47,7 @@ func TestScheduledAccepted(t *testing.T) {
 			if len(errs) > 0 {
 				t.Fatal(errs.ToAggregate())
 			}
-			files, errs := tc.target.Emit(p)
+			files, errs := emit.Files(tc.target, p)
 			if len(errs) > 0 {
 				t.Fatal(errs.ToAggregate())
 			}
