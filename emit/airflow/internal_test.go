@@ -172,3 +172,29 @@ func TestWriteJSONIsMarshalIndent(t *testing.T) {
 		}
 	}
 }
+
+// TestPythonInPieces: the DAG file is the same whether the printer keeps its
+// text whole or puts it aside every few lines.
+func TestPythonInPieces(t *testing.T) {
+	p, errs := compile.Compile(benchflow.Flow(benchflow.FanOut, 40, benchflow.Options{}), compile.Options{})
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	d, errs := Build(p)
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	write := func(chunk int) string {
+		defer func(old int) { printChunk = old }(printChunk)
+		printChunk = chunk
+		var b bytes.Buffer
+		if err := d.WritePython(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	whole := write(1 << 30)
+	if pieces := write(100); pieces != whole {
+		t.Errorf("in pieces of 100 bytes the file differs:\n%s", cmp.Diff(whole, pieces))
+	}
+}

@@ -135,8 +135,12 @@ func (d *DAG) WritePython(w io.Writer) error {
 	if _, err := w.Write(head.Bytes()); err != nil {
 		return err
 	}
-	_, err := w.Write(p.b)
-	return err
+	for _, b := range append(p.full, p.b) {
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (p *printer) task(t *Task) {
@@ -228,7 +232,11 @@ func (p *printer) arg(a Arg) {
 // printer writes the DAG's body and records which imports it used and the first
 // value it could not write.
 type printer struct {
+	// b is the text being written; full holds what came before it, in pieces
+	// of about printChunk bytes, so that a large DAG's text is never copied to
+	// grow.
 	b    []byte
+	full [][]byte
 	uses map[string]bool
 	err  error
 	// fields holds, for each struct type and the class it is written in, the
@@ -274,7 +282,15 @@ func (p *printer) raw(text string) { p.b = append(p.b, text...) }
 func (p *printer) end(text string) {
 	p.b = append(p.b, text...)
 	p.b = append(p.b, '\n')
+	if len(p.b) >= printChunk {
+		p.full = append(p.full, p.b)
+		p.b = make([]byte, 0, printChunk+printChunk/8)
+	}
 }
+
+// printChunk is the size past which the printer puts its text aside, a whole
+// line at a time, and starts a new piece (a variable, for tests).
+var printChunk = 1 << 20
 
 func (p *printer) fail(format string, args ...any) {
 	if p.err == nil {

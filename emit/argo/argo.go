@@ -204,7 +204,7 @@ func WorkflowTemplate(f *plan.Flow) (*wfv1.WorkflowTemplate, field.ErrorList) {
 	// The pods of the container steps; a multi-node step's pods are inside the
 	// object its resource template creates.
 	pods := make([]corev1.PodTemplateSpec, len(f.Steps))
-	var containerPods []corev1.PodTemplateSpec
+	containerPods := make([]corev1.PodTemplateSpec, 0, len(f.Steps))
 	for i := range f.Steps {
 		if s := &f.Steps[i]; s.Nodes <= 1 {
 			pods[i] = emit.Pod(f, s, PodOptions(s))
@@ -216,8 +216,10 @@ func WorkflowTemplate(f *plan.Flow) (*wfv1.WorkflowTemplate, field.ErrorList) {
 	}
 	spec, shared := workflowSpec(f, containerPods, len(containerPods) < len(f.Steps))
 
-	dag := &wfv1.DAGTemplate{}
-	spec.Templates = []wfv1.Template{{Name: Entrypoint, DAG: dag}}
+	// Each step has a template and a task, a multi-node step up to three.
+	dag := &wfv1.DAGTemplate{Tasks: make([]wfv1.DAGTask, 0, len(f.Steps))}
+	spec.Templates = make([]wfv1.Template, 1, 1+len(f.Steps))
+	spec.Templates[0] = wfv1.Template{Name: Entrypoint, DAG: dag}
 	for i := range f.Steps {
 		s := &f.Steps[i]
 		if s.Nodes > 1 {
