@@ -275,7 +275,7 @@ func (t *tempFiles) create(name string) (io.Writer, error) {
 	t.names = append(t.names, name)
 	t.file = f
 	if t.buf == nil {
-		t.buf = bufio.NewWriterSize(t, 256<<10)
+		t.buf = bufio.NewWriterSize(t, 64<<10)
 	}
 	t.buf.Reset(t)
 	return t.buf, nil
