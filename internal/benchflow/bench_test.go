@@ -2,6 +2,7 @@ package benchflow_test
 
 import (
 	"fmt"
+	"io"
 	"runtime/metrics"
 	"strings"
 	"sync"
@@ -37,20 +38,16 @@ func BenchmarkCompile(b *testing.B) {
 					name, chosen = t.Name(), []emit.Target{t}
 				}
 				b.Run(fmt.Sprintf("%s/%d/%s", shape, n, name), func(b *testing.B) {
-					benchmarkCompile(b, n, func() []emit.File {
+					benchmarkCompile(b, n, func(create emit.Create) {
 						p, errs := compile.Compile(flow, noLimit)
 						if len(errs) > 0 {
 							b.Fatal(errs.ToAggregate())
 						}
-						var files []emit.File
 						for _, t := range chosen {
-							out, errs := emit.Files(t, p)
-							if len(errs) > 0 {
+							if errs := t.Emit(p, create); len(errs) > 0 {
 								b.Fatal(errs.ToAggregate())
 							}
-							files = append(files, out...)
 						}
-						return files
 					})
 				})
 			}
@@ -66,36 +63,49 @@ func BenchmarkArgoSingleNode(b *testing.B) {
 	if len(errs) > 0 {
 		b.Fatal(errs.ToAggregate())
 	}
-	benchmarkCompile(b, n, func() []emit.File {
-		files, errs := emit.Files(argo.Target{}, p)
-		if len(errs) > 0 {
+	benchmarkCompile(b, n, func(create emit.Create) {
+		if errs := (argo.Target{}).Emit(p, create); len(errs) > 0 {
 			b.Fatal(errs.ToAggregate())
 		}
-		return files
 	})
 }
 
-// benchmarkCompile runs run, which makes the files of an n-step flow, and reports
-// per-step figures: ns/step, allocs/step, <file>-bytes/step for each file (named
-// by what follows the flow's name, as argo.yaml), and peak-heap-MB.
-func benchmarkCompile(b *testing.B, n int, run func() []emit.File) {
+// benchmarkCompile runs run, which emits the files of an n-step flow to create
+// as compile -o does, and reports per-step figures: ns/step, allocs/step,
+// <file>-bytes/step for each file (named by what follows the flow's name, as
+// argo.yaml), and peak-heap-MB. The files are counted and thrown away as they
+// are written, so what the heap holds is what the emitters hold.
+func benchmarkCompile(b *testing.B, n int, run func(emit.Create)) {
 	b.ReportAllocs()
 	stop := samplePeakHeap()
 	allocs := readMetric(allocsMetric)
-	var files []emit.File
+	var sizes map[string]*counter
 	for b.Loop() {
-		files = run()
+		sizes = map[string]*counter{}
+		run(func(name string) (io.Writer, error) {
+			c := new(counter)
+			sizes[name] = c
+			return c, nil
+		})
 	}
 	allocs = readMetric(allocsMetric) - allocs
 	peak := stop()
 	steps := float64(b.N) * float64(n)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/steps, "ns/step")
 	b.ReportMetric(float64(allocs)/steps, "allocs/step")
-	for _, f := range files {
-		_, kind, _ := strings.Cut(f.Name, ".")
-		b.ReportMetric(float64(len(f.Data))/float64(n), kind+"-bytes/step")
+	for name, c := range sizes {
+		_, kind, _ := strings.Cut(name, ".")
+		b.ReportMetric(float64(*c)/float64(n), kind+"-bytes/step")
 	}
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+}
+
+// counter is a writer that keeps only the number of bytes written to it.
+type counter int64
+
+func (c *counter) Write(p []byte) (int, error) {
+	*c += counter(len(p))
+	return len(p), nil
 }
 
 const (
