@@ -75,7 +75,7 @@ func run() error {
 
 	fmt.Fprintln(os.Stderr, "running the benchmarks…")
 	res, err := benchmarks(
-		[]string{"./internal/benchflow", "-bench", ".", "-benchtime", "3x"},
+		[]string{"./internal/benchflow", "-bench", ".", "-benchtime", "3x", "-count", "3"},
 		[]string{"./runtimes/local", "-bench", "Overhead|Run1000", "-benchtime", "1x"},
 	)
 	if err != nil {
@@ -160,7 +160,9 @@ func measure(dir, prog string, env []string, n int) (time.Duration, int64, error
 var benchLine = regexp.MustCompile(`^Benchmark(\S+?)(-\d+)?\s+\d+\s+(.*)$`)
 
 // benchmarks runs each package's benchmarks and returns their metrics by
-// benchmark name (without "Benchmark" and the GOMAXPROCS suffix) and unit.
+// benchmark name (without "Benchmark" and the GOMAXPROCS suffix) and unit. Of a
+// benchmark run several times (-count), it keeps the fastest run's metrics: the
+// load of a shared machine only ever slows a run down.
 func benchmarks(runs ...[]string) (map[string]map[string]float64, error) {
 	res := map[string]map[string]float64{}
 	for _, r := range runs {
@@ -185,7 +187,9 @@ func benchmarks(runs ...[]string) (map[string]map[string]float64, error) {
 					metrics[f[i+1]] = v
 				}
 			}
-			res[m[1]] = metrics
+			if old, ok := res[m[1]]; !ok || metrics["ns/op"] < old["ns/op"] {
+				res[m[1]] = metrics
+			}
 		}
 	}
 	return res, nil
