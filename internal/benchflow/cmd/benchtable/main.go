@@ -74,8 +74,10 @@ func run() error {
 	}
 
 	fmt.Fprintln(os.Stderr, "running the benchmarks…")
-	res, err := benchmarks(
-		[]string{"./internal/benchflow", "-bench", ".", "-benchtime", "3x", "-count", "3"},
+	// The per-step benchmarks run three times over, a minute or so apart, so that
+	// each size has its chance at a quiet moment of the machine.
+	perStep := []string{"./internal/benchflow", "-bench", ".", "-benchtime", "3x"}
+	res, err := benchmarks(perStep, perStep, perStep,
 		[]string{"./runtimes/local", "-bench", "Overhead|Run1000", "-benchtime", "1x"},
 	)
 	if err != nil {
@@ -161,8 +163,8 @@ var benchLine = regexp.MustCompile(`^Benchmark(\S+?)(-\d+)?\s+\d+\s+(.*)$`)
 
 // benchmarks runs each package's benchmarks and returns their metrics by
 // benchmark name (without "Benchmark" and the GOMAXPROCS suffix) and unit. Of a
-// benchmark run several times (-count), it keeps the fastest run's metrics: the
-// load of a shared machine only ever slows a run down.
+// benchmark run more than once, it keeps the fastest run's metrics: the load of
+// a shared machine only ever slows a run down.
 func benchmarks(runs ...[]string) (map[string]map[string]float64, error) {
 	res := map[string]map[string]float64{}
 	for _, r := range runs {
