@@ -161,14 +161,14 @@ func batchGC() {
 }
 
 // writeFiles emits p for each chosen target and writes its files into dir,
-// each target's to temporary files as soon as it is emitted (so no target's
-// output is held after it is made), renamed into place only once every
-// target has been emitted and written: a reader never sees a half-written file,
-// nor part of a compile, and a target that cannot express the flow leaves dir
-// as it was. Then it removes the files that chosen targets wrote for the flow
-// before and that are no longer part of its output (a flow that no longer has
-// DRA steps has no <flow>.claims.yaml), and only those: nothing else in dir is
-// touched.
+// each streamed to a temporary file as it is made (so no file is ever whole in
+// memory), renamed into place only once every target has been emitted and
+// written: a reader never sees a half-written file, nor part of a compile, and a
+// target that cannot express the flow, or an interrupt (SIGINT, SIGTERM) before
+// the renames, leaves dir as it was. Then it removes the files that chosen
+// targets wrote for the flow before and that are no longer part of its output (a
+// flow that no longer has DRA steps has no <flow>.claims.yaml), and only those:
+// nothing else in dir is touched.
 func writeFiles(c *ucli.Context, dir string, p *plan.Flow, chosen []emit.Target) error {
 	_, statErr := os.Stat(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -222,6 +222,9 @@ func writeFiles(c *ucli.Context, dir string, p *plan.Flow, chosen []emit.Target)
 			written[name] = true
 		}
 		batch.Join(&r.batch)
+	}
+	if err := c.Context.Err(); err != nil {
+		return &exitError{code: ExitInterrupted, err: fmt.Errorf("compile interrupted: nothing written to %s", dir)}
 	}
 	paths := batch.Paths() // argo and airflow write the same <flow>.claims.yaml once
 	if err := batch.Commit(); err != nil {
