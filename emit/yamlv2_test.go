@@ -2,6 +2,7 @@ package emit
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -43,6 +44,78 @@ func viaYAMLv2(header string, objects ...any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// clean returns obj as a generic tree without nulls, empty noise or status.
+func clean(obj any) (any, error) {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	// Numbers stay exact (json.Number, then int64), and the tree goes to the
+	// encoder directly: re-reading JSON as YAML would refuse characters such as DEL
+	// that the YAML encoder writes escaped.
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var tree any
+	if err := dec.Decode(&tree); err != nil {
+		return nil, err
+	}
+	// An object's status is the controller's to write; some API types serialize
+	// zero counters there (JobSet's restarts: 0).
+	if m, ok := tree.(map[string]any); ok {
+		delete(m, "status")
+	}
+	return prune(tree), nil
+}
+
+// prune removes nulls everywhere and the empty noise maps, and turns numbers into
+// Go numbers.
+func prune(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, child := range t {
+			child = prune(child)
+			if child == nil {
+				delete(t, k)
+				continue
+			}
+			if m, ok := child.(map[string]any); ok && len(m) == 0 && noise[k] {
+				delete(t, k)
+				continue
+			}
+			t[k] = child
+		}
+		return t
+	case []any:
+		for i := range t {
+			t[i] = prune(t[i])
+		}
+		return t
+	case json.Number:
+		if n, err := t.Int64(); err == nil {
+			return n
+		}
+		f, _ := t.Float64()
+		return f
+	}
+	return v
+}
+
+// viaCleanJSON is how JSON wrote an object before it wrote it in one pass: the
+// cleaned tree through encoding/json. JSON must give the same bytes.
+func viaCleanJSON(obj any) ([]byte, error) {
+	tree, err := clean(obj)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(tree); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
 func sameAsYAMLv2(t *testing.T, objects ...any) {
 	t.Helper()
 	want, err := viaYAMLv2("h", objects...)
@@ -55,6 +128,19 @@ func sameAsYAMLv2(t *testing.T, objects ...any) {
 	}
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("YAML differs from yaml.v2 (-want +got):\n%s", diff)
+	}
+	for _, obj := range objects {
+		want, err := viaCleanJSON(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := JSON(obj, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(string(want), string(got)); diff != "" {
+			t.Errorf("JSON differs from encoding/json's of the cleaned tree (-want +got):\n%s", diff)
+		}
 	}
 }
 

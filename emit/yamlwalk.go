@@ -22,8 +22,13 @@ import (
 // encoder writes a value as YAML in one pass over it: what encoding/json would
 // write (json tags, omitempty, MarshalJSON), less nulls, the empty noise maps and
 // the object's status, as yaml.v2 would write that tree with its keys sorted.
+// With json set it writes the same tree as compact JSON instead, as
+// encoding/json writes a generic tree (keys in byte order, no HTML escaping).
 type encoder struct {
 	emitter
+	json bool
+	// scratch holds a JSON string that encoding/json escaped.
+	scratch bytes.Buffer
 }
 
 // What writing a value wrote.
@@ -41,14 +46,63 @@ var (
 	timeType          = reflect.TypeFor[metav1.Time]()
 )
 
-// document writes obj as one YAML document.
+// document writes obj as one YAML document, or one JSON value.
 func (e *encoder) document(obj any) error {
-	e.startDocument()
+	if !e.json {
+		e.startDocument()
+	}
 	if e.value(reflect.ValueOf(obj), ctxRoot) == wroteNull {
 		e.plain("null", ctxRoot)
 	}
-	e.endDocument()
+	if !e.json {
+		e.endDocument()
+	}
 	return nil
+}
+
+// plain writes a number, a boolean or null.
+func (e *encoder) plain(s string, ctx int) {
+	if e.json {
+		e.buf = append(e.buf, s...)
+		return
+	}
+	e.emitter.plain(s, ctx)
+}
+
+// str writes a string.
+func (e *encoder) str(s string, ctx int) {
+	if e.json {
+		e.jsonString(s)
+		return
+	}
+	e.emitter.str(s, ctx)
+}
+
+// jsonString writes s as a JSON string, escaped as encoding/json escapes it
+// without HTML escaping.
+func (e *encoder) jsonString(s string) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			e.scratch.Reset()
+			enc := json.NewEncoder(&e.scratch)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(s); err != nil {
+				panic(encodeError{err})
+			}
+			e.buf = append(e.buf, bytes.TrimSuffix(e.scratch.Bytes(), []byte("\n"))...)
+			return
+		}
+	}
+	e.buf = append(e.buf, '"')
+	e.buf = append(e.buf, s...)
+	e.buf = append(e.buf, '"')
+}
+
+// jsonComma separates a value from the one before it in its object or array.
+func (e *encoder) jsonComma() {
+	if n := len(e.buf); n > 0 && e.buf[n-1] != '{' && e.buf[n-1] != '[' {
+		e.buf = append(e.buf, ',')
+	}
 }
 
 // value writes v in context ctx and says what it wrote.
@@ -137,6 +191,14 @@ func (e *encoder) number(n json.Number, ctx int) {
 		return
 	}
 	f, _ := n.Float64()
+	if e.json {
+		data, err := json.Marshal(f)
+		if err != nil {
+			panic(encodeError{err})
+		}
+		e.plain(string(data), ctx)
+		return
+	}
 	e.plain(formatFloat(f), ctx)
 }
 
@@ -203,7 +265,7 @@ func (e *encoder) tree(x any, ctx int) int {
 				e.plain("null", ctxSequence)
 			}
 		}
-		e.popIndent()
+		e.endSequence()
 	case map[string]any:
 		keys := make([]string, 0, len(t))
 		for k := range t {
@@ -211,7 +273,7 @@ func (e *encoder) tree(x any, ctx int) int {
 				keys = append(keys, k)
 			}
 		}
-		slices.SortFunc(keys, keyCompare)
+		slices.SortFunc(keys, e.keyCompare)
 		start := e.beginMapping()
 		n := 0
 		for _, k := range keys {
@@ -229,6 +291,10 @@ func (e *encoder) tree(x any, ctx int) int {
 
 func (e *encoder) beginMapping() mark {
 	m := e.mark()
+	if e.json {
+		e.buf = append(e.buf, '{')
+		return m
+	}
 	e.increaseIndent(false, false)
 	return m
 }
@@ -236,6 +302,12 @@ func (e *encoder) beginMapping() mark {
 // key writes a mapping key and returns the mark before it.
 func (e *encoder) key(k string) mark {
 	m := e.mark()
+	if e.json {
+		e.jsonComma()
+		e.jsonString(k)
+		e.buf = append(e.buf, ':')
+		return m
+	}
 	e.writeIndent()
 	if simpleKey(k) {
 		e.str(k, ctxMapping|ctxSimpleKey)
@@ -257,11 +329,19 @@ func (e *encoder) endMapping(start mark, n int) int {
 		e.emptyFlow("{", "}")
 		return wroteEmpty
 	}
+	if e.json {
+		e.buf = append(e.buf, '}')
+		return wroteValue
+	}
 	e.popIndent()
 	return wroteValue
 }
 
 func (e *encoder) emptyFlow(open, close string) {
+	if e.json {
+		e.buf = append(append(e.buf, open...), close...)
+		return
+	}
 	e.writeIndicator(open, true, true, false)
 	e.increaseIndent(true, false)
 	e.popIndent()
@@ -269,12 +349,28 @@ func (e *encoder) emptyFlow(open, close string) {
 }
 
 func (e *encoder) beginSequence(ctx int) {
+	if e.json {
+		e.buf = append(e.buf, '[')
+		return
+	}
 	e.increaseIndent(false, ctx&ctxMapping != 0 && !e.indention)
 }
 
 func (e *encoder) item() {
+	if e.json {
+		e.jsonComma()
+		return
+	}
 	e.writeIndent()
 	e.writeIndicator("-", true, false, true)
+}
+
+func (e *encoder) endSequence() {
+	if e.json {
+		e.buf = append(e.buf, ']')
+		return
+	}
+	e.popIndent()
 }
 
 func (e *encoder) sequence(v reflect.Value, ctx int) {
@@ -290,7 +386,7 @@ func (e *encoder) sequence(v reflect.Value, ctx int) {
 			e.plain("null", ctxSequence)
 		}
 	}
-	e.popIndent()
+	e.endSequence()
 }
 
 func (e *encoder) mapValue(v reflect.Value, ctx int) int {
@@ -306,7 +402,7 @@ func (e *encoder) mapValue(v reflect.Value, ctx int) int {
 		}
 		entries = append(entries, entry{k, it.Value()})
 	}
-	slices.SortFunc(entries, func(a, b entry) int { return keyCompare(a.key, b.key) })
+	slices.SortFunc(entries, func(a, b entry) int { return e.keyCompare(a.key, b.key) })
 	start := e.beginMapping()
 	n := 0
 	for _, en := range entries {
@@ -343,9 +439,13 @@ func mapKey(k reflect.Value) string {
 func (e *encoder) structValue(v reflect.Value, ti *typeInfo, ctx int) int {
 	start := e.beginMapping()
 	n := 0
+	fields := ti.fields
+	if e.json {
+		fields = ti.jsonFields
+	}
 fields:
-	for i := range ti.fields {
-		f := &ti.fields[i]
+	for i := range fields {
+		f := &fields[i]
 		if ctx&ctxRoot != 0 && f.name == "status" {
 			continue
 		}
@@ -438,6 +538,15 @@ func validUTF8(s string) string {
 	return b.String()
 }
 
+// keyCompare orders the keys of a mapping: as keyCompare, or in byte order as
+// encoding/json does when writing JSON.
+func (e *encoder) keyCompare(a, b string) int {
+	if e.json {
+		return strings.Compare(a, b)
+	}
+	return keyCompare(a, b)
+}
+
 // keyCompare orders mapping keys as yaml.v2 sorts string keys: by character,
 // letters after other characters, runs of digits by their numeric value.
 func keyCompare(a, b string) int {
@@ -515,8 +624,9 @@ type typeInfo struct {
 	// elemMarshals: a []byte-like slice whose elements marshal themselves, which
 	// encoding/json writes as an array.
 	elemMarshals bool
-	// fields of a struct, in the order of their keys.
-	fields []fieldInfo
+	// fields of a struct, in the order of their keys in YAML (keyCompare), and in
+	// JSON (byte order).
+	fields, jsonFields []fieldInfo
 }
 
 type fieldInfo struct {
@@ -551,6 +661,7 @@ func infoOf(t reflect.Type) *typeInfo {
 	}
 	if t.Kind() == reflect.Struct {
 		ti.fields = structFields(t)
+		ti.jsonFields = slices.SortedStableFunc(slices.Values(ti.fields), func(a, b fieldInfo) int { return strings.Compare(a.name, b.name) })
 	}
 	actual, _ := typeInfos.LoadOrStore(t, ti)
 	return actual.(*typeInfo)
