@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
 	"golang.org/x/sync/errgroup"
@@ -182,6 +183,20 @@ func writeFiles(c *ucli.Context, dir string, p *plan.Flow, chosen []emit.Target)
 			os.Remove(dir) // made for this compile, and empty again: leave nothing
 		}
 	}()
+	// A compile killed before its renames (SIGKILL, out of memory) leaves its
+	// temporary files; the next one removes them, once they are old enough not to
+	// be a compile's at work beside this one.
+	for _, t := range chosen {
+		for _, name := range t.Outputs(p.Name) {
+			stale, err := atomicfile.RemoveStale(filepath.Join(dir, name), staleTemp)
+			for _, path := range stale {
+				fmt.Fprintf(c.App.Writer, "removed %s: left by a compile that was stopped before it finished\n", path)
+			}
+			if err != nil {
+				return invalidErr(err)
+			}
+		}
+	}
 	// The targets are emitted side by side, as many at once as there are CPUs,
 	// each into a batch of its own, joined in the targets' order.
 	type result struct {
@@ -251,6 +266,10 @@ func writeFiles(c *ucli.Context, dir string, p *plan.Flow, chosen []emit.Target)
 	}
 	return nil
 }
+
+// staleTemp is the age past which a temporary file of compile -o is taken to be
+// left by a compile that was killed.
+const staleTemp = 10 * time.Minute
 
 // tempFiles is the emit.Create of writeFiles: each file a target emits goes,
 // through a buffer, to its temporary file in batch. It keeps the first error

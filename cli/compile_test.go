@@ -5,8 +5,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/manifoldflow/manifold/cli"
 	"github.com/manifoldflow/manifold/sdk"
@@ -54,5 +56,55 @@ func TestCompileInterrupted(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(old); !bytes.Contains(data, []byte("kind: Job")) {
 		t.Errorf("two.job.yaml after the compile:\n%s", data)
+	}
+}
+
+// TestCompileRemovesStaleTemps: the temporary files of the flow's outputs that a
+// killed compile left are removed by the next compile once they are ten minutes
+// old; a newer one, which may be a compile's at work, and other hidden files are
+// left.
+func TestCompileRemovesStaleTemps(t *testing.T) {
+	t.Chdir(t.TempDir())
+	flow := sdk.NewFlow("two", sdk.Image("busybox")).Step("a", sdk.Command("true"))
+	if err := os.MkdirAll("out", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-11 * time.Minute)
+	for name, mtime := range map[string]time.Time{
+		".two.job.yaml.123.tmp":    old,
+		".two.argo.yaml.456.tmp":   old,
+		".two.jobset.yaml.789.tmp": time.Now(),
+		".other.yaml.1.tmp":        old,
+		".two.job.yaml.keep":       old,
+	} {
+		path := filepath.Join("out", name)
+		if err := os.WriteFile(path, []byte("partial"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := cli.Run(context.Background(), flow, []string{"two", "compile", "--target", "all", "-o", "out"}, &stdout, &stderr); code != cli.ExitOK {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	for _, name := range []string{".two.job.yaml.123.tmp", ".two.argo.yaml.456.tmp"} {
+		if !strings.Contains(stdout.String(), "removed "+filepath.Join("out", name)+": left by a compile that was stopped before it finished\n") {
+			t.Errorf("stdout does not say %s was removed:\n%s", name, stdout.String())
+		}
+	}
+	var got []string
+	entries, err := os.ReadDir("out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			got = append(got, e.Name())
+		}
+	}
+	if want := []string{".other.yaml.1.tmp", ".two.job.yaml.keep", ".two.jobset.yaml.789.tmp"}; !slices.Equal(got, want) {
+		t.Errorf("hidden files left: %v, want %v", got, want)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // tempSuffix ends the name of every temporary file; with the leading dot it marks
@@ -160,4 +161,39 @@ func RemoveTemps(dir string) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// RemoveStale removes the temporary files of path (those Create and Write make
+// beside it) last written more than age ago: what a writer killed before its
+// rename left. A writer still at work keeps writing its file, so a short age
+// leaves its file alone. It returns the names of the files removed.
+func RemoveStale(path string, age time.Duration) ([]string, error) {
+	stale, err := filepath.Glob(filepath.Join(filepath.Dir(path), "."+escapeGlob(filepath.Base(path))+".*"+tempSuffix))
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, tmp := range stale {
+		fi, err := os.Lstat(tmp)
+		if err != nil || !fi.Mode().IsRegular() || time.Since(fi.ModTime()) < age {
+			continue
+		}
+		if err := os.Remove(tmp); err != nil && !os.IsNotExist(err) {
+			return removed, err
+		}
+		removed = append(removed, tmp)
+	}
+	return removed, nil
+}
+
+// escapeGlob quotes the characters filepath.Match reads as a pattern.
+func escapeGlob(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

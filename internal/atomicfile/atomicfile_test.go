@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestWriteReplaces(t *testing.T) {
@@ -201,5 +202,37 @@ func TestCreateMode(t *testing.T) {
 	}
 	if fi.Mode().Perm() != 0o644 {
 		t.Errorf("mode %v, want 0644", fi.Mode().Perm())
+	}
+}
+
+// TestRemoveStale: only the old temporary files of the path named go, even when
+// its name holds characters that a glob pattern reads.
+func TestRemoveStale(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-time.Hour)
+	for name, mtime := range map[string]time.Time{
+		".a[1]*.yaml.5.tmp": old,        // the path's, old: removed
+		".a[1]*.yaml.6.tmp": time.Now(), // the path's, new: kept
+		".a1x.yaml.5.tmp":   old,        // what the unquoted pattern would match
+		"a[1]*.yaml":        old,
+	} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := RemoveStale(filepath.Join(dir, "a[1]*.yaml"), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{filepath.Join(dir, ".a[1]*.yaml.5.tmp")}; !slices.Equal(removed, want) {
+		t.Errorf("removed %v, want %v", removed, want)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 3 {
+		t.Errorf("%d files left, want 3: %v", len(entries), entries)
 	}
 }
