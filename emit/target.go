@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"iter"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -68,17 +67,9 @@ func Files(t Target, f *plan.Flow) ([]File, field.ErrorList) {
 // checking that a target can express a flow.
 func Discard(string) (io.Writer, error) { return io.Discard, nil }
 
-// YAMLFile writes the one YAML file name that holds objects after a header
-// comment, or returns errs when the target could not make the objects.
-func YAMLFile(create Create, name, header string, objects []any, errs field.ErrorList) field.ErrorList {
-	if len(errs) > 0 {
-		return errs
-	}
-	return YAMLStream(create, name, header, slices.Values(objects))
-}
-
-// YAMLStream is YAMLFile for the objects objects yields, each made and written
-// in turn, so that none is kept once written.
+// YAMLStream writes the one YAML file name that holds, after a header comment,
+// the objects objects yields, each made and written in turn, so that none is
+// kept once written.
 func YAMLStream(create Create, name, header string, objects iter.Seq[any]) field.ErrorList {
 	w, err := create(name)
 	if err == nil {
