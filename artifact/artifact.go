@@ -108,21 +108,5 @@ func CheckKey(key string) error {
 	return nil
 }
 
-// CheckRunID refuses a run ID that cannot name one directory of a store: empty,
-// "." or "..", holding '/' or a control character, or longer than 250 bytes. Run
-// IDs of the runtimes, Argo workflow names and Airflow run IDs
-// (manual__2026-12-02T14:20:32.669649+00:00) all pass.
-func CheckRunID(id string) error {
-	if id == "" {
-		return errors.New("the run ID is empty")
-	}
-	bad := id == "." || id == ".." || len(id) > 250 || !utf8.ValidString(id) ||
-		strings.ContainsFunc(id, func(r rune) bool { return r == '/' || r == '\\' || r < 0x20 || r == 0x7f })
-	if bad {
-		return fmt.Errorf("run ID %q cannot name a directory of the artifact store: it must be at most 250 characters, without '/', '\\\\' or control characters, and not . or ..", id)
-	}
-	return nil
-}
-
 // IsNotExist reports whether err says that an artifact does not exist.
 func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

@@ -21,7 +21,7 @@ import (
 	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/internal/atomicfile"
 	"github.com/manifoldflow/manifold/plan"
-	"github.com/manifoldflow/manifold/runtimes/record"
+	"github.com/manifoldflow/manifold/runid"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -96,7 +96,7 @@ func compileCommand(flow *sdk.Flow) *ucli.Command {
 // runIDFor checks --run-id: a run ID, for targets whose objects a run names (Argo
 // and Airflow name each run themselves).
 func runIDFor(c *ucli.Context, chosen []emit.Target) error {
-	if err := record.CheckRunID(c.String("run-id")); err != nil {
+	if err := runid.Check(c.String("run-id")); err != nil {
 		return usageErr("--run-id: %v", err)
 	}
 	for _, t := range chosen {

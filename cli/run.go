@@ -11,6 +11,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runid"
 	"github.com/manifoldflow/manifold/runtimes/local"
 	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
@@ -67,7 +68,7 @@ func runCommand(flow *sdk.Flow, arg0 string) *ucli.Command {
 				return usageErr("--max-parallel %d: give at least 1", n)
 			}
 			if id := c.String("run-id"); c.IsSet("run-id") {
-				if err := record.CheckRunID(id); err != nil {
+				if err := runid.Check(id); err != nil {
 					return usageErr("--run-id: %v", err)
 				}
 			}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runid"
 	"github.com/manifoldflow/manifold/runtimes/kube"
 	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
@@ -62,7 +63,7 @@ func checkKubeFlags(c *ucli.Context) error {
 			return usageErr("--pending-timeout %s: give a positive duration, or leave it out to wait", d)
 		}
 		if id := c.String("run-id"); c.IsSet("run-id") {
-			if err := kube.CheckRunID(id); err != nil {
+			if err := runid.Check(id); err != nil {
 				return usageErr("--run-id: %v", err)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/manifoldflow/manifold/artifact"
 	"github.com/manifoldflow/manifold/artifact/s3store"
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runid"
 )
 
 // stepStore opens the artifact store of the step command from the environment
@@ -20,7 +21,7 @@ import (
 func stepStore(ctx context.Context, flow string) (artifact.Store, error) {
 	if root := os.Getenv(plan.EnvArtifactStore); root != "" {
 		run := os.Getenv(plan.EnvRunID)
-		if err := artifact.CheckRunID(run); err != nil {
+		if err := runid.CheckStore(run); err != nil {
 			return nil, fmt.Errorf("%s=%q: %v; every pod of a flow with an artifact store gets the run's ID, so set it when you run `step` by hand", plan.EnvRunID, run, err)
 		}
 		if !strings.HasPrefix(root, "s3://") {

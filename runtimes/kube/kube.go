@@ -34,13 +34,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/emit/jobset"
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runid"
 	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/runtimes/record"
 )
@@ -139,18 +139,6 @@ func (e *UnplaceableError) Error() string {
 // ErrInterrupted is what Run returns, wrapped, when its context ends the run.
 var ErrInterrupted = errors.New("interrupted")
 
-// CheckRunID says what is wrong with a run ID for a cluster run, or nil: it must
-// be a run ID (record.CheckRunID) and a label value.
-func CheckRunID(id string) error {
-	if err := record.CheckRunID(id); err != nil {
-		return err
-	}
-	if errs := validation.IsValidLabelValue(id); len(errs) > 0 {
-		return fmt.Errorf("run ID %q: it labels the run's objects, and %s", id, strings.Join(errs, "; "))
-	}
-	return nil
-}
-
 // unit is what the runtime creates and watches as one: a Job (with a multi-node
 // step's Service), or a JobSet. A step has one, or one per foreach item on the job
 // target.
@@ -241,8 +229,8 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	now := time.Now()
 	id := o.RunID
 	if id == "" {
-		id = record.NewRunID(now)
-	} else if err := CheckRunID(id); err != nil {
+		id = runid.New(now)
+	} else if err := runid.Check(id); err != nil {
 		return nil, err
 	}
 

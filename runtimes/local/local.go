@@ -45,6 +45,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runid"
 	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
@@ -55,7 +56,7 @@ type Options struct {
 	// Root holds the runs; DefaultRoot when empty.
 	Root string
 	// RunID resumes that run when it exists, or names a new one; a new run gets a
-	// fresh ID (NewRunID) when it is empty.
+	// fresh ID (runid.New) when it is empty.
 	RunID string
 	// MaxParallel bounds the processes running at once; runtime.NumCPU() when 0
 	// or less.
@@ -180,8 +181,8 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	now := time.Now()
 	id := o.RunID
 	if id == "" {
-		id = NewRunID(now)
-	} else if err := CheckRunID(id); err != nil {
+		id = runid.New(now)
+	} else if err := runid.Check(id); err != nil {
 		return nil, err
 	}
 	dir, lk, err := record.Open(root, id)

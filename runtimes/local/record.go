@@ -1,8 +1,6 @@
 package local
 
 import (
-	"time"
-
 	"github.com/manifoldflow/manifold/runtimes/record"
 )
 
@@ -47,13 +45,6 @@ type Task = record.Task
 // StateDir returns the directory holding a step's (or item's) state.json and logs:
 // record.StateDir.
 func StateDir(runDir, step string, index int) string { return record.StateDir(runDir, step, index) }
-
-// CheckRunID says what is wrong with a run ID given by a user, or nil:
-// record.CheckRunID.
-func CheckRunID(id string) error { return record.CheckRunID(id) }
-
-// NewRunID returns a fresh run ID that sorts by start time: record.NewRunID.
-func NewRunID(now time.Time) string { return record.NewRunID(now) }
 
 // List returns the runs under root, oldest first: record.List.
 func List(root string) ([]Record, error) { return record.List(root) }

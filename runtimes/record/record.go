@@ -15,8 +15,6 @@
 package record
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,13 +22,13 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"time"
 
 	"github.com/manifoldflow/manifold/internal/atomicfile"
+	"github.com/manifoldflow/manifold/runid"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -160,24 +158,6 @@ func StateDir(runDir, step string, index int) string {
 	return sdk.ArtifactDir(filepath.Join(runDir, stepsDir), step, index)
 }
 
-var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
-
-// CheckRunID says what is wrong with a run ID given by a user, or nil.
-func CheckRunID(id string) error {
-	if !runIDPattern.MatchString(id) {
-		return fmt.Errorf("run ID %q: use up to 63 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
-	}
-	return nil
-}
-
-// NewRunID returns a fresh run ID: the UTC time to the second, then random hex, so
-// IDs sort by start time.
-func NewRunID(now time.Time) string {
-	var b [3]byte
-	_, _ = rand.Read(b[:])
-	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
-}
-
 // List returns the runs under root, oldest first (run IDs sort by their start). A
 // missing root holds no runs. Runs whose run.json cannot be read are left out.
 func List(root string) ([]Record, error) {
@@ -206,7 +186,7 @@ func List(root string) ([]Record, error) {
 // Read returns the run id under root and the state of each of its steps and items,
 // in the flow's order. Steps that never started are reported pending.
 func Read(root, id string) (*Record, []Task, error) {
-	if err := CheckRunID(id); err != nil {
+	if err := runid.Check(id); err != nil {
 		return nil, nil, err
 	}
 	dir := filepath.Join(root, id)
