@@ -12,6 +12,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -20,7 +21,7 @@ const (
 	// EnvRunDir is the run directory that holds artifacts.
 	EnvRunDir = plan.EnvRunDir
 	// DefaultRunDir is the run directory when EnvRunDir is unset.
-	DefaultRunDir = ".manifold/runs/default"
+	DefaultRunDir = record.DefaultRoot + "/default"
 )
 
 func stepCommand(flow *sdk.Flow) *ucli.Command {

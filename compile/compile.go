@@ -55,9 +55,6 @@ func Compile(f *sdk.Flow, o Options) (*plan.Flow, field.ErrorList) {
 	spec := f.Spec()
 	var errs field.ErrorList
 	p := &plan.Flow{Name: spec.Name, ArgoMultiNode: o.Config.ArgoMultiNode, ArgoMaxBytes: o.Config.ArgoMaxBytes}
-	if p.ArgoMaxBytes == 0 {
-		p.ArgoMaxBytes = plan.DefaultArgoMaxBytes
-	}
 	if p.ArgoMaxBytes < -1 {
 		errs = append(errs, field.Invalid(field.NewPath("config", "argo_max_bytes"), p.ArgoMaxBytes, "must be a number of bytes, or -1 for no limit"))
 	}

@@ -17,19 +17,16 @@ import (
 	"github.com/manifoldflow/manifold/plan"
 )
 
-// Reasons an attempt ends other than its own exit.
-var (
-	errTimeout     = errors.New("timed out")
-	errInterrupted = errors.New("interrupted")
-)
+// errTimeout is why an attempt that ran past its step's Timeout ended.
+var errTimeout = errors.New("timed out")
 
 // outcome is how one attempt ended.
 type outcome struct {
 	// exitCode is the process's exit status, -1 if a signal ended it, nil if it
 	// never started.
 	exitCode *int
-	// err is nil on success; errTimeout or errInterrupted (wrapped) when the
-	// runner stopped it.
+	// err is nil on success; errTimeout (wrapped) when the step ran past its
+	// Timeout.
 	err error
 	// lastErr is the last line the attempt wrote to stderr, for the error message.
 	lastErr string

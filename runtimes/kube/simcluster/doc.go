@@ -10,6 +10,6 @@
 //
 // The programs are built by `make sim-tools` (BuildTools) from the modules under
 // tools/ into a versioned cache directory (BinDir). Tests use Shared with Main in
-// TestMain for one cluster per test binary, or StartT for a cluster of their own;
+// TestMain for one cluster per test binary, or Start for a cluster of their own;
 // people use `make sim`.
 package simcluster

@@ -16,25 +16,6 @@ import (
 // StartTimeout bounds a cluster's start in tests.
 const StartTimeout = 5 * time.Minute
 
-// StartT starts a cluster for test t alone and stops it when t ends, printing the
-// processes' logs if t failed. Missing tools fail t with how to build them.
-func StartT(t testing.TB, o Options) *Cluster {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
-	defer cancel()
-	c, err := Start(ctx, o)
-	if err != nil {
-		t.Fatalf("simulated cluster: %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("simulated cluster logs:\n%s", c.LogTails(100))
-		}
-		c.Stop()
-	})
-	return c
-}
-
 var shared struct {
 	once sync.Once
 	c    *Cluster
