@@ -41,12 +41,12 @@ moto:
 # $$HOME/.cache/manifold/simcluster/<versions>/ (or $$MANIFOLD_SIMCLUSTER_BIN).
 # Only missing binaries are built: about 30 minutes on 2 cores the first time.
 sim-tools:
-	$(GO) run ./runtimes/kube/simcluster/cmd/sim-tools
+	$(GO) run ./tools/sim-tools
 
 # Start the simulated cluster and keep it running until Ctrl-C; it prints the
 # kubeconfig path.
 sim: sim-tools
-	$(GO) build -o $(CURDIR)/bin/sim ./runtimes/kube/simcluster/cmd/sim
+	$(GO) build -o $(CURDIR)/bin/sim ./tools/sim
 	$(CURDIR)/bin/sim
 
 fmt-check:
@@ -68,10 +68,10 @@ golden:
 # the local runner's overhead (a few minutes; timings vary with the machine's
 # load, which the table prints).
 bench:
-	$(GO) run ./internal/benchflow/cmd/benchtable
+	$(GO) run ./tools/benchtable
 
 # Every fuzz target, as package:Function; go test runs one target at a time.
-# internal/fuzzlist checks that this list names every Fuzz function.
+# harness/fuzzlist checks that this list names every Fuzz function.
 FUZZ = ./compile:FuzzCompile ./compile:FuzzLoadConfig ./emit:FuzzFlowOptions \
 	./emit:FuzzArgoTemplating ./emit:FuzzYAMLMatchesYAMLv2 ./emit/job:FuzzEmitRoundTrip \
 	./emit/airflow:FuzzQuote

@@ -18,7 +18,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/manifoldflow/manifold/cli"
-	"github.com/manifoldflow/manifold/internal/proctest"
+	"github.com/manifoldflow/manifold/harness/proctest"
 	"github.com/manifoldflow/manifold/sdk"
 )
 

@@ -19,7 +19,7 @@ import (
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/image"
-	"github.com/manifoldflow/manifold/runtimes/kube/kind"
+	"github.com/manifoldflow/manifold/provision/kind"
 	"github.com/manifoldflow/manifold/sdk"
 )
 

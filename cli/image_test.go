@@ -19,7 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/manifoldflow/manifold/compile"
-	"github.com/manifoldflow/manifold/internal/exampletest"
+	"github.com/manifoldflow/manifold/harness/exampletest"
 )
 
 // TestImageBuildHello runs `hello image build` as a user would: the hello example,

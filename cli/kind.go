@@ -6,7 +6,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/manifoldflow/manifold/runtimes/kube/kind"
+	"github.com/manifoldflow/manifold/provision/kind"
 	"github.com/manifoldflow/manifold/sdk"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/emit/jobset"
-	"github.com/manifoldflow/manifold/internal/argopod"
+	"github.com/manifoldflow/manifold/harness/argopod"
 	"github.com/manifoldflow/manifold/sdk"
 )
 

@@ -22,9 +22,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/manifoldflow/manifold/internal/exampletest"
-	"github.com/manifoldflow/manifold/internal/podenv"
-	"github.com/manifoldflow/manifold/internal/s3test"
+	"github.com/manifoldflow/manifold/harness/exampletest"
+	"github.com/manifoldflow/manifold/harness/podenv"
+	"github.com/manifoldflow/manifold/harness/s3test"
 	"github.com/manifoldflow/manifold/plan"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/manifoldflow/manifold/internal/exampletest"
+	"github.com/manifoldflow/manifold/harness/exampletest"
 )
 
 func TestMain(m *testing.M) {

@@ -28,10 +28,10 @@ import (
 	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/emit/jobset"
-	"github.com/manifoldflow/manifold/internal/argolint"
-	"github.com/manifoldflow/manifold/internal/argopod"
-	"github.com/manifoldflow/manifold/internal/exampletest"
-	"github.com/manifoldflow/manifold/internal/kubevalidate"
+	"github.com/manifoldflow/manifold/harness/argolint"
+	"github.com/manifoldflow/manifold/harness/argopod"
+	"github.com/manifoldflow/manifold/harness/exampletest"
+	"github.com/manifoldflow/manifold/harness/kubevalidate"
 	"github.com/manifoldflow/manifold/plan"
 )
 

@@ -29,8 +29,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/manifoldflow/manifold/harness/exampletest"
 	"github.com/manifoldflow/manifold/image"
-	"github.com/manifoldflow/manifold/internal/exampletest"
 )
 
 var (

@@ -10,7 +10,7 @@ import (
 
 // Kind loads the image into the nodes of a kind cluster: it writes the image as
 // a Tarball would and hands the file to Load, which imports it into every node
-// as `kind load image-archive` does (the CLI passes package runtimes/kube/kind's
+// as `kind load image-archive` does (the CLI passes package provision/kind's
 // Load). Pods name the loaded image by its DigestTag in Repository; it is also
 // tagged Tag, when set. One platform only, as for a tarball.
 type Kind struct {

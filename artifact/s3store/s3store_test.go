@@ -24,7 +24,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/manifoldflow/manifold/artifact"
-	"github.com/manifoldflow/manifold/internal/s3test"
+	"github.com/manifoldflow/manifold/harness/s3test"
 	"github.com/manifoldflow/manifold/sdk"
 )
 

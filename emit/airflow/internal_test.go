@@ -14,7 +14,7 @@ import (
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit"
-	"github.com/manifoldflow/manifold/internal/benchflow"
+	"github.com/manifoldflow/manifold/harness/benchflow"
 	"github.com/manifoldflow/manifold/plan"
 )
 

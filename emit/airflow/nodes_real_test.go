@@ -21,8 +21,8 @@ import (
 	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/airflow"
 	"github.com/manifoldflow/manifold/emit/job"
-	"github.com/manifoldflow/manifold/internal/airflowtest"
-	"github.com/manifoldflow/manifold/internal/kubevalidate"
+	"github.com/manifoldflow/manifold/harness/airflowtest"
+	"github.com/manifoldflow/manifold/harness/kubevalidate"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/sdk"
 )

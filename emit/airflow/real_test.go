@@ -25,9 +25,9 @@ import (
 	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/airflow"
 	"github.com/manifoldflow/manifold/emit/job"
-	"github.com/manifoldflow/manifold/internal/airflowtest"
-	"github.com/manifoldflow/manifold/internal/exampletest"
-	"github.com/manifoldflow/manifold/internal/kubevalidate"
+	"github.com/manifoldflow/manifold/harness/airflowtest"
+	"github.com/manifoldflow/manifold/harness/exampletest"
+	"github.com/manifoldflow/manifold/harness/kubevalidate"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/sdk"
 )

@@ -16,7 +16,7 @@ import (
 
 	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/argo"
-	"github.com/manifoldflow/manifold/internal/argopod"
+	"github.com/manifoldflow/manifold/harness/argopod"
 	"github.com/manifoldflow/manifold/sdk"
 )
 

@@ -25,9 +25,9 @@ import (
 	"github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/emit/jobset"
-	"github.com/manifoldflow/manifold/internal/argolint"
-	"github.com/manifoldflow/manifold/internal/argopod"
-	"github.com/manifoldflow/manifold/internal/kubevalidate"
+	"github.com/manifoldflow/manifold/harness/argolint"
+	"github.com/manifoldflow/manifold/harness/argopod"
+	"github.com/manifoldflow/manifold/harness/kubevalidate"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/sdk"
 )

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/manifoldflow/manifold/compile"
-	"github.com/manifoldflow/manifold/internal/kubevalidate"
-	"github.com/manifoldflow/manifold/internal/testflows"
+	"github.com/manifoldflow/manifold/harness/kubevalidate"
+	"github.com/manifoldflow/manifold/harness/testflows"
 	"github.com/manifoldflow/manifold/sdk"
 )
 

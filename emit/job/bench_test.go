@@ -6,7 +6,7 @@ import (
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/job"
-	"github.com/manifoldflow/manifold/internal/testflows"
+	"github.com/manifoldflow/manifold/harness/testflows"
 )
 
 // BenchmarkCompileAndEmit100 compiles and emits a 100-step flow, reporting the

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/manifoldflow/manifold/emit/job"
-	"github.com/manifoldflow/manifold/internal/testflows"
+	"github.com/manifoldflow/manifold/harness/testflows"
 	"github.com/manifoldflow/manifold/sdk"
 )
 

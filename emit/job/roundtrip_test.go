@@ -13,7 +13,7 @@ import (
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/job"
-	"github.com/manifoldflow/manifold/internal/kubevalidate"
+	"github.com/manifoldflow/manifold/harness/kubevalidate"
 	"github.com/manifoldflow/manifold/sdk"
 )
 

@@ -19,8 +19,8 @@ import (
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/jobset"
-	"github.com/manifoldflow/manifold/internal/kubevalidate"
-	"github.com/manifoldflow/manifold/internal/testflows"
+	"github.com/manifoldflow/manifold/harness/kubevalidate"
+	"github.com/manifoldflow/manifold/harness/testflows"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/sdk"
 )

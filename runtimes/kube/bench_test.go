@@ -11,10 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/manifoldflow/manifold/internal/testflows"
+	"github.com/manifoldflow/manifold/harness/simcluster"
+	"github.com/manifoldflow/manifold/harness/testflows"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/kube"
-	"github.com/manifoldflow/manifold/runtimes/kube/simcluster"
 )
 
 // BenchmarkStepLatency measures, on the simulated cluster, the time from a step's

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/manifoldflow/manifold/internal/exampletest"
-	"github.com/manifoldflow/manifold/internal/ptytest"
-	"github.com/manifoldflow/manifold/runtimes/kube/simcluster"
+	"github.com/manifoldflow/manifold/harness/exampletest"
+	"github.com/manifoldflow/manifold/harness/ptytest"
+	"github.com/manifoldflow/manifold/harness/simcluster"
 )
 
 // TestLiveView runs the foreach example on the cluster with its output on a

@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/manifoldflow/manifold/internal/exampletest"
+	"github.com/manifoldflow/manifold/harness/exampletest"
+	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/runtimes/kube"
-	"github.com/manifoldflow/manifold/runtimes/kube/simcluster"
 	"github.com/manifoldflow/manifold/sdk"
 )
 

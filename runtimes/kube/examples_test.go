@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/manifoldflow/manifold/internal/exampletest"
+	"github.com/manifoldflow/manifold/harness/exampletest"
+	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/runtimes/kube"
-	"github.com/manifoldflow/manifold/runtimes/kube/simcluster"
 	"github.com/manifoldflow/manifold/runtimes/record"
 )
 

@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/runtimes/kube"
-	"github.com/manifoldflow/manifold/runtimes/kube/simcluster"
 	"github.com/manifoldflow/manifold/sdk"
 )
 

@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/runtimes/kube"
-	"github.com/manifoldflow/manifold/runtimes/kube/simcluster"
 	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
 )

@@ -7,8 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/plan"
-	"github.com/manifoldflow/manifold/runtimes/kube/simcluster"
 )
 
 // TestServed asks the real API server's discovery for an API it serves and for

@@ -14,9 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/manifoldflow/manifold/internal/exampletest"
+	"github.com/manifoldflow/manifold/harness/exampletest"
+	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/plan"
-	"github.com/manifoldflow/manifold/runtimes/kube/simcluster"
 )
 
 // holdFinalizer keeps a deleted object on the cluster until the test lets go.

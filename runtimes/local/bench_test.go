@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/manifoldflow/manifold/internal/testflows"
+	"github.com/manifoldflow/manifold/harness/testflows"
 	"github.com/manifoldflow/manifold/runtimes/local"
 )
 

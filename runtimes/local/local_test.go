@@ -20,7 +20,7 @@ import (
 
 	"github.com/manifoldflow/manifold/cli"
 	"github.com/manifoldflow/manifold/compile"
-	"github.com/manifoldflow/manifold/internal/proctest"
+	"github.com/manifoldflow/manifold/harness/proctest"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/local"
 	"github.com/manifoldflow/manifold/sdk"
