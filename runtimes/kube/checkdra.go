@@ -293,16 +293,16 @@ func (c *cluster) installedClaims(ctx context.Context, f *plan.Flow, r *Report) 
 func (c *cluster) claimTemplatesExist(ctx context.Context, units []*unit) error {
 	seen := map[string]bool{}
 	for _, u := range units {
-		if u.step.DRA == nil || seen[u.ns+"/"+u.step.Name] {
+		if u.Step.DRA == nil || seen[u.ns+"/"+u.Step.Name] {
 			continue
 		}
-		seen[u.ns+"/"+u.step.Name] = true // the units of a foreach step share its templates
-		missing, err := c.missingTemplates(ctx, u.step, u.ns)
+		seen[u.ns+"/"+u.Step.Name] = true // the units of a foreach step share its templates
+		missing, err := c.missingTemplates(ctx, u.Step, u.ns)
 		if err != nil {
 			return err
 		}
 		if len(missing) > 0 {
-			return fmt.Errorf("step %s claims from the ResourceClaimTemplate %s (sdk.Claim), which does not exist in namespace %s on the cluster at %s: ask the platform team to install it there, or run in the namespace that has it (--namespace)", u.step.Name, strings.Join(missing, ", "), u.ns, c.host)
+			return fmt.Errorf("step %s claims from the ResourceClaimTemplate %s (sdk.Claim), which does not exist in namespace %s on the cluster at %s: ask the platform team to install it there, or run in the namespace that has it (--namespace)", u.Step.Name, strings.Join(missing, ", "), u.ns, c.host)
 		}
 	}
 	return nil

@@ -33,19 +33,19 @@ func (r *runner) deleteUnit(ctx context.Context, u *unit) error {
 func (r *runner) cleanup(ctx context.Context) []string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.o.CleanupTimeout)
 	defer cancel()
-	sel := metav1.ListOptions{LabelSelector: plan.LabelRun + "=" + r.id}
+	sel := metav1.ListOptions{LabelSelector: plan.LabelRun + "=" + r.ID}
 	gvrs := []schema.GroupVersionResource{jobGVR, serviceGVR}
 	if r.o.As == AsJobSet {
 		gvrs = []schema.GroupVersionResource{jobSetGVR, jobGVR, serviceGVR}
 	}
-	if needsDevices(r.f) {
+	if needsDevices(r.Flow) {
 		gvrs = append(gvrs, resourceClaimTemplateGVR)
 	}
 	for ns := range r.w.ns {
 		for _, gvr := range gvrs {
 			err := r.c.dynamic.Resource(gvr).Namespace(ns).DeleteCollection(ctx, foreground, sel)
 			if err != nil && !apierrors.IsNotFound(err) {
-				r.disp.Note("deleting the run's %s in %s: %v", gvr.Resource, ns, err)
+				r.Disp.Note("deleting the run's %s in %s: %v", gvr.Resource, ns, err)
 			}
 		}
 	}

@@ -27,7 +27,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,6 +40,7 @@ import (
 	"github.com/manifoldflow/manifold/emit/jobset"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runid"
+	"github.com/manifoldflow/manifold/runtimes/dag"
 	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/runtimes/record"
 )
@@ -109,15 +109,7 @@ type Options struct {
 
 // Result is how a run ended.
 type Result struct {
-	ID string
-	// Dir is the run's record directory.
-	Dir   string
-	State record.State
-	// Failed holds the steps and items that failed, in flow order.
-	Failed []record.Task
-	// NotStarted names the steps that did not start because a step they wait for
-	// failed.
-	NotStarted []string
+	dag.Result
 	// Left names the objects still on the cluster after an interrupted run whose
 	// cleanup was cut short.
 	Left []string
@@ -137,15 +129,13 @@ func (e *UnplaceableError) Error() string {
 }
 
 // ErrInterrupted is what Run returns, wrapped, when its context ends the run.
-var ErrInterrupted = errors.New("interrupted")
+var ErrInterrupted = dag.ErrInterrupted
 
 // unit is what the runtime creates and watches as one: a Job (with a multi-node
 // step's Service), or a JobSet. A step has one, or one per foreach item on the job
 // target.
 type unit struct {
-	step  *plan.Step
-	index int // the foreach item, -1 for a unit that runs the whole step
-	label string
+	*dag.Unit
 	ns    string
 	kind  string // "Job" or "JobSet"
 	name  string
@@ -154,13 +144,11 @@ type unit struct {
 	// pods is how many pods run at once.
 	pods int
 
-	// Guarded by runner.mu: the record and what the view shows.
-	rec   record.Task
+	// Guarded by the run's lock (dag.Run.Locked): what the view shows.
 	ready int
 	nodes []string
 
 	// Only the loop uses the rest.
-	earlier    bool // succeeded in an earlier runner of this run
 	created    bool
 	seen       bool // the informer has shown the Job or JobSet
 	stuckSince time.Time
@@ -179,19 +167,14 @@ type object struct {
 }
 
 type runner struct {
-	f    *plan.Flow
+	*dag.Run
 	o    Options
 	c    *cluster
-	id   string
-	dir  string
-	disp *display.Display
 	w    *watcher
 	logs *logs
 
-	mu    sync.Mutex
-	rec   record.Record
-	units []*unit
-	steps map[string][]*unit
+	units  []*unit
+	byUnit map[*dag.Unit]*unit
 	// abandoned are the units deleted because they could not start.
 	abandoned []*unit
 }
@@ -270,13 +253,13 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	var claims []claim
 	multiNode, queued := false, false
 	for _, u := range units {
-		queued = queued || u.step.Queue != ""
+		queued = queued || u.Step.Queue != ""
 		if !slices.Contains(namespaces, u.ns) {
 			namespaces = append(namespaces, u.ns)
 		}
-		multiNode = multiNode || u.step.Nodes > 1
-		for _, v := range u.step.Volumes {
-			if cl := (claim{u.ns, v.Claim, u.step.Name}); !slices.Contains(claims, cl) {
+		multiNode = multiNode || u.Step.Nodes > 1
+		for _, v := range u.Step.Volumes {
+			if cl := (claim{u.ns, v.Claim, u.Step.Name}); !slices.Contains(claims, cl) {
 				claims = append(claims, cl)
 			}
 		}
@@ -304,9 +287,10 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{f: &rp, o: o, c: c, id: id, dir: dir, units: units, steps: map[string][]*unit{}}
+	r := &runner{Run: dag.New(&rp, id, dir), o: o, c: c, units: units, byUnit: map[*dag.Unit]*unit{}}
 	for _, u := range units {
-		r.steps[u.step.Name] = append(r.steps[u.step.Name], u)
+		r.Add(u.Unit)
+		r.byUnit[u.Unit] = u
 	}
 	defer lk.Close()
 	resumed, err := r.open(now)
@@ -321,7 +305,7 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	r.w, err = watch(ctx, c, namespaces, o.As == AsJobSet, workloads, r.id)
+	r.w, err = watch(ctx, c, namespaces, o.As == AsJobSet, workloads, r.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -333,12 +317,12 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 
 	labels := make([]string, 0, len(units))
 	for _, u := range units {
-		labels = append(labels, u.label)
-		if u.step.Nodes > 1 {
-			labels = append(labels, rankLabel(u.label, u.step.Nodes-1))
+		labels = append(labels, u.Label)
+		if u.Step.Nodes > 1 {
+			labels = append(labels, rankLabel(u.Label, u.Step.Nodes-1))
 		}
 	}
-	r.disp = display.New(display.Options{
+	r.Disp = display.New(display.Options{
 		Stdout: o.Stdout, Stderr: o.Stderr, Live: o.Live, Width: o.Width, Height: o.Height,
 		Labels: labels, View: r.view, StateColumn: 1,
 	})
@@ -346,20 +330,15 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	if resumed {
 		verb = "resuming run"
 	}
-	r.disp.Note("%s %s of flow %s: %s as %ss in namespace %s of %s (context %s); record in %s",
-		verb, id, f.Name, count(len(f.Steps), "step"), kindOf(o.As), strings.Join(namespaces, ", "), c.host, c.context, rel(r.dir))
+	r.Disp.Note("%s %s of flow %s: %s as %ss in namespace %s of %s (context %s); record in %s",
+		verb, id, f.Name, display.Count(len(f.Steps), "step"), kindOf(o.As), strings.Join(namespaces, ", "), c.host, c.context, display.Rel(r.Dir))
 	if f.Schedule != "" {
-		r.disp.Note("the flow's schedule (%s) does not apply: run --kube runs it once, now", f.Schedule)
+		r.Disp.Note("the flow's schedule (%s) does not apply: run --kube runs it once, now", f.Schedule)
 	}
 	for _, n := range notes {
-		r.disp.Note("%s", n)
+		r.Disp.Note("%s", n)
 	}
-	r.disp.Start()
-	for _, u := range units {
-		if u.earlier {
-			r.disp.Event(u.label, true, "succeeded earlier in this run: not run again")
-		}
-	}
+	r.Disp.Start()
 	interrupted := r.loop(ctx)
 	return r.finish(ctx, interrupted)
 }
@@ -417,11 +396,11 @@ func plan2units(f *plan.Flow, as, namespace string) ([]*unit, field.ErrorList) {
 		if s == nil {
 			return nil, field.ErrorList{field.InternalError(nil, fmt.Errorf("%s %s has no step label", u.GetKind(), u.GetName()))}
 		}
-		un := &unit{step: s, index: -1, label: s.Name, ns: u.GetNamespace(), kind: u.GetKind(), name: u.GetName(), pods: s.Nodes}
+		index := -1
 		if v, ok := u.GetLabels()[plan.LabelIndex]; ok && u.GetKind() == "Job" {
-			un.index, _ = strconv.Atoi(v)
-			un.label = fmt.Sprintf("%s[%d]", s.Name, un.index)
+			index, _ = strconv.Atoi(v)
 		}
+		un := &unit{Unit: dag.NewUnit(s, index), ns: u.GetNamespace(), kind: u.GetKind(), name: u.GetName(), pods: s.Nodes}
 		if u.GetKind() == "JobSet" && s.Foreach != nil {
 			un.pods = s.Nodes * len(s.Foreach)
 		}
@@ -430,10 +409,6 @@ func plan2units(f *plan.Flow, as, namespace string) ([]*unit, field.ErrorList) {
 		}
 		un.objects = append(pending, object{gvr, u})
 		pending = nil
-		un.rec = record.Task{Step: s.Name, State: record.Pending}
-		if un.index >= 0 {
-			un.rec.Index, un.rec.Item = new(un.index), s.Foreach[un.index]
-		}
 		units = append(units, un)
 	}
 	return units, nil
@@ -442,55 +417,49 @@ func plan2units(f *plan.Flow, as, namespace string) ([]*unit, field.ErrorList) {
 // open writes the run's record, or reads it back to resume the run.
 func (r *runner) open(now time.Time) (bool, error) {
 	params := map[string]string{}
-	for _, p := range r.f.Params {
+	for _, p := range r.Flow.Params {
 		params[p.Name] = p.Value
 	}
 	ns := r.c.namespace
-	r.rec = record.Record{
-		Flow: r.f.Name, ID: r.id, State: record.Running, Start: now.UTC(), PID: os.Getpid(), Params: params,
+	r.Rec = record.Record{
+		Flow: r.Flow.Name, ID: r.ID, State: record.Running, Start: now.UTC(), PID: os.Getpid(), Params: params,
 		Runtime: "kube", Cluster: r.c.host, Context: r.c.context, Namespace: ns, As: r.o.As,
 	}
-	prev, err := record.ReadRecord(r.dir)
+	prev, err := record.ReadRecord(r.Dir)
 	resumed := err == nil
 	switch {
 	case resumed:
 		if err := r.resumable(prev, params); err != nil {
 			return false, err
 		}
-		r.rec.Start = prev.Start
+		r.Rec.Start = prev.Start
 	case !errors.Is(err, os.ErrNotExist):
-		return false, fmt.Errorf("run %s: %w", r.id, err)
+		return false, fmt.Errorf("run %s: %w", r.ID, err)
 	}
-	for i := range r.f.Steps {
-		s := &r.f.Steps[i]
+	for i := range r.Flow.Steps {
+		s := &r.Flow.Steps[i]
 		items := 0
 		if r.o.As == AsJob {
 			items = len(s.Foreach)
 		}
-		r.rec.Steps = append(r.rec.Steps, record.StepInfo{Name: s.Name, After: s.After, Items: items})
-	}
-	if resumed {
-		for _, u := range r.units {
-			prev, err := record.ReadTask(r.dir, u.step.Name, u.index)
-			if err != nil {
-				return false, err
-			}
-			if prev.State == record.Succeeded && prev.Item == u.rec.Item {
-				u.rec, u.earlier = prev, true
-			}
-		}
+		r.Rec.Steps = append(r.Rec.Steps, record.StepInfo{Name: s.Name, After: s.After, Items: items})
 	}
 	for _, u := range r.units {
-		if err := record.WriteTask(r.dir, u.rec); err != nil {
+		if resumed {
+			if err := r.Resume(u.Unit); err != nil {
+				return false, err
+			}
+		}
+		if err := record.WriteTask(r.Dir, r.Task(u.Unit)); err != nil {
 			return false, err
 		}
 	}
-	return resumed, record.WriteRecord(r.dir, r.rec)
+	return resumed, record.WriteRecord(r.Dir, r.Rec)
 }
 
 // resumable checks that run prev can be resumed by this runner.
 func (r *runner) resumable(prev *record.Record, params map[string]string) error {
-	if err := record.Resumable(prev, r.f.Name, params); err != nil {
+	if err := record.Resumable(prev, r.Flow.Name, params); err != nil {
 		return err
 	}
 	switch {
@@ -509,18 +478,6 @@ func (r *runner) resumable(prev *record.Record, params map[string]string) error 
 // rankLabel is the output label of node rank of a multi-node unit.
 func rankLabel(label string, rank int) string {
 	return label + "/" + strconv.Itoa(rank)
-}
-
-// rel returns path relative to the working directory when it is below it.
-func rel(path string) string {
-	wd, err := os.Getwd()
-	if err != nil {
-		return path
-	}
-	if r, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(r, "..") {
-		return r
-	}
-	return path
 }
 
 // podRank returns the node rank of a pod of a multi-node step.

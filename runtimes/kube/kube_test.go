@@ -356,7 +356,7 @@ func TestInterruptAndResume(t *testing.T) {
 			if !slices.ContainsFunc(left, func(o string) bool { return strings.Contains(o, "kube-pending-big-") }) {
 				t.Errorf("the resumed run with --keep left no objects of big: %v", left)
 			}
-			if !strings.Contains(r.out.String(), "a: succeeded earlier in this run: not run again") {
+			if !strings.Contains(r.out.String(), "a: succeeded in an earlier attempt of this run: not run again") {
 				t.Errorf("the resumed run does not say that a is not run again")
 			}
 		})

@@ -80,11 +80,11 @@ func started(p *corev1.Pod) bool {
 // label is the prefix of p's lines: the unit's label, the foreach item of a
 // JobSet's replicated job, and a multi-node step's rank.
 func (l *logs) label(u *unit, p *corev1.Pod) string {
-	label := u.label
+	label := u.Label
 	if rj := p.Labels[replicatedJobLabel]; u.kind == "JobSet" && strings.HasPrefix(rj, "item") {
 		label += "[" + strings.TrimPrefix(rj, "item") + "]"
 	}
-	if u.step.Nodes > 1 {
+	if u.Step.Nodes > 1 {
 		label += "/" + podRank(p)
 	}
 	return label
@@ -104,7 +104,7 @@ func (l *logs) stream(u *unit, p *corev1.Pod, label string) {
 		}
 		l.mu.Unlock()
 		if report {
-			l.r.disp.Note("the cluster does not serve pod logs (%v): step output is not shown, and not kept in the run record", oneLine(err.Error()))
+			l.r.Disp.Note("the cluster does not serve pod logs (%v): step output is not shown, and not kept in the run record", oneLine(err.Error()))
 		}
 		return
 	}
@@ -117,7 +117,7 @@ func (l *logs) stream(u *unit, p *corev1.Pod, label string) {
 	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
 	for sc.Scan() {
 		line := sc.Text()
-		l.r.disp.Output(label, false, line)
+		l.r.Disp.Output(label, false, line)
 		l.mu.Lock()
 		last := append(l.last[p.UID], line)
 		if len(last) > tailLines {
@@ -133,7 +133,7 @@ func (l *logs) stream(u *unit, p *corev1.Pod, label string) {
 
 // file returns u's stdout.log in the run record, opened for appending, or nil.
 func (l *logs) file(u *unit) *os.File {
-	dir := record.StateDir(l.r.dir, u.step.Name, u.index)
+	dir := record.StateDir(l.r.Dir, u.Step.Name, u.Index)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if f, ok := l.files[dir]; ok {

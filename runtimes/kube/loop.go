@@ -2,10 +2,7 @@ package kube
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/dag"
 	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/runtimes/record"
 )
@@ -31,15 +29,15 @@ func (r *runner) adopt(ctx context.Context, resumed bool) error {
 		switch {
 		case !ob.exists:
 		case ob.succeeded:
-			u.earlier, u.created, u.seen = true, true, true
-			if u.rec.State != record.Succeeded {
-				r.update(u, func(t *record.Task) { t.State, t.End = record.Succeeded, time.Now().UTC() })
+			u.Earlier, u.created, u.seen = true, true, true
+			if r.Task(u.Unit).State != record.Succeeded {
+				r.Update(u.Unit, func(t *record.Task) { t.State, t.End = record.Succeeded, time.Now().UTC() })
 			}
-		case ob.failed || u.earlier:
+		case ob.failed || u.Earlier:
 			stale = append(stale, u)
 		default:
 			u.created, u.seen = true, true
-			r.update(u, func(t *record.Task) { t.State = record.Running })
+			r.Update(u.Unit, func(t *record.Task) { t.State = record.Running })
 		}
 	}
 	if len(stale) == 0 {
@@ -65,7 +63,7 @@ func (r *runner) adopt(ctx context.Context, resumed bool) error {
 		select {
 		case <-r.w.changed:
 		case <-ctx.Done():
-			return fmt.Errorf("resuming run %s: the failed objects of its last attempt are still being deleted; try again shortly", r.id)
+			return fmt.Errorf("resuming run %s: the failed objects of its last attempt are still being deleted; try again shortly", r.ID)
 		}
 	}
 }
@@ -78,7 +76,7 @@ func (r *runner) loop(ctx context.Context) bool {
 		r.release(ctx)
 		active := false
 		for _, u := range r.units {
-			if u.created && !r.final(u) {
+			if u.created && !r.Final(u.Unit) {
 				active = true
 			}
 		}
@@ -93,51 +91,22 @@ func (r *runner) loop(ctx context.Context) bool {
 	}
 }
 
-func (r *runner) final(u *unit) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return u.rec.State.Final()
-}
-
 // startable reports whether some unit has not been created and may still be.
 func (r *runner) startable() bool {
 	for _, u := range r.units {
-		if !u.created && !r.final(u) {
+		if !u.created && !r.Final(u.Unit) {
 			return true
 		}
 	}
 	return false
 }
 
-// release creates the units of every step whose dependencies all succeeded, and
-// skips the steps that wait for one that failed or was skipped.
+// release creates the units the run may start now (dag.Run.Release) that are
+// not created yet: a unit adopted from an earlier runner is watched where it is.
 func (r *runner) release(ctx context.Context) {
-	for i := range r.f.Steps {
-		s := &r.f.Steps[i]
-		ready, blocker := true, ""
-		for _, a := range s.After {
-			switch st := r.stepState(a); st {
-			case record.Succeeded:
-			case record.Failed, record.Skipped:
-				ready, blocker = false, a+" "+string(st)
-			default:
-				ready = false
-			}
-			if blocker != "" {
-				break
-			}
-		}
-		for _, u := range r.steps[s.Name] {
-			if u.created || r.final(u) {
-				continue
-			}
-			switch {
-			case blocker != "":
-				r.update(u, func(t *record.Task) { t.State, t.Error = record.Skipped, "not started: "+blocker })
-				r.disp.Event(u.label, true, "not started: %s", blocker)
-			case ready:
-				r.create(ctx, u)
-			}
+	for _, du := range r.Release() {
+		if u := r.byUnit[du]; !u.created {
+			r.create(ctx, u)
 		}
 	}
 }
@@ -145,9 +114,7 @@ func (r *runner) release(ctx context.Context) {
 // create creates unit u's objects in order.
 func (r *runner) create(ctx context.Context, u *unit) {
 	u.created = true
-	r.update(u, func(t *record.Task) {
-		t.State, t.Attempts, t.Start, t.End, t.Error, t.Reason, t.ExitCode = record.Running, 1, time.Now().UTC(), time.Time{}, "", "", nil
-	})
+	r.Start(u.Unit)
 	for _, o := range u.objects {
 		_, err := r.c.dynamic.Resource(o.gvr).Namespace(u.ns).Create(ctx, o.u, metav1.CreateOptions{FieldValidation: "Strict"})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -158,14 +125,14 @@ func (r *runner) create(ctx context.Context, u *unit) {
 			return
 		}
 	}
-	r.disp.Event(u.label, false, "%s %s created", u.kind, u.name)
+	r.Disp.Event(u.Label, false, "%s %s created", u.kind, u.name)
 }
 
 // evaluate brings every created unit's state up to date with the caches.
 func (r *runner) evaluate(ctx context.Context) {
 	now := time.Now()
 	for _, u := range r.units {
-		if !u.created || r.final(u) {
+		if !u.created || r.Final(u.Unit) {
 			continue
 		}
 		ob := r.observe(u)
@@ -180,12 +147,11 @@ func (r *runner) evaluate(ctx context.Context) {
 		switch {
 		case ob.succeeded:
 			r.stopTimers(u)
-			r.update(u, func(t *record.Task) {
-				t.State, t.End, t.Attempts, t.ExitCode = record.Succeeded, now.UTC(), ob.attempt, new(0)
+			r.setView(u, ob)
+			r.Succeed(u.Unit, func(t *record.Task) {
+				t.Attempts, t.ExitCode = ob.attempt, new(0)
 				t.Node, t.Pods = strings.Join(ob.nodes, ","), podNames(ob)
 			})
-			r.setView(u, ob)
-			r.disp.Event(u.label, false, "succeeded in %s", display.Human(now.Sub(r.task(u).Start)))
 			continue
 		case ob.failed:
 			r.stopTimers(u)
@@ -195,13 +161,13 @@ func (r *runner) evaluate(ctx context.Context) {
 			}
 			if p := failedPod(ob.pods); p != nil {
 				var pm string
-				pm, reason, code = podFailure(p, u.step)
+				pm, reason, code = podFailure(p, u.Step)
 				msg = pm + "; " + u.kind + " " + msg
 				if tail := r.logs.tail(ctx, p); tail != "" {
 					msg += "\n" + tail
 				}
 			}
-			r.update(u, func(t *record.Task) { t.Attempts = ob.attempt; t.Pods = podNames(ob) })
+			r.Update(u.Unit, func(t *record.Task) { t.Attempts = ob.attempt; t.Pods = podNames(ob) })
 			r.fail(u, msg, reason, code)
 			continue
 		}
@@ -209,19 +175,19 @@ func (r *runner) evaluate(ctx context.Context) {
 			r.queue(u, ob, now)
 			continue
 		}
-		if r.task(u).State == record.Queued {
+		if r.Task(u.Unit).State == record.Queued {
 			u.queuedFor = ""
-			r.update(u, func(t *record.Task) { t.State, t.Reason = record.Running, "" })
-			r.disp.Event(u.label, false, "admitted by Kueue")
+			r.Update(u.Unit, func(t *record.Task) { t.State, t.Reason = record.Running, "" })
+			r.Disp.Event(u.Label, false, "admitted by Kueue")
 		}
 		r.setView(u, ob)
-		if n := r.task(u).Attempts; ob.attempt > n {
+		if n := r.Task(u.Unit).Attempts; ob.attempt > n {
 			why := "a pod failed"
 			if p := failedPod(ob.pods); p != nil {
-				why, _, _ = podFailure(p, u.step)
+				why, _, _ = podFailure(p, u.Step)
 			}
-			r.update(u, func(t *record.Task) { t.Attempts = ob.attempt })
-			r.disp.Event(u.label, true, "attempt %d failed: %s; retrying (attempt %d of %d)", n, why, ob.attempt, u.step.Retry+1)
+			r.Update(u.Unit, func(t *record.Task) { t.Attempts = ob.attempt })
+			r.Disp.Event(u.Label, true, "attempt %d failed: %s; retrying (attempt %d of %d)", n, why, ob.attempt, u.Step.Retry+1)
 		}
 		r.pending(u, ob, now)
 	}
@@ -234,16 +200,16 @@ func (r *runner) evaluate(ctx context.Context) {
 // from its admission, when its pods are made.
 func (r *runner) queue(u *unit, ob observed, now time.Time) {
 	r.unstick(u)
-	if r.task(u).State != record.Queued {
+	if r.Task(u.Unit).State != record.Queued {
 		u.queuedSince, u.queuedFor = now, ""
-		r.update(u, func(t *record.Task) { t.State, t.Reason = record.Queued, "Queued" })
+		r.Update(u.Unit, func(t *record.Task) { t.State, t.Reason = record.Queued, "Queued" })
 		r.after(u, r.o.PendingGrace)
 	}
 	switch {
 	case ob.queued == u.queuedFor:
 	case ob.kueueSaid, u.queuedFor == "" && now.Sub(u.queuedSince) >= r.o.PendingGrace:
 		u.queuedFor = ob.queued
-		r.disp.Event(u.label, false, "queued: %s", ob.queued)
+		r.Disp.Event(u.Label, false, "queued: %s", ob.queued)
 	}
 }
 
@@ -294,11 +260,11 @@ func (r *runner) pending(u *unit, ob observed, now time.Time) {
 	}
 	if report {
 		u.reported = true
-		r.update(u, func(t *record.Task) { t.Reason = reasonOf(stuck) })
+		r.Update(u.Unit, func(t *record.Task) { t.Reason = reasonOf(stuck) })
 		if image {
-			r.disp.Event(u.label, true, "%s", stuck)
+			r.Disp.Event(u.Label, true, "%s", stuck)
 		} else {
-			r.disp.Event(u.label, true, "waiting %s: %s", display.Human(waited.Round(time.Second)), stuck)
+			r.Disp.Event(u.Label, true, "waiting %s: %s", display.Human(waited.Round(time.Second)), stuck)
 		}
 	}
 	switch {
@@ -331,7 +297,7 @@ func (r *runner) abandon(u *unit, msg, reason string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := r.deleteUnit(ctx, u); err != nil {
-		r.disp.Note("deleting the objects of %s: %v", u.label, err)
+		r.Disp.Note("deleting the objects of %s: %v", u.Label, err)
 		return
 	}
 	r.abandoned = append(r.abandoned, u)
@@ -355,7 +321,7 @@ func (r *runner) awaitAbandoned(ctx context.Context) {
 		select {
 		case <-r.w.changed:
 		case <-ctx.Done():
-			r.disp.Note("still being deleted: %s", strings.Join(left, ", "))
+			r.Disp.Note("still being deleted: %s", strings.Join(left, ", "))
 			return
 		case <-r.o.Force.Done():
 			return
@@ -390,22 +356,10 @@ func (r *runner) stopTimers(u *unit) {
 	u.timers = nil
 }
 
-// fail records that unit u failed.
+// fail records that unit u failed, and stops its timers.
 func (r *runner) fail(u *unit, msg, reason string, code *int) {
 	r.stopTimers(u)
-	var rec record.Task
-	r.update(u, func(t *record.Task) {
-		t.State, t.End, t.Error, t.Reason, t.ExitCode = record.Failed, time.Now().UTC(), msg, reason, code
-		rec = *t
-	})
-	r.disp.Event(u.label, true, "failed after %s: %s", count(rec.Attempts, "attempt"), msg)
-}
-
-func count(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
+	r.Fail(u.Unit, msg, reason, code)
 }
 
 func podNames(ob observed) []string {
@@ -418,154 +372,55 @@ func podNames(ob observed) []string {
 
 // setView records what the live view shows of u.
 func (r *runner) setView(u *unit, ob observed) {
-	r.mu.Lock()
-	u.ready, u.nodes = ob.ready, ob.nodes
+	r.Locked(func() { u.ready, u.nodes = ob.ready, ob.nodes })
 	if len(ob.nodes) > 0 {
-		u.rec.Node = strings.Join(ob.nodes, ",")
-	}
-	r.mu.Unlock()
-}
-
-// task returns a copy of u's record.
-func (r *runner) task(u *unit) record.Task {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return u.rec
-}
-
-// update changes u's record and writes it.
-func (r *runner) update(u *unit, change func(*record.Task)) {
-	r.mu.Lock()
-	change(&u.rec)
-	rec := u.rec
-	r.mu.Unlock()
-	if err := record.WriteTask(r.dir, rec); err != nil && r.disp != nil {
-		r.disp.Note("recording the state of %s: %v", u.label, err)
+		r.Amend(u.Unit, func(t *record.Task) { t.Node = strings.Join(ob.nodes, ",") })
 	}
 }
 
-// stepState sums up the state of a step's units.
-func (r *runner) stepState(step string) record.State {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var failed, skipped, final int
-	us := r.steps[step]
-	for _, u := range us {
-		switch u.rec.State {
-		case record.Failed:
-			failed++
-		case record.Skipped, record.Interrupted:
-			skipped++
-		}
-		if u.rec.State.Final() {
-			final++
-		}
-	}
-	switch {
-	case final < len(us):
-		return record.Running
-	case failed > 0:
-		return record.Failed
-	case skipped > 0:
-		return record.Skipped
-	}
-	return record.Succeeded
-}
-
-// view is the live view: one row per unit.
+// view is the live view: one row per unit, with its pods ready and nodes.
 func (r *runner) view(now time.Time) (string, []string, [][]string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	done := 0
-	var rows [][]string
-	for _, u := range r.units {
-		t := u.rec
-		if t.State.Final() {
-			done++
-		}
+	return r.UnitView(now, []string{"PODS", "NODE"}, func(du *dag.Unit, t record.Task) []string {
+		u := r.byUnit[du]
 		pods := ""
 		if u.created && !t.State.Final() {
 			pods = fmt.Sprintf("%d/%d", u.ready, u.pods)
 		}
-		attempt := ""
-		if t.Attempts > 0 {
-			attempt = fmt.Sprintf("%d/%d", t.Attempts, u.step.Retry+1)
-		}
-		dur := ""
-		switch {
-		case t.Start.IsZero():
-		case t.State.Final() && !t.End.IsZero():
-			dur = display.Human(t.End.Sub(t.Start))
-		case !t.State.Final():
-			dur = display.Human(now.Sub(t.Start).Truncate(100 * time.Millisecond))
-		}
-		rows = append(rows, []string{u.label, string(t.State), pods, nodeSummary(u.nodes), attempt, dur})
-	}
-	title := fmt.Sprintf("run %s: %d/%d done, %s", r.id, done, len(r.units), display.Human(now.Sub(r.rec.Start).Truncate(100*time.Millisecond)))
-	return title, []string{"STEP", "STATE", "PODS", "NODE", "ATTEMPT", "TIME"}, rows
+		return []string{pods, nodeSummary(u.nodes)}
+	})
 }
 
 // finish records how the run ended, cleans up, and reports.
 func (r *runner) finish(ctx context.Context, interrupted bool) (*Result, error) {
-	res := &Result{ID: r.id, Dir: r.dir, State: record.Succeeded}
 	if interrupted {
 		for _, u := range r.units {
-			if !r.final(u) {
+			if !r.Final(u.Unit) {
 				r.stopTimers(u)
-				r.update(u, func(t *record.Task) {
-					t.State, t.End, t.Error = record.Interrupted, time.Now().UTC(), "interrupted"
-				})
+				r.Interrupt(u.Unit, "")
 			}
 		}
 	}
 	r.logs.stop()
 	r.awaitAbandoned(ctx)
-	r.mu.Lock()
-	for _, u := range r.units {
-		switch u.rec.State {
-		case record.Failed:
-			res.Failed = append(res.Failed, u.rec)
-		case record.Skipped:
-			if !slices.Contains(res.NotStarted, u.rec.Step) {
-				res.NotStarted = append(res.NotStarted, u.rec.Step)
-			}
-		}
-	}
-	r.mu.Unlock()
-
-	var err error
-	switch {
-	case interrupted:
-		res.State = record.Interrupted
-		err = fmt.Errorf("run %s %w; resume it with --run-id %s", r.id, ErrInterrupted, r.id)
-	case len(res.Failed) > 0:
-		res.State = record.Failed
-		err = r.failure(res)
-	}
-	r.rec.State, r.rec.End = res.State, time.Now().UTC()
-	if err != nil {
-		r.rec.Error = err.Error()
-	}
-	if werr := record.WriteRecord(r.dir, r.rec); werr != nil && err == nil {
-		res.State, err = record.Failed, fmt.Errorf("run %s: %w", r.id, werr)
-	}
-	r.disp.Stop()
+	dres, err := r.Finish(interrupted, nil)
+	res := &Result{Result: *dres}
+	r.Disp.Stop()
 	switch {
 	case r.o.Keep:
-		r.disp.Note("kept the run's objects: `kubectl delete %s -l %s=%s -n %s` removes them", r.kinds(), plan.LabelRun, r.id, r.c.namespace)
+		r.Disp.Note("kept the run's objects: `kubectl delete %s -l %s=%s -n %s` removes them", r.kinds(), plan.LabelRun, r.ID, r.c.namespace)
 	case res.State == record.Failed:
-		r.disp.Note("left the run's objects for inspection: `kubectl get %s,pods -l %s=%s -n %s`; `kubectl delete %s -l %s=%s -n %s` removes them",
-			r.kinds(), plan.LabelRun, r.id, r.c.namespace, r.kinds(), plan.LabelRun, r.id, r.c.namespace)
+		r.Disp.Note("left the run's objects for inspection: `kubectl get %s,pods -l %s=%s -n %s`; `kubectl delete %s -l %s=%s -n %s` removes them",
+			r.kinds(), plan.LabelRun, r.ID, r.c.namespace, r.kinds(), plan.LabelRun, r.ID, r.c.namespace)
 	default:
 		if interrupted {
-			r.disp.Note("deleting what run %s created (Ctrl-C again to stop waiting)", r.id)
+			r.Disp.Note("deleting what run %s created (Ctrl-C again to stop waiting)", r.ID)
 		}
 		res.Left = r.cleanup(ctx)
 		if len(res.Left) > 0 {
-			r.disp.Note("left on the cluster: %s; `kubectl delete %s -l %s=%s -n %s` removes them", strings.Join(res.Left, ", "), r.kinds(), plan.LabelRun, r.id, r.c.namespace)
+			r.Disp.Note("left on the cluster: %s; `kubectl delete %s -l %s=%s -n %s` removes them", strings.Join(res.Left, ", "), r.kinds(), plan.LabelRun, r.ID, r.c.namespace)
 		}
 	}
-	r.disp.Note("run %s %s in %s", r.id, res.State, display.Human(r.rec.End.Sub(r.rec.Start)))
+	r.Ended(res.State)
 	return res, err
 }
 
@@ -574,29 +429,8 @@ func (r *runner) kinds() string {
 	if r.o.As == AsJobSet {
 		kinds = "jobsets"
 	}
-	if needsDevices(r.f) {
+	if needsDevices(r.Flow) {
 		kinds += ",resourceclaimtemplates"
 	}
 	return kinds
-}
-
-// failure says which steps failed, why, and what did not run.
-func (r *runner) failure(res *Result) error {
-	var labels []string
-	for _, t := range res.Failed {
-		labels = append(labels, t.Label())
-	}
-	noun := "step"
-	if len(labels) > 1 {
-		noun = "steps"
-	}
-	first := res.Failed[0]
-	msg := fmt.Sprintf("%s %s failed: %s", noun, strings.Join(labels, ", "), first.Error)
-	if len(labels) > 1 {
-		msg = fmt.Sprintf("%s %s failed; %s: %s", noun, strings.Join(labels, ", "), first.Label(), first.Error)
-	}
-	if len(res.NotStarted) > 0 {
-		msg += "\nnot started: " + strings.Join(res.NotStarted, ", ")
-	}
-	return errors.New(msg)
 }

@@ -151,7 +151,7 @@ func (c *cluster) queuesReady(ctx context.Context, f *plan.Flow, r *Report) erro
 func (c *cluster) queuesExist(ctx context.Context, units []*unit) error {
 	seen := map[string]bool{}
 	for _, u := range units {
-		s := u.step
+		s := u.Step
 		if s.Queue == "" && s.Priority == "" || seen[u.ns+"/"+s.Name] {
 			continue
 		}

@@ -67,13 +67,13 @@ func (r *runner) observe(u *unit) observed {
 			}
 		}
 		// Each failed pod is an attempt that ended; the Job counts them.
-		ob.attempt = min(int(j.Status.Failed)+1, u.step.Retry+1)
+		ob.attempt = min(int(j.Status.Failed)+1, u.Step.Retry+1)
 		if ob.failed {
-			ob.attempt = max(1, min(int(j.Status.Failed), u.step.Retry+1))
+			ob.attempt = max(1, min(int(j.Status.Failed), u.Step.Retry+1))
 		}
 		ob.pods = r.w.pods(u.ns, batchv1.JobNameLabel, u.name)
-		if u.step.Queue != "" && j.Spec.Suspend != nil && *j.Spec.Suspend {
-			ob.queued, ob.kueueSaid = r.w.queued(u.ns, j.UID, u.step.Queue)
+		if u.Step.Queue != "" && j.Spec.Suspend != nil && *j.Spec.Suspend {
+			ob.queued, ob.kueueSaid = r.w.queued(u.ns, j.UID, u.Step.Queue)
 		}
 	case "JobSet":
 		js := r.w.jobSet(u.ns, u.name)
@@ -101,8 +101,8 @@ func (r *runner) observe(u *unit) observed {
 		}
 		ob.attempt = status.Restarts + 1
 		ob.pods = r.w.pods(u.ns, jobSetNameLabel, u.name)
-		if suspended, _, _ := unstructured.NestedBool(js.Object, "spec", "suspend"); suspended && u.step.Queue != "" {
-			ob.queued, ob.kueueSaid = r.w.queued(u.ns, js.GetUID(), u.step.Queue)
+		if suspended, _, _ := unstructured.NestedBool(js.Object, "spec", "suspend"); suspended && u.Step.Queue != "" {
+			ob.queued, ob.kueueSaid = r.w.queued(u.ns, js.GetUID(), u.Step.Queue)
 		}
 	}
 	sort.Slice(ob.pods, func(i, j int) bool {
@@ -133,8 +133,8 @@ func (r *runner) observe(u *unit) observed {
 		for _, cs := range p.Status.ContainerStatuses {
 			if w := cs.State.Waiting; w != nil && slices.Contains(waitingReasons, w.Reason) {
 				ob.stuck = fmt.Sprintf("pod %s on node %s: %s: %s", p.Name, p.Spec.NodeName, w.Reason, w.Message)
-				if u.step.Body == plan.BodyRun {
-					ob.stuck += "; this Run step's image must contain the flow program (" + u.step.Image + ")"
+				if u.Step.Body == plan.BodyRun {
+					ob.stuck += "; this Run step's image must contain the flow program (" + u.Step.Image + ")"
 				}
 				ob.imageStuck = true
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/manifoldflow/manifold/harness/testflows"
 	"github.com/manifoldflow/manifold/runtimes/local"
+	"github.com/manifoldflow/manifold/runtimes/record"
 )
 
 // BenchmarkOverhead runs a chain of 200 steps that each run `true`, one at a time,
@@ -28,7 +29,7 @@ func benchmarkRun(b *testing.B, steps int) {
 	for b.Loop() {
 		start := time.Now()
 		res, err := local.Run(b.Context(), p, local.Options{Root: root, MaxParallel: 1})
-		if err != nil || res.State != local.Succeeded {
+		if err != nil || res.State != record.Succeeded {
 			b.Fatalf("run: %v", err)
 		}
 		runs += time.Since(start)

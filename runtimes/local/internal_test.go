@@ -50,30 +50,3 @@ func TestBackoff(t *testing.T) {
 		t.Errorf("backoff overflows: %s", got)
 	}
 }
-
-func TestSummary(t *testing.T) {
-	mk := func(states ...State) []*task {
-		var ts []*task
-		for _, s := range states {
-			ts = append(ts, &task{rec: Task{State: s}})
-		}
-		return ts
-	}
-	for _, tt := range []struct {
-		states []State
-		want   State
-	}{
-		{[]State{Pending}, Pending},
-		{[]State{Succeeded, Succeeded}, Succeeded},
-		{[]State{Succeeded, Running}, Running},
-		{[]State{Failed, Retrying}, Retrying},
-		{[]State{Failed, Pending}, Running},
-		{[]State{Failed, Succeeded}, Failed},
-		{[]State{Skipped, Skipped}, Skipped},
-		{[]State{Interrupted, Succeeded}, Interrupted},
-	} {
-		if got := summary(mk(tt.states...)); got != tt.want {
-			t.Errorf("summary(%v) = %s, want %s", tt.states, got, tt.want)
-		}
-	}
-}

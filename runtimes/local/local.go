@@ -36,16 +36,15 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runid"
+	"github.com/manifoldflow/manifold/runtimes/dag"
 	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
@@ -53,7 +52,7 @@ import (
 
 // Options say where and how a flow runs.
 type Options struct {
-	// Root holds the runs; DefaultRoot when empty.
+	// Root holds the runs; record.DefaultRoot when empty.
 	Root string
 	// RunID resumes that run when it exists, or names a new one; a new run gets a
 	// fresh ID (runid.New) when it is empty.
@@ -84,16 +83,7 @@ type Options struct {
 const DefaultKillGrace = 5 * time.Second
 
 // Result is how a run ended.
-type Result struct {
-	ID string
-	// Dir is the run directory.
-	Dir   string
-	State State
-	// Failed holds the steps and items that failed, in flow order.
-	Failed []Task
-	// NotStarted names the steps skipped because a step they wait for failed.
-	NotStarted []string
-}
+type Result = dag.Result
 
 // RefusedError lists what a flow asks that a strict local run refuses.
 type RefusedError struct{ Problems field.ErrorList }
@@ -108,35 +98,22 @@ func (e *RefusedError) Error() string {
 }
 
 // ErrInterrupted is what Run returns, wrapped, when its context ends the run.
-var ErrInterrupted = errors.New("interrupted")
+var ErrInterrupted = dag.ErrInterrupted
 
+// task is a unit of the run and what running it locally needs.
 type task struct {
-	step  *plan.Step
-	index int // -1 for a step without Foreach
+	*dag.Unit
 	order int // position in the flow, for starting tasks in flow order
-	label string
 	// artifacts and stateDir are the task's directories in the run.
 	artifacts, stateDir string
-	// rec is guarded by runner.mu.
-	rec Task
-	// earlier is set when an earlier runner of this run already succeeded.
-	earlier bool
-	timer   *time.Timer
+	timer               *time.Timer
 }
 
 type runner struct {
-	flow *plan.Flow
-	o    Options
-	id   string
-	dir  string
-	disp *display.Display
-
-	mu    sync.Mutex
-	rec   Record
-	tasks []*task
-	steps map[string][]*task
-	// writeErr is the first failure to record state.
-	writeErr error
+	*dag.Run
+	o      Options
+	tasks  []*task
+	byUnit map[*dag.Unit]*task
 }
 
 // Run runs f and returns how the run ended. The error is nil only when every step
@@ -145,7 +122,7 @@ type runner struct {
 // recorded as interrupted. Without a Result nothing ran.
 func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	if o.Root == "" {
-		o.Root = DefaultRoot
+		o.Root = record.DefaultRoot
 	}
 	if o.MaxParallel <= 0 {
 		o.MaxParallel = runtime.NumCPU()
@@ -189,48 +166,60 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{flow: f, o: o, id: id, dir: dir, steps: map[string][]*task{}}
 	defer lk.Close()
+	r := &runner{Run: dag.New(f, id, dir), o: o, byUnit: map[*dag.Unit]*task{}}
 
 	params := map[string]string{}
 	for _, p := range f.Params {
 		params[p.Name] = p.Value
 	}
-	r.rec = Record{Flow: f.Name, ID: id, State: Running, Start: now.UTC(), PID: os.Getpid(), Params: params}
-	prev, err := record.ReadRecord(r.dir)
+	r.Rec = record.Record{Flow: f.Name, ID: id, State: record.Running, Start: now.UTC(), PID: os.Getpid(), Params: params}
+	prev, err := record.ReadRecord(dir)
 	resumed := err == nil
 	switch {
 	case resumed:
 		if err := record.Resumable(prev, f.Name, params); err != nil {
 			return nil, err
 		}
-		r.rec.Start = prev.Start
+		r.Rec.Start = prev.Start
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("run %s: %w", id, err)
 	}
 	for i := range f.Steps {
 		s := &f.Steps[i]
-		r.rec.Steps = append(r.rec.Steps, StepInfo{Name: s.Name, After: s.After, Items: len(s.Foreach)})
+		r.Rec.Steps = append(r.Rec.Steps, record.StepInfo{Name: s.Name, After: s.After, Items: len(s.Foreach)})
 		if err := r.addTasks(s, resumed); err != nil {
 			return nil, err
 		}
 	}
-	if err := record.WriteRecord(r.dir, r.rec); err != nil {
+	if err := record.WriteRecord(dir, r.Rec); err != nil {
 		return nil, err
 	}
 
-	r.disp = newDisplay(r)
+	labels := make([]string, len(r.tasks))
+	for i, t := range r.tasks {
+		labels[i] = t.Label
+	}
+	r.Disp = display.New(display.Options{
+		Stdout: o.Stdout, Stderr: o.Stderr, Live: o.Live, Width: o.Width, Height: o.Height,
+		Labels: labels, View: r.StepView, StateColumn: 1,
+	})
 	verb := "run"
 	if resumed {
 		verb = "resuming run"
 	}
-	r.disp.Note("%s %s of flow %s: %d steps, at most %d at a time, in %s", verb, id, f.Name, len(f.Steps), o.MaxParallel, r.relDir())
+	r.Disp.Note("%s %s of flow %s: %s, at most %d at a time, in %s", verb, id, f.Name, display.Count(len(f.Steps), "step"), o.MaxParallel, display.Rel(dir))
 	for _, n := range notes {
-		r.disp.Note("%s", n)
+		r.Disp.Note("%s", n)
 	}
-	r.disp.Start()
+	r.Disp.Start()
 	r.loop(ctx)
-	return r.finish(ctx)
+	res, err := r.Finish(ctx.Err() != nil, func(t record.Task) string {
+		return fmt.Sprintf(" (log: %s)", display.Rel(filepath.Join(t.Dir(dir), record.StderrLog)))
+	})
+	r.Disp.Stop()
+	r.Ended(res.State)
+	return res, err
 }
 
 // addTasks makes the tasks of step s: one, or one per foreach item. When resuming,
@@ -238,37 +227,21 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 func (r *runner) addTasks(s *plan.Step, resumed bool) error {
 	n := max(len(s.Foreach), 1)
 	for i := range n {
-		t := &task{step: s, index: -1, order: len(r.tasks)}
+		index := -1
 		if s.Foreach != nil {
-			t.index = i
+			index = i
 		}
-		t.artifacts = sdk.ArtifactDir(r.dir, s.Name, t.index)
-		t.stateDir = StateDir(r.dir, s.Name, t.index)
-		t.rec = Task{Step: s.Name, State: Pending}
-		if t.index >= 0 {
-			t.rec.Index, t.rec.Item = new(t.index), s.Foreach[t.index]
-		}
-		t.label = t.rec.Label()
+		t := &task{Unit: dag.NewUnit(s, index), order: len(r.tasks)}
+		t.artifacts = sdk.ArtifactDir(r.Dir, s.Name, index)
+		t.stateDir = record.StateDir(r.Dir, s.Name, index)
 		if resumed {
-			prev, err := record.ReadTask(r.dir, s.Name, t.index)
-			if err != nil {
+			if err := r.Resume(t.Unit); err != nil {
 				return err
 			}
-			if prev.State == Succeeded && prev.Item == t.rec.Item {
-				t.rec, t.earlier = prev, true
-			}
 		}
-		if resumed && !t.earlier {
-			// What an earlier runner recorded of a task that runs again is stale. (A
-			// task without state.json reads as pending.)
-			if _, err := os.Stat(filepath.Join(t.stateDir, record.StateFile)); err == nil {
-				if err := record.WriteTask(r.dir, t.rec); err != nil {
-					return err
-				}
-			}
-		}
+		r.Add(t.Unit)
 		r.tasks = append(r.tasks, t)
-		r.steps[s.Name] = append(r.steps[s.Name], t)
+		r.byUnit[t.Unit] = t
 	}
 	return nil
 }
@@ -285,14 +258,15 @@ type event struct {
 func (r *runner) loop(ctx context.Context) {
 	events := make(chan event, len(r.tasks))
 	var queue []*task
-	released := map[string]bool{}
 	running, waiting := 0, 0
 	// stop is ctx.Done() until the run is interrupted, then nil. (It is nil from
 	// the start for a context that cannot end.)
 	stop, interrupted := ctx.Done(), false
 	for {
 		if !interrupted {
-			queue = r.release(queue, released)
+			for _, u := range r.Release() {
+				queue = append(queue, r.byUnit[u])
+			}
 			for running < r.o.MaxParallel && len(queue) > 0 {
 				t := queue[0]
 				queue = queue[1:]
@@ -309,7 +283,7 @@ func (r *runner) loop(ctx context.Context) {
 			if ev.retry {
 				waiting--
 				if interrupted {
-					r.interrupt(ev.t)
+					r.Interrupt(ev.t.Unit, "interrupted while waiting to retry: "+r.Task(ev.t.Unit).Error)
 					continue
 				}
 				queue = append(queue, ev.t)
@@ -328,123 +302,20 @@ func (r *runner) loop(ctx context.Context) {
 				if t.timer != nil && t.timer.Stop() {
 					t.timer = nil
 					waiting--
-					r.interrupt(t)
+					r.Interrupt(t.Unit, "interrupted while waiting to retry: "+r.Task(t.Unit).Error)
 				}
 			}
 		}
 	}
-}
-
-// release queues the tasks of every step whose dependencies all succeeded, and
-// skips the steps that wait for a step that failed or was skipped.
-func (r *runner) release(queue []*task, released map[string]bool) []*task {
-	for i := range r.flow.Steps {
-		s := &r.flow.Steps[i]
-		if released[s.Name] {
-			continue
-		}
-		ready, blocker := true, ""
-		for _, a := range s.After {
-			switch st := r.stepState(a); {
-			case st == Succeeded:
-			case st == Failed || st == Skipped:
-				ready, blocker = false, a+" "+string(st)
-			default:
-				ready = false
-			}
-			if blocker != "" {
-				break
-			}
-		}
-		switch {
-		case blocker != "":
-			released[s.Name] = true
-			for _, t := range r.steps[s.Name] {
-				if t.earlier {
-					continue
-				}
-				r.update(t, func(rec *Task) {
-					rec.State, rec.Error = Skipped, "not started: "+blocker
-				})
-				r.disp.Event(t.label, true, "not started: %s", blocker)
-			}
-		case ready:
-			released[s.Name] = true
-			for _, t := range r.steps[s.Name] {
-				if t.earlier {
-					r.disp.Event(t.label, false, "succeeded in an earlier attempt of this run: not run again")
-					continue
-				}
-				queue = append(queue, t)
-			}
-		}
-	}
-	return queue
-}
-
-// stepState sums up the state of a step's tasks.
-func (r *runner) stepState(step string) State {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return summary(r.steps[step])
-}
-
-// summary is the state of a step from its tasks': running while any runs or waits
-// to retry, else failed if any failed, and so on; succeeded when all did. Callers
-// hold runner.mu.
-func summary(ts []*task) State {
-	var running, retrying, final, failed, interrupted, skipped int
-	for _, t := range ts {
-		switch st := t.rec.State; st {
-		case Running:
-			running++
-		case Retrying:
-			retrying++
-		case Failed:
-			failed++
-		case Interrupted:
-			interrupted++
-		case Skipped:
-			skipped++
-		}
-		if t.rec.State.Final() {
-			final++
-		}
-	}
-	switch {
-	case running > 0:
-		return Running
-	case retrying > 0:
-		return Retrying
-	case final < len(ts) && final > 0:
-		return Running // some items done, others queued
-	case final < len(ts):
-		return Pending
-	case failed > 0:
-		return Failed
-	case interrupted > 0:
-		return Interrupted
-	case skipped > 0:
-		return Skipped
-	}
-	return Succeeded
 }
 
 // begin marks t running and returns the number of its attempt.
 func (r *runner) begin(t *task) int {
-	var n int
-	r.update(t, func(rec *Task) {
-		rec.Attempts++
-		n = rec.Attempts
-		if n == 1 {
-			rec.Start, rec.End = time.Now().UTC(), time.Time{}
-		}
-		rec.State, rec.ExitCode, rec.Error = Running, nil, ""
-	})
+	n := r.Start(t.Unit)
 	if n == 1 {
-		r.disp.Event(t.label, false, "started")
+		r.Disp.Event(t.Label, false, "started")
 	} else {
-		r.disp.Event(t.label, false, "attempt %d of %d started", n, t.step.Retry+1)
+		r.Disp.Event(t.Label, false, "attempt %d of %d started", n, t.Step.Retry+1)
 	}
 	return n
 }
@@ -452,53 +323,33 @@ func (r *runner) begin(t *task) int {
 // ended records how an attempt of t ended, and says whether to retry, after what
 // delay.
 func (r *runner) ended(ctx context.Context, t *task, o outcome) (time.Duration, bool) {
-	var rec Task
-	r.update(t, func(x *Task) {
-		x.ExitCode = o.exitCode
-		switch {
-		case o.err == nil:
-			x.State, x.End = Succeeded, time.Now().UTC()
-		case ctx.Err() != nil && !errors.Is(o.err, errTimeout):
-			x.State, x.End, x.Error = Interrupted, time.Now().UTC(), "interrupted"
-		default:
-			x.Error = o.err.Error()
-			if o.lastErr != "" {
-				x.Error += ": " + clip(o.lastErr, 300)
-			}
-			x.State = Failed
-			if x.Attempts <= t.step.Retry {
-				x.State = Retrying
-			} else {
-				x.End = time.Now().UTC()
-			}
-		}
-		rec = *x
-	})
-	switch rec.State {
-	case Succeeded:
-		r.disp.Event(t.label, false, "succeeded in %s", display.Human(rec.End.Sub(rec.Start)))
-	case Interrupted:
-		r.disp.Event(t.label, true, "interrupted")
-	case Failed:
-		r.disp.Event(t.label, true, "failed after %s: %s", count(rec.Attempts, "attempt"), rec.Error)
-	case Retrying:
-		delay := backoff(t.step.RetryBackoff, rec.Attempts)
-		when := "retrying in " + display.Human(delay)
-		if delay == 0 {
-			when = "retrying"
-		}
-		r.disp.Event(t.label, true, "attempt %d failed: %s; %s", rec.Attempts, rec.Error, when)
-		return delay, true
+	code := func(x *record.Task) { x.ExitCode = o.exitCode }
+	switch {
+	case o.err == nil:
+		r.Succeed(t.Unit, code)
+		return 0, false
+	case ctx.Err() != nil && !errors.Is(o.err, errTimeout):
+		r.Amend(t.Unit, code)
+		r.Interrupt(t.Unit, "")
+		return 0, false
 	}
-	return 0, false
-}
-
-// interrupt records that t, waiting to retry, will not run again.
-func (r *runner) interrupt(t *task) {
-	r.update(t, func(rec *Task) {
-		rec.State, rec.End, rec.Error = Interrupted, time.Now().UTC(), "interrupted while waiting to retry: "+rec.Error
-	})
-	r.disp.Event(t.label, true, "interrupted")
+	msg := o.err.Error()
+	if o.lastErr != "" {
+		msg += ": " + clip(o.lastErr, 300)
+	}
+	rec := r.Task(t.Unit)
+	if rec.Attempts > t.Step.Retry {
+		r.Fail(t.Unit, msg, "", o.exitCode)
+		return 0, false
+	}
+	r.Update(t.Unit, func(x *record.Task) { x.State, x.Error, x.ExitCode = record.Retrying, msg, o.exitCode })
+	delay := backoff(t.Step.RetryBackoff, rec.Attempts)
+	when := "retrying in " + display.Human(delay)
+	if delay == 0 {
+		when = "retrying"
+	}
+	r.Disp.Event(t.Label, true, "attempt %d failed: %s; %s", rec.Attempts, msg, when)
+	return delay, true
 }
 
 // backoff is the delay before the retry that follows attempt n: d, then doubling.
@@ -507,116 +358,6 @@ func backoff(d time.Duration, n int) time.Duration {
 		d *= 2
 	}
 	return d
-}
-
-// update changes t's record under the lock and writes its state.json. Only the
-// scheduling loop calls it.
-func (r *runner) update(t *task, change func(*Task)) {
-	r.mu.Lock()
-	change(&t.rec)
-	rec := t.rec
-	r.mu.Unlock()
-	if err := record.WriteTask(r.dir, rec); err != nil {
-		r.mu.Lock()
-		if r.writeErr == nil {
-			r.writeErr = err
-		}
-		r.mu.Unlock()
-	}
-}
-
-// finish records how the run ended and reports it.
-func (r *runner) finish(ctx context.Context) (*Result, error) {
-	res := &Result{ID: r.id, Dir: r.dir, State: Succeeded}
-	var never []string
-	stopped := false
-	r.mu.Lock()
-	for _, t := range r.tasks {
-		switch t.rec.State {
-		case Interrupted:
-			stopped = true
-		case Pending:
-			never = append(never, t.label)
-		case Failed:
-			res.Failed = append(res.Failed, t.rec)
-		case Skipped:
-			if !slices.Contains(res.NotStarted, t.rec.Step) {
-				res.NotStarted = append(res.NotStarted, t.rec.Step)
-			}
-		}
-	}
-	writeErr := r.writeErr
-	r.mu.Unlock()
-
-	var err error
-	switch {
-	case ctx.Err() != nil && (stopped || len(never) > 0):
-		// (An interrupt that came after the last step ended stopped nothing.)
-		res.State = Interrupted
-		err = fmt.Errorf("run %s %w; resume it with --run-id %s", r.id, ErrInterrupted, r.id)
-	case len(res.Failed) > 0:
-		res.State = Failed
-		err = r.failure(res)
-	case writeErr != nil:
-		res.State = Failed
-		err = fmt.Errorf("run %s: recording step state: %w", r.id, writeErr)
-	case len(never) > 0:
-		// Every step ends somehow unless the run is interrupted; a step still
-		// pending here must never pass for a success.
-		res.State = Failed
-		err = fmt.Errorf("run %s: %s never started", r.id, strings.Join(never, ", "))
-	}
-	r.rec.State, r.rec.End = res.State, time.Now().UTC()
-	if err != nil {
-		r.rec.Error = err.Error()
-	}
-	if werr := record.WriteRecord(r.dir, r.rec); werr != nil && err == nil {
-		res.State, err = Failed, fmt.Errorf("run %s: %w", r.id, werr)
-	}
-	r.disp.Stop()
-	r.disp.Note("run %s %s in %s", r.id, res.State, display.Human(r.rec.End.Sub(r.rec.Start)))
-	return res, err
-}
-
-// failure says which steps failed, why, where their logs are and what did not run.
-func (r *runner) failure(res *Result) error {
-	var labels []string
-	for _, t := range res.Failed {
-		labels = append(labels, t.Label())
-	}
-	first := res.Failed[0]
-	index := -1
-	if first.Index != nil {
-		index = *first.Index
-	}
-	noun := "step"
-	if len(labels) > 1 {
-		noun = "steps"
-	}
-	msg := fmt.Sprintf("%s %s failed: ", noun, strings.Join(labels, ", "))
-	if len(labels) > 1 {
-		msg = fmt.Sprintf("%s %s failed; %s: ", noun, strings.Join(labels, ", "), first.Label())
-	}
-	msg += fmt.Sprintf("%s (log: %s)", first.Error, r.rel(filepath.Join(StateDir(r.dir, first.Step, index), StderrLog)))
-	if len(res.NotStarted) > 0 {
-		msg += "; not started: " + strings.Join(res.NotStarted, ", ")
-	}
-	return errors.New(msg)
-}
-
-// relDir returns the run directory relative to the working directory when it is
-// below it, for shorter messages.
-func (r *runner) relDir() string { return r.rel(r.dir) }
-
-func (r *runner) rel(path string) string {
-	wd, err := os.Getwd()
-	if err != nil {
-		return path
-	}
-	if rel, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(rel, "..") {
-		return rel
-	}
-	return path
 }
 
 func clip(s string, n int) string {

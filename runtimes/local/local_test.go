@@ -23,6 +23,7 @@ import (
 	"github.com/manifoldflow/manifold/harness/proctest"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/local"
+	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -118,16 +119,16 @@ func runPlan(t *testing.T, ctx context.Context, p *plan.Flow, o local.Options) r
 }
 
 // tasks reads the run's state back, by label.
-func (r run) tasks(t *testing.T) (*local.Record, map[string]local.Task) {
+func (r run) tasks(t *testing.T) (*record.Record, map[string]record.Task) {
 	t.Helper()
 	if r.res == nil {
 		t.Fatalf("no result: %v", r.err)
 	}
-	rec, tasks, err := local.Read(r.root, r.res.ID)
+	rec, tasks, err := record.Read(r.root, r.res.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := map[string]local.Task{}
+	m := map[string]record.Task{}
 	for _, task := range tasks {
 		m[task.Label()] = task
 	}
@@ -184,7 +185,7 @@ func TestEnvironment(t *testing.T) {
 	}
 	// $(NAME) in the command is expanded from the step's environment, as the
 	// kubelet does: the step's variables, themselves expanded in order.
-	if got := readFile(t, local.StateDir(dir, "once", -1), local.StdoutLog); got != "argv world hi world $(UNKNOWN) $(MANIFOLD_PARAM_WHO)\n" {
+	if got := readFile(t, record.StateDir(dir, "once", -1), record.StdoutLog); got != "argv world hi world $(UNKNOWN) $(MANIFOLD_PARAM_WHO)\n" {
 		t.Errorf("stdout.log of once = %q", got)
 	}
 }
@@ -250,19 +251,19 @@ func TestFailure(t *testing.T) {
 	if !wantErr.MatchString(r.err.Error()) {
 		t.Errorf("error %q, want it to match %s", r.err, wantErr)
 	}
-	if r.res.State != local.Failed || len(r.res.Failed) != 1 || r.res.Failed[0].Step != "bad" {
+	if r.res.State != record.Failed || len(r.res.Failed) != 1 || r.res.Failed[0].Step != "bad" {
 		t.Errorf("result %+v", r.res)
 	}
 	rec, tasks := r.tasks(t)
-	if rec.State != local.Failed {
+	if rec.State != record.Failed {
 		t.Errorf("run.json state %s, want failed", rec.State)
 	}
 	bad := tasks["bad"]
-	if bad.State != local.Failed || bad.ExitCode == nil || *bad.ExitCode != 3 || bad.Attempts != 1 {
+	if bad.State != record.Failed || bad.ExitCode == nil || *bad.ExitCode != 3 || bad.Attempts != 1 {
 		t.Errorf("bad: %+v", bad)
 	}
 	for _, name := range []string{"after-bad", "after-that"} {
-		if tasks[name].State != local.Skipped || tasks[name].Attempts != 0 {
+		if tasks[name].State != record.Skipped || tasks[name].Attempts != 0 {
 			t.Errorf("%s: %+v, want skipped without attempts", name, tasks[name])
 		}
 	}
@@ -270,12 +271,12 @@ func TestFailure(t *testing.T) {
 		t.Error("after-bad ran after bad failed")
 	}
 	for _, name := range []string{"good", "after-good"} {
-		if tasks[name].State != local.Succeeded {
+		if tasks[name].State != record.Succeeded {
 			t.Errorf("%s: %+v, want succeeded", name, tasks[name])
 		}
 		readFile(t, r.artifactDir(name, -1), "ran")
 	}
-	if got := readFile(t, local.StateDir(r.res.Dir, "bad", -1), local.StderrLog); got != "disk full\n" {
+	if got := readFile(t, record.StateDir(r.res.Dir, "bad", -1), record.StderrLog); got != "disk full\n" {
 		t.Errorf("stderr.log of bad = %q", got)
 	}
 	for _, want := range []string{"bad: failed after 1 attempt: exit status 3: disk full", "after-bad: not started: bad failed", "after-that: not started: after-bad skipped"} {
@@ -297,14 +298,14 @@ func TestRetrySucceedsOnSecondAttempt(t *testing.T) {
 		t.Fatalf("run: %v\n%s", r.err, r.stdout)
 	}
 	_, tasks := r.tasks(t)
-	if got := tasks["shaky"]; got.State != local.Succeeded || got.Attempts != 2 || *got.ExitCode != 0 || got.Error != "" {
+	if got := tasks["shaky"]; got.State != record.Succeeded || got.Attempts != 2 || *got.ExitCode != 0 || got.Error != "" {
 		t.Errorf("shaky: %+v, want succeeded on attempt 2", got)
 	}
 	// A log that already holds output marks where the next attempt's begins.
-	if log := readFile(t, local.StateDir(r.res.Dir, "shaky", -1), local.StderrLog); !regexp.MustCompile(`\Afirst\n--- attempt 2, \S+ ---\nagain\n\z`).MatchString(log) {
+	if log := readFile(t, record.StateDir(r.res.Dir, "shaky", -1), record.StderrLog); !regexp.MustCompile(`\Afirst\n--- attempt 2, \S+ ---\nagain\n\z`).MatchString(log) {
 		t.Errorf("stderr.log = %q, want both attempts", log)
 	}
-	if log := readFile(t, local.StateDir(r.res.Dir, "shaky", -1), local.StdoutLog); log != "second\n" {
+	if log := readFile(t, record.StateDir(r.res.Dir, "shaky", -1), record.StdoutLog); log != "second\n" {
 		t.Errorf("stdout.log = %q", log)
 	}
 	for _, want := range []string{"shaky: attempt 1 failed: exit status 1: first; retrying in 10ms", "shaky: attempt 2 of 4 started", "shaky: succeeded"} {
@@ -321,7 +322,7 @@ func TestRetryRunStep(t *testing.T) {
 		t.Fatalf("run: %v\n%s", r.err, r.stdout)
 	}
 	_, tasks := r.tasks(t)
-	if got := tasks["wobble"]; got.State != local.Succeeded || got.Attempts != 2 {
+	if got := tasks["wobble"]; got.State != record.Succeeded || got.Attempts != 2 {
 		t.Errorf("wobble: %+v", got)
 	}
 	if got := readFile(t, r.artifactDir("wobble", -1), "tries.json"); got != "2\n" {
@@ -340,7 +341,7 @@ func TestRetriesRunOut(t *testing.T) {
 		t.Fatalf("error %v", r.err)
 	}
 	_, tasks := r.tasks(t)
-	if got := tasks["never"]; got.State != local.Failed || got.Attempts != 3 {
+	if got := tasks["never"]; got.State != record.Failed || got.Attempts != 3 {
 		t.Errorf("never: %+v, want failed after 3 attempts", got)
 	}
 	if got := readFile(t, r.artifactDir("never", -1), "tries"); got != "x\nx\nx\n" {
@@ -364,7 +365,7 @@ func TestTimeout(t *testing.T) {
 				t.Fatalf("error %v", r.err)
 			}
 			_, tasks := r.tasks(t)
-			if got := tasks["sleepy"]; got.State != local.Failed || got.ExitCode == nil || *got.ExitCode != -1 {
+			if got := tasks["sleepy"]; got.State != record.Failed || got.ExitCode == nil || *got.ExitCode != -1 {
 				t.Errorf("sleepy: %+v, want failed by a signal", got)
 			}
 			for _, name := range []string{"shell", "child"} {
@@ -443,11 +444,11 @@ func TestResume(t *testing.T) {
 		}
 	}
 	rec, tasks := second.tasks(t)
-	if rec.State != local.Succeeded {
+	if rec.State != record.Succeeded {
 		t.Errorf("run state %s", rec.State)
 	}
 	for label, task := range tasks {
-		if task.State != local.Succeeded {
+		if task.State != record.Succeeded {
 			t.Errorf("%s: %+v", label, task)
 		}
 	}
@@ -486,14 +487,14 @@ func TestInterrupt(t *testing.T) {
 	}
 	cancel()
 	r := <-done
-	if !errors.Is(r.err, local.ErrInterrupted) || r.res.State != local.Interrupted {
+	if !errors.Is(r.err, local.ErrInterrupted) || r.res.State != record.Interrupted {
 		t.Fatalf("run after cancel: %v, %+v", r.err, r.res)
 	}
 	rec, tasks := r.tasks(t)
-	if rec.State != local.Interrupted || rec.End.IsZero() {
+	if rec.State != record.Interrupted || rec.End.IsZero() {
 		t.Errorf("run.json: %+v", rec)
 	}
-	want := map[string]local.State{"put": local.Interrupted, "shell": local.Interrupted, "last": local.Pending}
+	want := map[string]record.State{"put": record.Interrupted, "shell": record.Interrupted, "last": record.Pending}
 	for name, state := range want {
 		if tasks[name].State != state {
 			t.Errorf("%s: %+v, want %s", name, tasks[name], state)
@@ -641,7 +642,7 @@ func TestOutput(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^` + stamp + `speak +\| two$`).MatchString(plain.stderr) {
 		t.Errorf("stderr lacks speak's line:\n%s", plain.stderr)
 	}
-	if got := readFile(t, local.StateDir(plain.res.Dir, "speak", -1), local.StdoutLog); got != "one\nno newline" {
+	if got := readFile(t, record.StateDir(plain.res.Dir, "speak", -1), record.StdoutLog); got != "one\nno newline" {
 		t.Errorf("stdout.log = %q: want what the step wrote, unchanged", got)
 	}
 
@@ -691,7 +692,7 @@ func TestListAndRead(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(abandoned, "run.json"), []byte(`{"flow":"listed","id":"ccc","state":"running","steps":[{"name":"a"}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	runs, err := local.List(root)
+	runs, err := record.List(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -702,7 +703,7 @@ func TestListAndRead(t *testing.T) {
 	if diff := cmp.Diff([]string{"aaa succeeded", "bbb succeeded", "ccc abandoned"}, got); diff != "" {
 		t.Errorf("List (-want +got):\n%s", diff)
 	}
-	rec, tasks, err := local.Read(root, "bbb")
+	rec, tasks, err := record.Read(root, "bbb")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -738,7 +739,7 @@ func TestBusy(t *testing.T) {
 	if r.err == nil || !strings.Contains(r.err.Error(), "run held is in progress in another process") {
 		t.Errorf("second runner: %v", r.err)
 	}
-	if runs, _ := local.List(root); len(runs) != 1 || runs[0].State != local.Succeeded {
+	if runs, _ := record.List(root); len(runs) != 1 || runs[0].State != record.Succeeded {
 		t.Errorf("runs: %+v", runs)
 	}
 }

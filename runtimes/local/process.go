@@ -15,6 +15,7 @@ import (
 	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/internal/atomicfile"
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/record"
 )
 
 // errTimeout is why an attempt that ran past its step's Timeout ended.
@@ -37,22 +38,22 @@ type outcome struct {
 // over this process's environment minus the variables Manifold sets.
 func (r *runner) command(t *task) (argv, env []string) {
 	vars := map[string]string{
-		plan.EnvRunDir:    r.dir,
+		plan.EnvRunDir:    r.Dir,
 		plan.EnvArtifacts: t.artifacts,
 	}
 	names := []string{plan.EnvRunDir, plan.EnvArtifacts}
 	var item *emit.Item
-	if t.index >= 0 {
-		item = emit.ItemAt(t.step, t.index)
+	if t.Index >= 0 {
+		item = emit.ItemAt(t.Step, t.Index)
 	}
 	// A multi-node step runs once here, as a single node: no rendezvous; and
 	// without EFA, so without EFA wiring, whose FI_PROVIDER=efa would make
 	// libfabric look for a device this machine lacks. Artifacts stay in the run
 	// directory, whatever store the flow has on a cluster.
-	single := *t.step
+	single := *t.Step
 	single.Nodes = 1
 	single.EFAWiring = nil
-	flow := *r.flow
+	flow := *r.Flow
 	flow.Artifacts = nil
 	for _, e := range emit.Env(&flow, &single, emit.PodOptions{Item: item}) {
 		if e.ValueFrom != nil {
@@ -77,7 +78,7 @@ func (r *runner) command(t *task) (argv, env []string) {
 	for _, n := range names {
 		env = append(env, n+"="+vars[n])
 	}
-	for _, a := range t.step.Command {
+	for _, a := range t.Step.Command {
 		argv = append(argv, expand(a, vars))
 	}
 	return argv, env
@@ -101,15 +102,15 @@ func managed(name string) bool {
 func (r *runner) attempt(ctx context.Context, t *task, n int) outcome {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	if t.step.Timeout > 0 {
+	if t.Step.Timeout > 0 {
 		var stop context.CancelFunc
-		ctx, stop = context.WithTimeoutCause(ctx, t.step.Timeout, fmt.Errorf("%w after %s", errTimeout, t.step.Timeout))
+		ctx, stop = context.WithTimeoutCause(ctx, t.Step.Timeout, fmt.Errorf("%w after %s", errTimeout, t.Step.Timeout))
 		defer stop()
 	}
 
 	argv, env := r.command(t)
 	var cmd *exec.Cmd
-	if t.step.Body == plan.BodyRun {
+	if t.Step.Body == plan.BodyRun {
 		// The flow program runs the step, through the same `step NAME` contract
 		// its container uses.
 		cmd = exec.Command(r.o.Program, argv[1:]...)
@@ -123,8 +124,8 @@ func (r *runner) attempt(ctx context.Context, t *task, n int) outcome {
 	if err := os.MkdirAll(t.artifacts, 0o755); err != nil {
 		return outcome{err: err}
 	}
-	outLog := &logFile{path: filepath.Join(t.stateDir, StdoutLog), attempt: n}
-	errLog := &logFile{path: filepath.Join(t.stateDir, StderrLog), attempt: n}
+	outLog := &logFile{path: filepath.Join(t.stateDir, record.StdoutLog), attempt: n}
+	errLog := &logFile{path: filepath.Join(t.stateDir, record.StderrLog), attempt: n}
 	defer outLog.close()
 	defer errLog.close()
 	outR, outW, err := os.Pipe()
@@ -147,8 +148,8 @@ func (r *runner) attempt(ctx context.Context, t *task, n int) outcome {
 	}
 
 	var copying sync.WaitGroup
-	stdout := &lines{emit: func(line string) { r.disp.Output(t.label, false, line) }}
-	stderr := &lines{emit: func(line string) { r.disp.Output(t.label, true, line) }}
+	stdout := &lines{emit: func(line string) { r.Disp.Output(t.Label, false, line) }}
+	stderr := &lines{emit: func(line string) { r.Disp.Output(t.Label, true, line) }}
 	copying.Go(func() { pump(outR, outLog, stdout) })
 	copying.Go(func() { pump(errR, errLog, stderr) })
 

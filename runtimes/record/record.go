@@ -29,7 +29,6 @@ import (
 
 	"github.com/manifoldflow/manifold/internal/atomicfile"
 	"github.com/manifoldflow/manifold/runid"
-	"github.com/manifoldflow/manifold/sdk"
 )
 
 // DefaultRoot is where runs are kept, relative to the working directory.
@@ -152,10 +151,19 @@ func (t *Task) index() int {
 	return *t.Index
 }
 
-// StateDir returns the directory holding a step's (or item's) state.json and logs;
-// index is -1 for a step without foreach items.
+// Dir returns the directory of run runDir that holds the task's state.json and
+// logs: StateDir.
+func (t *Task) Dir(runDir string) string { return StateDir(runDir, t.Step, t.index()) }
+
+// StateDir returns the directory holding a step's (or item's) state.json and logs,
+// _steps/<step>/[<index>/] in the run directory; index is -1 for a step without
+// foreach items.
 func StateDir(runDir, step string, index int) string {
-	return sdk.ArtifactDir(filepath.Join(runDir, stepsDir), step, index)
+	dir := filepath.Join(runDir, stepsDir, step)
+	if index < 0 {
+		return dir
+	}
+	return filepath.Join(dir, strconv.Itoa(index))
 }
 
 // List returns the runs under root, oldest first (run IDs sort by their start). A

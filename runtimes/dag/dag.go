@@ -1,0 +1,421 @@
+// Package dag is the scheduling core every runtime shares: the units of a run
+// (a whole step, or one item of a foreach step), their states and how they
+// change, which steps are ready, which are skipped because a step they wait for
+// did not succeed, how the run ended and the message that says why, and the rows
+// the live view shows. Each state change is written to the run's record (package
+// record) and told on the run's display (package display).
+//
+// A runtime keeps only what is its own: how it starts a unit, watches it and
+// stops it. It adds the units, calls Release for those it may start, reports
+// what each unit does (Start, Succeed, Fail, Interrupt, Update), and calls
+// Finish when none is left.
+package dag
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/display"
+	"github.com/manifoldflow/manifold/runtimes/record"
+)
+
+// ErrInterrupted is what a run returns, wrapped, when its context ends it.
+var ErrInterrupted = errors.New("interrupted")
+
+// Unit is what a runtime starts and follows: a step, or one item of a foreach
+// step.
+type Unit struct {
+	Step *plan.Step
+	// Index is the foreach item, -1 for a unit that runs the whole step.
+	Index int
+	// Label names the unit in events and the view: the step, or step[index].
+	Label string
+	// Earlier is set when an earlier runner of this run ran the unit to success;
+	// it is not run again.
+	Earlier bool
+
+	// rec is guarded by Run.mu.
+	rec record.Task
+}
+
+// NewUnit returns the pending unit of step s, or of its item index (-1 for the
+// whole step).
+func NewUnit(s *plan.Step, index int) *Unit {
+	u := &Unit{Step: s, Index: index, rec: record.Task{Step: s.Name, State: record.Pending}}
+	if index >= 0 && index < len(s.Foreach) {
+		u.rec.Index, u.rec.Item = new(index), s.Foreach[index]
+	}
+	u.Label = u.rec.Label()
+	return u
+}
+
+// Result is how a run ended.
+type Result struct {
+	ID string
+	// Dir is the run directory.
+	Dir   string
+	State record.State
+	// Failed holds the steps and items that failed, in flow order.
+	Failed []record.Task
+	// NotStarted names the steps skipped because a step they wait for failed.
+	NotStarted []string
+}
+
+// Run is the state of one run of a flow: its record and its units'.
+type Run struct {
+	Flow *plan.Flow
+	ID   string
+	// Dir is the run directory.
+	Dir string
+	// Rec is the run's record (run.json); Finish writes how the run ended into it.
+	Rec record.Record
+	// Disp tells what happens; set it before the first state change.
+	Disp *display.Display
+
+	mu       sync.Mutex
+	units    []*Unit
+	steps    map[string][]*Unit
+	released map[string]bool
+	// writeErr is the first failure to record a unit's state.
+	writeErr error
+}
+
+// New returns the run id of flow f, kept in dir, without units.
+func New(f *plan.Flow, id, dir string) *Run {
+	return &Run{Flow: f, ID: id, Dir: dir, steps: map[string][]*Unit{}, released: map[string]bool{}}
+}
+
+// Add adds units to the run, in flow order.
+func (r *Run) Add(us ...*Unit) {
+	for _, u := range us {
+		r.units = append(r.units, u)
+		r.steps[u.Step.Name] = append(r.steps[u.Step.Name], u)
+	}
+}
+
+// Units returns the run's units in flow order.
+func (r *Run) Units() []*Unit { return r.units }
+
+// Resume takes over what an earlier runner of this run recorded of unit u: when
+// it succeeded (for the same item) u is Earlier and keeps that record; otherwise
+// a record left by that runner is stale, and is written anew as pending.
+func (r *Run) Resume(u *Unit) error {
+	prev, err := record.ReadTask(r.Dir, u.Step.Name, u.Index)
+	if err != nil {
+		return err
+	}
+	if prev.State == record.Succeeded && prev.Item == u.rec.Item {
+		u.rec, u.Earlier = prev, true
+		return nil
+	}
+	// A task without state.json reads as pending; one with it is rewritten.
+	if _, err := os.Stat(filepath.Join(record.StateDir(r.Dir, u.Step.Name, u.Index), record.StateFile)); err == nil {
+		return record.WriteTask(r.Dir, u.rec)
+	}
+	return nil
+}
+
+// Task returns a copy of u's record.
+func (r *Run) Task(u *Unit) record.Task {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return u.rec
+}
+
+// Final reports whether u has ended.
+func (r *Run) Final(u *Unit) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return u.rec.State.Final()
+}
+
+// Locked calls f with the run's lock held, the lock the view is built under: a
+// runtime changes what its view columns show (View) inside f.
+func (r *Run) Locked(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f()
+}
+
+// Amend changes u's record in memory; the next Update writes it.
+func (r *Run) Amend(u *Unit, change func(*record.Task)) {
+	r.mu.Lock()
+	change(&u.rec)
+	r.mu.Unlock()
+}
+
+// Update changes u's record and writes it. The first write that fails is told,
+// and fails the run at Finish.
+func (r *Run) Update(u *Unit, change func(*record.Task)) {
+	r.mu.Lock()
+	change(&u.rec)
+	rec := u.rec
+	r.mu.Unlock()
+	if err := record.WriteTask(r.Dir, rec); err != nil {
+		r.mu.Lock()
+		first := r.writeErr == nil
+		if first {
+			r.writeErr = err
+		}
+		r.mu.Unlock()
+		if first && r.Disp != nil {
+			r.Disp.Note("recording the state of %s: %v", u.Label, err)
+		}
+	}
+}
+
+// StepState sums up the state of a step from its units': see Summary.
+func (r *Run) StepState(step string) record.State {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return summary(r.steps[step])
+}
+
+// Summary is the state of a step from its units' records: running while any
+// runs (or some have ended and others wait to start), retrying while one waits
+// to retry, queued while one waits for a queue, pending while none has started;
+// once all have ended, failed if any failed, else interrupted if any was, else
+// skipped if any was; succeeded when all did.
+func Summary(ts []record.Task) record.State {
+	var running, retrying, queued, final, failed, interrupted, skipped int
+	for _, t := range ts {
+		switch t.State {
+		case record.Running:
+			running++
+		case record.Retrying:
+			retrying++
+		case record.Queued:
+			queued++
+		case record.Failed:
+			failed++
+		case record.Interrupted:
+			interrupted++
+		case record.Skipped:
+			skipped++
+		}
+		if t.State.Final() {
+			final++
+		}
+	}
+	switch {
+	case running > 0:
+		return record.Running
+	case retrying > 0:
+		return record.Retrying
+	case queued > 0:
+		return record.Queued
+	case final < len(ts) && final > 0:
+		return record.Running // some items done, others waiting to start
+	case final < len(ts):
+		return record.Pending
+	case failed > 0:
+		return record.Failed
+	case interrupted > 0:
+		return record.Interrupted
+	case skipped > 0:
+		return record.Skipped
+	}
+	return record.Succeeded
+}
+
+// summary is Summary of units; callers hold r.mu.
+func summary(us []*Unit) record.State {
+	ts := make([]record.Task, len(us))
+	for i, u := range us {
+		ts[i] = u.rec
+	}
+	return Summary(ts)
+}
+
+// Release returns the units to start now: those of every step, not released
+// before, whose dependencies all succeeded, in flow order. A unit that succeeded
+// in an earlier runner is told and not returned. The pending units of a step
+// that waits for one that failed, was skipped or was interrupted are skipped.
+func (r *Run) Release() []*Unit {
+	var ready []*Unit
+	for i := range r.Flow.Steps {
+		s := &r.Flow.Steps[i]
+		if r.released[s.Name] {
+			continue
+		}
+		ok, blocker := true, ""
+		for _, a := range s.After {
+			switch st := r.StepState(a); st {
+			case record.Succeeded:
+			case record.Failed, record.Skipped, record.Interrupted:
+				ok, blocker = false, a+" "+string(st)
+			default:
+				ok = false
+			}
+			if blocker != "" {
+				break
+			}
+		}
+		switch {
+		case blocker != "":
+			r.released[s.Name] = true
+			for _, u := range r.steps[s.Name] {
+				if r.Task(u).State != record.Pending {
+					continue
+				}
+				r.Update(u, func(t *record.Task) { t.State, t.Error = record.Skipped, "not started: "+blocker })
+				r.Disp.Event(u.Label, true, "not started: %s", blocker)
+			}
+		case ok:
+			r.released[s.Name] = true
+			for _, u := range r.steps[s.Name] {
+				switch {
+				case u.Earlier:
+					r.Disp.Event(u.Label, false, "succeeded in an earlier attempt of this run: not run again")
+				case !r.Final(u):
+					ready = append(ready, u)
+				}
+			}
+		}
+	}
+	return ready
+}
+
+// Start records that an attempt of u starts, and returns its number. The first
+// attempt sets the unit's start time.
+func (r *Run) Start(u *Unit) int {
+	var n int
+	r.Update(u, func(t *record.Task) {
+		t.Attempts++
+		n = t.Attempts
+		if n == 1 {
+			t.Start, t.End = time.Now().UTC(), time.Time{}
+		}
+		t.State, t.ExitCode, t.Error, t.Reason = record.Running, nil, "", ""
+	})
+	return n
+}
+
+// Succeed records that u succeeded, with what change adds to its record (nil for
+// nothing), and tells how long it took.
+func (r *Run) Succeed(u *Unit, change func(*record.Task)) {
+	var rec record.Task
+	r.Update(u, func(t *record.Task) {
+		t.State, t.End = record.Succeeded, time.Now().UTC()
+		if change != nil {
+			change(t)
+		}
+		rec = *t
+	})
+	r.Disp.Event(u.Label, false, "succeeded in %s", display.Human(rec.End.Sub(rec.Start)))
+}
+
+// Fail records that u failed for good: msg says why, reason is its short form
+// ("" for none) and code the exit code when one is known.
+func (r *Run) Fail(u *Unit, msg, reason string, code *int) {
+	var rec record.Task
+	r.Update(u, func(t *record.Task) {
+		t.State, t.End, t.Error, t.Reason, t.ExitCode = record.Failed, time.Now().UTC(), msg, reason, code
+		rec = *t
+	})
+	r.Disp.Event(u.Label, true, "failed after %s: %s", display.Count(rec.Attempts, "attempt"), msg)
+}
+
+// Interrupt records that u was stopped, or will not run again, because the run
+// was interrupted; why says so ("interrupted" when empty).
+func (r *Run) Interrupt(u *Unit, why string) {
+	if why == "" {
+		why = "interrupted"
+	}
+	r.Update(u, func(t *record.Task) { t.State, t.End, t.Error = record.Interrupted, time.Now().UTC(), why })
+	r.Disp.Event(u.Label, true, "interrupted")
+}
+
+// Finish records how the run ended in its record and returns it; the error says
+// why it did not succeed. interrupted says the run's context ended it: the run
+// is interrupted when that stopped a unit or left one unstarted. Otherwise a
+// failed unit fails the run (with detail adding to the first one's message, nil
+// for nothing), and so does a state that could not be recorded or a unit that
+// never started.
+func (r *Run) Finish(interrupted bool, detail func(record.Task) string) (*Result, error) {
+	res := &Result{ID: r.ID, Dir: r.Dir, State: record.Succeeded}
+	var never []string
+	stopped := false
+	r.mu.Lock()
+	for _, u := range r.units {
+		switch u.rec.State {
+		case record.Interrupted:
+			stopped = true
+		case record.Pending:
+			never = append(never, u.Label)
+		case record.Failed:
+			res.Failed = append(res.Failed, u.rec)
+		case record.Skipped:
+			if len(res.NotStarted) == 0 || res.NotStarted[len(res.NotStarted)-1] != u.rec.Step {
+				res.NotStarted = append(res.NotStarted, u.rec.Step)
+			}
+		}
+	}
+	writeErr := r.writeErr
+	r.mu.Unlock()
+
+	var err error
+	switch {
+	case interrupted && (stopped || len(never) > 0):
+		// (An interrupt that came after the last unit ended stopped nothing.)
+		res.State = record.Interrupted
+		err = fmt.Errorf("run %s %w; resume it with --run-id %s", r.ID, ErrInterrupted, r.ID)
+	case len(res.Failed) > 0:
+		res.State = record.Failed
+		err = Failure(res.Failed, res.NotStarted, detail)
+	case writeErr != nil:
+		res.State = record.Failed
+		err = fmt.Errorf("run %s: recording step state: %w", r.ID, writeErr)
+	case len(never) > 0:
+		// Every unit ends somehow unless the run is interrupted; one still
+		// pending here must never pass for a success.
+		res.State = record.Failed
+		err = fmt.Errorf("run %s: %s never started", r.ID, strings.Join(never, ", "))
+	}
+	r.Rec.State, r.Rec.End = res.State, time.Now().UTC()
+	if err != nil {
+		r.Rec.Error = err.Error()
+	}
+	if werr := record.WriteRecord(r.Dir, r.Rec); werr != nil && err == nil {
+		res.State, err = record.Failed, fmt.Errorf("run %s: %w", r.ID, werr)
+	}
+	return res, err
+}
+
+// Ended tells how the run ended and how long it took.
+func (r *Run) Ended(state record.State) {
+	r.Disp.Note("run %s %s in %s", r.ID, state, display.Human(r.Rec.End.Sub(r.Rec.Start)))
+}
+
+// Failure says which steps failed, why the first did (with what detail adds to
+// its record's error, nil for nothing), and which steps did not start. The steps
+// not started follow on a line of their own when the reason takes several.
+func Failure(failed []record.Task, notStarted []string, detail func(record.Task) string) error {
+	labels := make([]string, len(failed))
+	for i, t := range failed {
+		labels[i] = t.Label()
+	}
+	first := failed[0]
+	why := first.Error
+	if detail != nil {
+		why += detail(first)
+	}
+	msg := fmt.Sprintf("step %s failed: %s", labels[0], why)
+	if len(labels) > 1 {
+		msg = fmt.Sprintf("steps %s failed; %s: %s", strings.Join(labels, ", "), first.Label(), why)
+	}
+	if len(notStarted) > 0 {
+		sep := "; "
+		if strings.Contains(why, "\n") {
+			sep = "\n"
+		}
+		msg += sep + "not started: " + strings.Join(notStarted, ", ")
+	}
+	return errors.New(msg)
+}

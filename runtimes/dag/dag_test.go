@@ -1,0 +1,198 @@
+package dag_test
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/dag"
+	"github.com/manifoldflow/manifold/runtimes/display"
+	"github.com/manifoldflow/manifold/runtimes/record"
+)
+
+func TestSummary(t *testing.T) {
+	for _, tt := range []struct {
+		states []record.State
+		want   record.State
+	}{
+		{[]record.State{record.Pending}, record.Pending},
+		{[]record.State{record.Succeeded, record.Succeeded}, record.Succeeded},
+		{[]record.State{record.Succeeded, record.Running}, record.Running},
+		{[]record.State{record.Failed, record.Retrying}, record.Retrying},
+		{[]record.State{record.Succeeded, record.Queued}, record.Queued},
+		{[]record.State{record.Running, record.Queued}, record.Running},
+		{[]record.State{record.Failed, record.Pending}, record.Running},
+		{[]record.State{record.Failed, record.Succeeded}, record.Failed},
+		{[]record.State{record.Failed, record.Interrupted}, record.Failed},
+		{[]record.State{record.Skipped, record.Skipped}, record.Skipped},
+		{[]record.State{record.Interrupted, record.Succeeded}, record.Interrupted},
+		{[]record.State{record.Interrupted, record.Skipped}, record.Interrupted},
+	} {
+		ts := make([]record.Task, len(tt.states))
+		for i, s := range tt.states {
+			ts[i].State = s
+		}
+		if got := dag.Summary(ts); got != tt.want {
+			t.Errorf("Summary(%v) = %s, want %s", tt.states, got, tt.want)
+		}
+	}
+}
+
+func TestFailure(t *testing.T) {
+	one := []record.Task{{Step: "b", Error: "exit status 3"}}
+	two := []record.Task{{Step: "b", Error: "exit status 3"}, {Step: "c", Index: new(2), Error: "OOMKilled"}}
+	log := func(t record.Task) string { return " (log: " + t.Step + ".log)" }
+	for _, tt := range []struct {
+		failed     []record.Task
+		notStarted []string
+		detail     func(record.Task) string
+		want       string
+	}{
+		{one, nil, nil, "step b failed: exit status 3"},
+		{one, []string{"d", "e"}, log, "step b failed: exit status 3 (log: b.log); not started: d, e"},
+		{two, []string{"d"}, nil, "steps b, c[2] failed; b: exit status 3; not started: d"},
+		{[]record.Task{{Step: "b", Error: "Error (exit 1)\nlast lines"}}, []string{"d"}, nil, "step b failed: Error (exit 1)\nlast lines\nnot started: d"},
+	} {
+		if got := dag.Failure(tt.failed, tt.notStarted, tt.detail).Error(); got != tt.want {
+			t.Errorf("Failure = %q, want %q", got, tt.want)
+		}
+	}
+}
+
+// TestRelease: a step starts once every step it waits for succeeded; the
+// dependents of a failed step are skipped, transitively, and say why; the run
+// fails naming them.
+func TestRelease(t *testing.T) {
+	f := &plan.Flow{Name: "f", Steps: []plan.Step{
+		{Name: "a"},
+		{Name: "b", After: []string{"a"}},
+		{Name: "c", After: []string{"b"}},
+		{Name: "d"},
+		{Name: "e", After: []string{"d"}, Foreach: []string{"x", "y"}},
+	}}
+	var out bytes.Buffer
+	root := t.TempDir()
+	dir, lk, err := record.Open(root, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Close()
+	r := dag.New(f, "r1", dir)
+	r.Rec = record.Record{Flow: f.Name, ID: "r1"}
+	for _, s := range f.Steps {
+		r.Rec.Steps = append(r.Rec.Steps, record.StepInfo{Name: s.Name, After: s.After, Items: len(s.Foreach)})
+	}
+	r.Disp = display.New(display.Options{Stdout: &out})
+	units := map[string]*dag.Unit{}
+	for i := range f.Steps {
+		s := &f.Steps[i]
+		if s.Foreach == nil {
+			units[s.Name] = dag.NewUnit(s, -1)
+			r.Add(units[s.Name])
+			continue
+		}
+		for j := range s.Foreach {
+			u := dag.NewUnit(s, j)
+			units[u.Label] = u
+			r.Add(u)
+		}
+	}
+	labels := func(us []*dag.Unit) string {
+		var l []string
+		for _, u := range us {
+			l = append(l, u.Label)
+		}
+		return strings.Join(l, " ")
+	}
+	if got := labels(r.Release()); got != "a d" {
+		t.Fatalf("first release %q, want a d", got)
+	}
+	r.Start(units["a"])
+	r.Start(units["d"])
+	if got := labels(r.Release()); got != "" {
+		t.Fatalf("release while a and d run: %q", got)
+	}
+	r.Fail(units["a"], "exit status 1", "", new(1))
+	r.Succeed(units["d"], nil)
+	if got := labels(r.Release()); got != "e[0] e[1]" {
+		t.Fatalf("release after a failed, d succeeded: %q, want e[0] e[1]", got)
+	}
+	for _, l := range []string{"b", "c"} {
+		if st := r.Task(units[l]); st.State != record.Skipped {
+			t.Errorf("%s is %s, want skipped", l, st.State)
+		}
+	}
+	if got := r.Task(units["c"]).Error; got != "not started: b skipped" {
+		t.Errorf("c says %q", got)
+	}
+	r.Start(units["e[0]"])
+	r.Start(units["e[1]"])
+	r.Succeed(units["e[0]"], nil)
+	if st := r.StepState("e"); st != record.Running {
+		t.Errorf("e with one item done is %s, want running", st)
+	}
+	r.Succeed(units["e[1]"], nil)
+	res, err := r.Finish(false, nil)
+	if err == nil || err.Error() != "step a failed: exit status 1; not started: b, c" {
+		t.Errorf("Finish: %v", err)
+	}
+	if res.State != record.Failed || strings.Join(res.NotStarted, ",") != "b,c" {
+		t.Errorf("result %s, not started %v", res.State, res.NotStarted)
+	}
+	for _, want := range []string{"a: failed after 1 attempt: exit status 1", "b: not started: a failed", "c: not started: b skipped", "e[1]: succeeded in"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	// What was recorded is what a later reader sees.
+	_, tasks, err := record.Read(root, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states []string
+	for _, tk := range tasks {
+		states = append(states, tk.Label()+"="+string(tk.State))
+	}
+	if got := strings.Join(states, " "); got != "a=failed b=skipped c=skipped d=succeeded e[0]=succeeded e[1]=succeeded" {
+		t.Errorf("recorded %s", got)
+	}
+}
+
+// TestInterruptedRun: an interrupt that stops a unit, or leaves one unstarted,
+// ends the run interrupted; one that comes after the last unit ended does not.
+func TestInterruptedRun(t *testing.T) {
+	f := &plan.Flow{Name: "f", Steps: []plan.Step{{Name: "a"}, {Name: "b", After: []string{"a"}}}}
+	for _, tt := range []struct {
+		name string
+		act  func(r *dag.Run, a, b *dag.Unit)
+		want record.State
+	}{
+		{"stopped", func(r *dag.Run, a, b *dag.Unit) { r.Start(a); r.Interrupt(a, "") }, record.Interrupted},
+		{"unstarted", func(r *dag.Run, a, b *dag.Unit) { r.Start(a); r.Succeed(a, nil) }, record.Interrupted},
+		{"after the end", func(r *dag.Run, a, b *dag.Unit) {
+			r.Start(a)
+			r.Succeed(a, nil)
+			r.Release()
+			r.Start(b)
+			r.Succeed(b, nil)
+		}, record.Succeeded},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := dag.New(f, "r1", t.TempDir())
+			r.Disp = display.New(display.Options{})
+			a, b := dag.NewUnit(&f.Steps[0], -1), dag.NewUnit(&f.Steps[1], -1)
+			r.Add(a, b)
+			r.Release()
+			tt.act(r, a, b)
+			res, err := r.Finish(true, nil)
+			if res.State != tt.want {
+				t.Errorf("state %s, want %s (%v)", res.State, tt.want, err)
+			}
+			if (tt.want == record.Interrupted) != errors.Is(err, dag.ErrInterrupted) {
+				t.Errorf("error %v", err)
+			}
+		})
+	}
+}
