@@ -136,9 +136,9 @@ var ErrInterrupted = dag.ErrInterrupted
 // target.
 type unit struct {
 	*dag.Unit
-	ns    string
-	kind  string // "Job" or "JobSet"
-	name  string
+	ns   string
+	kind string // "Job" or "JobSet"
+	name string
 	// objects are created in order; the last is the Job or JobSet.
 	objects []object
 	// pods is how many pods run at once.
