@@ -19,6 +19,7 @@ import (
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/image"
 	"github.com/manifoldflow/manifold/internal/atomicfile"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runid"
@@ -35,7 +36,7 @@ func compileCommand(flow *sdk.Flow) *ucli.Command {
 		Flags: append([]ucli.Flag{
 			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Value: "job", Usage: "what to emit: " + strings.Join(targetNames(), ", ") + ", or all"},
 			&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Usage: "write files into `DIR`; - for standard output"},
-			&ucli.BoolFlag{Name: "image-from-build", Usage: "make every Run step's image the one `image build` recorded in " + compile.BuiltImageFile},
+			&ucli.BoolFlag{Name: "image-from-build", Usage: "make every Run step's image the one `image build` recorded in " + image.RecordFile},
 			strictFlag,
 			&ucli.StringFlag{Name: "run-id", Usage: "job and jobset targets: emit the objects of run `ID`, as run --kube creates them (names end in a hash of ID, pods carry " + plan.LabelRun + " and, with an artifact store, " + plan.EnvRunID + "=ID)"},
 		}, flowFlags()...),
@@ -117,9 +118,9 @@ func loadWithBuild(c *ucli.Context, flow *sdk.Flow) (*plan.Flow, error) {
 	if err != nil {
 		return nil, err
 	}
-	built, err := compile.ReadBuiltImage(compile.BuiltImageFile)
+	built, err := image.ReadRecord(image.RecordFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, invalidErr(fmt.Errorf("--image-from-build: no image has been built here (%s does not exist): run `%s image build --push --tag REF` first", compile.BuiltImageFile, flowName(flow)))
+		return nil, invalidErr(fmt.Errorf("--image-from-build: no image has been built here (%s does not exist): run `%s image build --push --tag REF` first", image.RecordFile, flowName(flow)))
 	}
 	if err != nil {
 		return nil, invalidErr(fmt.Errorf("--image-from-build: %w", err))

@@ -14,6 +14,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/manifoldflow/manifold/compile"
+	"github.com/manifoldflow/manifold/image"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -98,6 +99,7 @@ func options(c *ucli.Context, flow *sdk.Flow) (compile.Options, error) {
 	default:
 		return o, invalidErr(err)
 	}
+	o.ReadBuiltImage = func() (image.Record, error) { return image.ReadRecord(image.RecordFile) }
 	return o, nil
 }
 

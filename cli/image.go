@@ -50,7 +50,7 @@ func imageBuildCommand(flow *sdk.Flow) *ucli.Command {
 			"--tarball writes a `docker save` tarball for `kind load image-archive` or `docker load`; pods name\n" +
 			"it by a tag made from its digest (REPOSITORY:sha256-<hex>); --kind NAME loads that tarball into every\n" +
 			"node of a kind cluster. The reference is printed last and\n" +
-			"recorded in " + compile.BuiltImageFile + ", where `compile --image-from-build` (or image_from_build = true in\n" +
+			"recorded in " + image.RecordFile + ", where `compile --image-from-build` (or image_from_build = true in\n" +
 			"manifold.toml) finds it for every Run step.\n\n" +
 			"The flow's main package is the one this program was built from (found through its build info\n" +
 			"and the go command of the working directory's module); --package DIR names another.",
@@ -118,9 +118,9 @@ type buildRequest struct {
 }
 
 // buildImage builds the flow program's image as req says, records it in
-// compile.BuiltImageFile and returns the record. c gives the flow's config flags,
+// image.RecordFile and returns the record. c gives the flow's config flags,
 // the context and the writers.
-func buildImage(c *ucli.Context, flow *sdk.Flow, req buildRequest) (*compile.BuiltImage, error) {
+func buildImage(c *ucli.Context, flow *sdk.Flow, req buildRequest) (*image.Record, error) {
 	created, err := sourceDateEpoch()
 	if err != nil {
 		return nil, usageErr("%v", err)
@@ -223,7 +223,7 @@ func buildImage(c *ucli.Context, flow *sdk.Flow, req buildRequest) (*compile.Bui
 	if err != nil {
 		return nil, invalidErr(err)
 	}
-	record := compile.BuiltImage{
+	record := image.Record{
 		Flow:       flowName,
 		Reference:  pub.Reference,
 		Digest:     res.Digest.String(),
@@ -234,7 +234,7 @@ func buildImage(c *ucli.Context, flow *sdk.Flow, req buildRequest) (*compile.Bui
 		Output:     pub.Output,
 		Built:      time.Now().UTC().Truncate(time.Second),
 	}
-	if err := compile.WriteBuiltImage(compile.BuiltImageFile, record); err != nil {
+	if err := image.WriteRecord(image.RecordFile, record); err != nil {
 		return nil, invalidErr(fmt.Errorf("recording the image: %w", err))
 	}
 	switch {
@@ -246,7 +246,7 @@ func buildImage(c *ucli.Context, flow *sdk.Flow, req buildRequest) (*compile.Bui
 	default:
 		fmt.Fprintf(w, "loaded into kind cluster %s, tagged %s\n", strings.TrimPrefix(pub.Output, "kind:"), strings.Join(pub.Tags, ", "))
 	}
-	fmt.Fprintf(w, "recorded in %s: compile --image-from-build puts it in every Run step\n", compile.BuiltImageFile)
+	fmt.Fprintf(w, "recorded in %s: compile --image-from-build puts it in every Run step\n", image.RecordFile)
 	fmt.Fprintln(w, pub.Reference)
 	return &record, nil
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/manifoldflow/manifold/compile"
+	"github.com/manifoldflow/manifold/image"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -42,7 +43,7 @@ func images(t *testing.T, f *sdk.Flow, o compile.Options) map[string]string {
 // layer gave it, and no Command step's.
 func TestBuiltImage(t *testing.T) {
 	want := map[string]string{"a": builtRef, "b": builtRef, "c": "busybox:1.37"}
-	got := images(t, builtFlow(), compile.Options{BuiltImage: &compile.BuiltImage{Flow: "built", Reference: builtRef}})
+	got := images(t, builtFlow(), compile.Options{BuiltImage: &image.Record{Flow: "built", Reference: builtRef}})
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("images (-want +got):\n%s", diff)
 	}
@@ -53,53 +54,68 @@ func TestBuiltImage(t *testing.T) {
 	}
 }
 
-// TestBuiltImageFromConfig: image_from_build reads the record in the working
-// directory.
+// TestBuiltImageFromConfig: image_from_build reads the record through
+// Options.ReadBuiltImage (here, the record in the working directory), and only
+// when it asks.
 func TestBuiltImageFromConfig(t *testing.T) {
 	t.Chdir(t.TempDir())
+	reads := 0
+	read := func() (image.Record, error) {
+		reads++
+		return image.ReadRecord(image.RecordFile)
+	}
+	if _, errs := compile.Compile(builtFlow(), compile.Options{ReadBuiltImage: read}); len(errs) > 0 || reads != 0 {
+		t.Errorf("without image_from_build: %v, %d reads of the record", errs, reads)
+	}
 	cfg := compile.Config{ImageFromBuild: true}
-	_, errs := compile.Compile(builtFlow(), compile.Options{Config: cfg})
+	_, errs := compile.Compile(builtFlow(), compile.Options{Config: cfg, ReadBuiltImage: read})
 	want := field.ErrorList{field.Required(field.NewPath("config", "image_from_build"), "")}
 	if diff := cmp.Diff(want, errs, ignoreDetail); diff != "" {
 		t.Errorf("no record (-want +got):\n%s", diff)
 	}
 
-	rec := compile.BuiltImage{Flow: "built", Reference: builtRef, Digest: "sha256:5f70", Platforms: []string{"linux/amd64"}, Built: time.Unix(1e9, 0).UTC()}
-	if err := compile.WriteBuiltImage(compile.BuiltImageFile, rec); err != nil {
+	rec := image.Record{Flow: "built", Reference: builtRef, Digest: "sha256:5f70", Platforms: []string{"linux/amd64"}, Built: time.Unix(1e9, 0).UTC()}
+	if err := image.WriteRecord(image.RecordFile, rec); err != nil {
 		t.Fatal(err)
 	}
-	read, err := compile.ReadBuiltImage(compile.BuiltImageFile)
+	back, err := image.ReadRecord(image.RecordFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(rec, read); diff != "" {
+	if diff := cmp.Diff(rec, back); diff != "" {
 		t.Errorf("record read back (-want +got):\n%s", diff)
 	}
-	got := images(t, builtFlow(), compile.Options{Config: cfg})
+	got := images(t, builtFlow(), compile.Options{Config: cfg, ReadBuiltImage: read})
 	if got["a"] != builtRef || got["c"] != "busybox:1.37" {
 		t.Errorf("images %v: want a=%s and c=busybox:1.37", got, builtRef)
 	}
 
 	// A record of another flow's image is an error, by flag or by config.
-	_, errs = compile.Compile(sdk.NewFlow("other", sdk.Image("x:1")).Step("a", sdk.Run(func(*sdk.Context) error { return nil })), compile.Options{Config: cfg})
+	_, errs = compile.Compile(sdk.NewFlow("other", sdk.Image("x:1")).Step("a", sdk.Run(func(*sdk.Context) error { return nil })), compile.Options{Config: cfg, ReadBuiltImage: read})
 	want = field.ErrorList{field.Invalid(field.NewPath("config", "image_from_build"), nil, "")}
 	if diff := cmp.Diff(want, errs, ignoreDetail); diff != "" {
 		t.Errorf("another flow's record (-want +got):\n%s", diff)
 	}
-	_, errs = compile.Compile(builtFlow(), compile.Options{BuiltImage: &compile.BuiltImage{Flow: "other", Reference: builtRef}})
+	_, errs = compile.Compile(builtFlow(), compile.Options{BuiltImage: &image.Record{Flow: "other", Reference: builtRef}})
 	want = field.ErrorList{field.Invalid(field.NewPath("imageFromBuild"), nil, "")}
 	if diff := cmp.Diff(want, errs, ignoreDetail); diff != "" {
 		t.Errorf("another flow's image (-want +got):\n%s", diff)
 	}
 
 	// A record that is not JSON says so.
-	if err := os.WriteFile(compile.BuiltImageFile, []byte("{"), 0o644); err != nil {
+	if err := os.WriteFile(image.RecordFile, []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, errs = compile.Compile(builtFlow(), compile.Options{Config: cfg})
+	_, errs = compile.Compile(builtFlow(), compile.Options{Config: cfg, ReadBuiltImage: read})
 	want = field.ErrorList{field.Invalid(field.NewPath("config", "image_from_build"), nil, "")}
 	if diff := cmp.Diff(want, errs, ignoreDetail); diff != "" {
 		t.Errorf("a broken record (-want +got):\n%s", diff)
+	}
+	// Compile itself reads no file: without a reader there is no record.
+	_, errs = compile.Compile(builtFlow(), compile.Options{Config: cfg})
+	want = field.ErrorList{field.Required(field.NewPath("config", "image_from_build"), "")}
+	if diff := cmp.Diff(want, errs, ignoreDetail); diff != "" {
+		t.Errorf("no reader (-want +got):\n%s", diff)
 	}
 }
 
@@ -113,7 +129,7 @@ func TestRunStepNeedsImage(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	// A build gives it one.
-	if _, errs := compile.Compile(f, compile.Options{BuiltImage: &compile.BuiltImage{Flow: "f", Reference: builtRef}}); len(errs) > 0 {
+	if _, errs := compile.Compile(f, compile.Options{BuiltImage: &image.Record{Flow: "f", Reference: builtRef}}); len(errs) > 0 {
 		t.Errorf("with a build: %v", errs)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/manifoldflow/manifold/image"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -42,9 +43,13 @@ type Options struct {
 	// BuiltImage, when set, is the flow program's image as `image build` recorded
 	// it (compile --image-from-build): its reference becomes the image of every Run
 	// step, over the step's, the flow's and the config's own. Command steps keep
-	// theirs. Without it, image_from_build = true in the config reads the record
-	// from BuiltImageFile.
-	BuiltImage *BuiltImage
+	// theirs.
+	BuiltImage *image.Record
+	// ReadBuiltImage reads that record (image.ReadRecord of image.RecordFile) when
+	// image_from_build = true in the config asks for it and BuiltImage is nil; an
+	// error that wraps fs.ErrNotExist says none was made. Compile reads no file of
+	// its own.
+	ReadBuiltImage func() (image.Record, error)
 }
 
 // Compile checks f and returns its plan, or every error found.

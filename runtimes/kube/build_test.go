@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/manifoldflow/manifold/compile"
+	"github.com/manifoldflow/manifold/image"
 	"github.com/manifoldflow/manifold/harness/exampletest"
 	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/plan"
@@ -47,7 +48,7 @@ func TestRunBuildsImage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	built, err := compile.ReadBuiltImage(filepath.Join(work, compile.BuiltImageFile))
+	built, err := image.ReadRecord(filepath.Join(work, image.RecordFile))
 	if err != nil {
 		t.Fatal(err)
 	}
