@@ -73,7 +73,7 @@ bench:
 # Every fuzz target, as package:Function; go test runs one target at a time.
 # harness/fuzzlist checks that this list names every Fuzz function.
 FUZZ = ./compile:FuzzCompile ./compile:FuzzLoadConfig ./emit:FuzzFlowOptions \
-	./emit:FuzzArgoTemplating ./emit:FuzzYAMLMatchesYAMLv2 ./emit/job:FuzzEmitRoundTrip \
+	./emit:FuzzArgoTemplating ./emit/encode:FuzzYAMLMatchesYAMLv2 ./emit/job:FuzzEmitRoundTrip \
 	./emit/airflow:FuzzQuote
 FUZZTIME ?= 30s
 

@@ -1,6 +1,8 @@
 // Package emit builds the one pod every target runs for a step, and holds what the
-// target packages (emit/job and the others) share: object names, noise-free YAML,
-// and the Target interface.
+// target packages (emit/job and the others) share: object names, labels and
+// annotations, the ResourceClaimTemplates of DRA steps, and the Target interface
+// with the helpers that write a target's files. The YAML and JSON the targets
+// write come from emit/encode.
 package emit
 
 import (

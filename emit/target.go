@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/manifoldflow/manifold/emit/encode"
 	"github.com/manifoldflow/manifold/plan"
 )
 
@@ -73,7 +74,7 @@ func Discard(string) (io.Writer, error) { return io.Discard, nil }
 func YAMLStream(create Create, name, header string, objects iter.Seq[any]) field.ErrorList {
 	w, err := create(name)
 	if err == nil {
-		err = WriteYAMLSeq(w, header, objects)
+		err = encode.WriteYAMLSeq(w, header, objects)
 	}
 	if err != nil {
 		return field.ErrorList{field.InternalError(nil, err)}

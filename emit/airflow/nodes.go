@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/emit/encode"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/plan"
 )
@@ -193,7 +194,7 @@ func multiNode(f *plan.Flow, s *plan.Step) ([]Task, error) {
 			metav1.ObjectMeta{Name: name, Namespace: s.Namespace, Labels: emit.ObjectLabels(pod.Labels, item)},
 			map[string]string{LabelService: name}, pod.Spec.Containers[0].Ports))
 	}
-	yaml, err := emit.YAML("", services...)
+	yaml, err := encode.YAML("", services...)
 	if err != nil {
 		return nil, fmt.Errorf("the Service of a multi-node step: %w", err)
 	}

@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/manifoldflow/manifold/compile"
-	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/airflow"
+	"github.com/manifoldflow/manifold/emit/encode"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/harness/airflowtest"
 	"github.com/manifoldflow/manifold/harness/kubevalidate"
@@ -267,7 +267,7 @@ func validateBuilt(t *testing.T, dir string) {
 	if len(objs) == 0 {
 		t.Fatal("Airflow built no Jobs or Services")
 	}
-	data, err := emit.YAML("", objs...)
+	data, err := encode.YAML("", objs...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/argo"
+	"github.com/manifoldflow/manifold/emit/encode"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/harness/argolint"
 	"github.com/manifoldflow/manifold/harness/argopod"
@@ -131,7 +132,7 @@ func TestResolvedPodsAcceptedByAPIServerValidation(t *testing.T) {
 			}
 		}
 	}
-	data, err := emit.YAML("", objects...)
+	data, err := encode.YAML("", objects...)
 	if err != nil {
 		t.Fatal(err)
 	}

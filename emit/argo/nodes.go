@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/emit/encode"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/emit/jobset"
 	"github.com/manifoldflow/manifold/plan"
@@ -143,7 +144,7 @@ func resourceTemplate(name, manifest, success, failure string) wfv1.Template {
 // {{=toJson(workflow.parameters['p'])}}. (The check refuses "{{" in every other
 // value.)
 func manifest(f *plan.Flow, obj any) (string, error) {
-	data, err := emit.JSON(obj, "")
+	data, err := encode.JSON(obj, "")
 	if err != nil {
 		return "", err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/argo"
+	"github.com/manifoldflow/manifold/emit/encode"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/emit/jobset"
 	"github.com/manifoldflow/manifold/harness/argolint"
@@ -503,7 +504,7 @@ func TestBrokenMultiNodeTemplateRefused(t *testing.T) {
 				t.Fatal(errs)
 			}
 			breakIt(templateNamed(t, wt, "train").Resource)
-			data, err := emit.YAML("", wt)
+			data, err := encode.YAML("", wt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -562,7 +563,7 @@ func TestConditionsReadTheObjectsStatus(t *testing.T) {
 	check := func(kind, success, failure string, objects []any, want []string) {
 		var docs []string
 		for _, o := range objects {
-			data, err := json.Marshal(o) // with status, which emit.YAML drops
+			data, err := json.Marshal(o) // with status, which encode.YAML drops
 			if err != nil {
 				t.Fatal(err)
 			}

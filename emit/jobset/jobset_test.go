@@ -18,6 +18,7 @@ import (
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/emit/encode"
 	"github.com/manifoldflow/manifold/emit/jobset"
 	"github.com/manifoldflow/manifold/harness/kubevalidate"
 	"github.com/manifoldflow/manifold/harness/testflows"
@@ -221,7 +222,7 @@ func TestBrokenJobSetIsRefused(t *testing.T) {
 		name := tc.name
 		js := jobset.JobSet(p, p.Step("train"))
 		tc.breakIt(js)
-		data, err := emit.YAML("", js)
+		data, err := encode.YAML("", js)
 		if err != nil {
 			t.Fatal(err)
 		}

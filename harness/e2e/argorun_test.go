@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/argo"
+	"github.com/manifoldflow/manifold/emit/encode"
 	"github.com/manifoldflow/manifold/harness/argolint"
 	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/plan"
@@ -170,7 +170,7 @@ func resourceManifests(t *testing.T, objs []*unstructured.Unstructured, uid stri
 	for _, o := range objs {
 		docs = append(docs, o.Object)
 	}
-	data, err := emit.YAML("argo target output", docs...)
+	data, err := encode.YAML("argo target output", docs...)
 	if err != nil {
 		t.Fatal(err)
 	}

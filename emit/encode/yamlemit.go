@@ -1,4 +1,4 @@
-package emit
+package encode
 
 import (
 	"regexp"
@@ -12,7 +12,7 @@ import (
 // indented, empty collections in flow style, and each scalar in the style that
 // emitter picks, with its line folding at 80 columns. The state and its updates
 // follow that emitter's fields and functions of the same names, so that the
-// bytes match; yaml_test.go compares the two on many values.
+// bytes match; yamlv2_test.go compares the two on many values.
 type emitter struct {
 	buf        []byte
 	column     int

@@ -1,4 +1,4 @@
-package emit_test
+package encode_test
 
 import (
 	"strings"
@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/emit/encode"
 )
 
 func TestYAMLDropsNoiseAndKeepsMeaning(t *testing.T) {
@@ -22,7 +22,7 @@ func TestYAMLDropsNoiseAndKeepsMeaning(t *testing.T) {
 			Volumes:       []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 		}}},
 	}
-	got, err := emit.YAML("header line", job, job)
+	got, err := encode.YAML("header line", job, job)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ spec:
 }
 
 func TestYAMLWithoutHeader(t *testing.T) {
-	got, err := emit.YAML("", map[string]any{"a": 1}, map[string]any{"b": nil, "c": map[string]any{}})
+	got, err := encode.YAML("", map[string]any{"a": 1}, map[string]any{"b": nil, "c": map[string]any{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestYAMLDropsStatus(t *testing.T) {
 		Status counters `json:"status"`
 		Spec   counters `json:"spec"`
 	}{Kind: "JobSet"}
-	got, err := emit.YAML("", obj)
+	got, err := encode.YAML("", obj)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestJSONDropsNoiseLikeYAML(t *testing.T) {
 			Containers: []corev1.Container{{Name: "main"}},
 		}}},
 	}
-	got, err := emit.JSON(job, "")
+	got, err := encode.JSON(job, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestJSONDropsNoiseLikeYAML(t *testing.T) {
 	if diff := cmp.Diff(want, string(got)); diff != "" {
 		t.Errorf("JSON (-want +got):\n%s", diff)
 	}
-	indented, err := emit.JSON(job, " ")
+	indented, err := encode.JSON(job, " ")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,23 @@
+// Package encode writes Kubernetes API objects, or any value encoding/json can
+// marshal, as the YAML and JSON manifests the targets emit: what the API types
+// serialize, less the noise that says nothing.
+//
+// A value is written in one pass over it, as encoding/json sees it (json tags,
+// omitempty, omitzero, MarshalJSON and MarshalText), and cleaned on the way:
+// nulls are dropped everywhere (creationTimestamp: null and the like), the
+// object's status is dropped, and so is an empty map under a key whose empty
+// value means nothing: metadata, status, resources, securityContext, and Argo's
+// inputs, outputs and arguments. An empty map under any other key (emptyDir: {})
+// means something and is kept.
+//
+// YAML, WriteYAML, WriteYAMLSeq and WriteYAMLSized write a multi-document YAML
+// stream: keys sorted, documents separated by "---", after an optional header
+// comment. Its bytes are exactly those of marshaling each object to JSON,
+// decoding that into a generic tree, cleaning the tree and encoding it with
+// go.yaml.in/yaml/v2 (the encoder behind sigs.k8s.io/yaml), down to each
+// scalar's style and quoting and the folding of long strings; the package's
+// tests, and FuzzYAMLMatchesYAMLv2, compare the two. No JSON is made and no
+// tree is built on the way. JSON writes the same cleaned value as encoding/json
+// writes the cleaned tree: keys in byte order, <, > and & not escaped, compact
+// or indented. The same value always gives the same bytes.
+package encode
