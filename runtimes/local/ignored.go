@@ -9,6 +9,7 @@ import (
 
 	"github.com/manifoldflow/manifold/catalog"
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/display"
 )
 
 // Ignored returns what f asks that a local run does not provide: one note per step
@@ -29,10 +30,10 @@ func Ignored(f *plan.Flow) (notes []string, refused field.ErrorList) {
 			if strings.HasPrefix(model, "Inferentia") {
 				option = "inferentia"
 			}
-			ask(at.Child(option), count(s.Neuron, model+" device"))
+			ask(at.Child(option), display.Count(s.Neuron, model+" device"))
 		}
 		if s.GPU > 0 {
-			ask(at.Child("gpu"), count(s.GPU, gpuVendor(s.GPUResource)+" GPU"))
+			ask(at.Child("gpu"), display.Count(s.GPU, gpuVendor(s.GPUResource)+" GPU"))
 		}
 		if s.EFA > 0 {
 			ask(at.Child("efa"), fmt.Sprintf("%d EFA", s.EFA))
@@ -94,13 +95,6 @@ func gpuVendor(resource string) string {
 		return "AMD"
 	}
 	return "NVIDIA"
-}
-
-func count(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // and joins "a", "a and b", "a, b and c".
