@@ -8,6 +8,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/manifoldflow/manifold/placement"
 	"github.com/manifoldflow/manifold/runtimes/kube"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -68,7 +69,7 @@ func checkCommand(flow *sdk.Flow) *ucli.Command {
 
 // printReport writes the report as a table, then why each step that cannot be
 // placed cannot.
-func printReport(c *ucli.Context, r *kube.Report) error {
+func printReport(c *ucli.Context, r *placement.Report) error {
 	fmt.Fprintf(c.App.Writer, "cluster %s (context %s): %d nodes\n", r.Cluster, r.Context, r.NodeCount)
 	rows := [][]string{{"STEP", "NEEDS", "FITS", "RESULT"}}
 	for _, p := range r.Steps {

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/manifoldflow/manifold/placement"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/runtimes/record"
@@ -574,7 +575,7 @@ func (r *runner) kinds() string {
 	if r.o.As == AsJobSet {
 		kinds = "jobsets"
 	}
-	if needsDevices(r.f) {
+	if placement.NeedsDevices(r.f) {
 		kinds += ",resourceclaimtemplates"
 	}
 	return kinds
