@@ -8,6 +8,8 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/manifoldflow/manifold/placement"
+	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/runtimes/kube"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -68,11 +70,11 @@ func checkCommand(flow *sdk.Flow) *ucli.Command {
 
 // printReport writes the report as a table, then why each step that cannot be
 // placed cannot.
-func printReport(c *ucli.Context, r *kube.Report) error {
+func printReport(c *ucli.Context, r *placement.Report) error {
 	fmt.Fprintf(c.App.Writer, "cluster %s (context %s): %d nodes\n", r.Cluster, r.Context, r.NodeCount)
 	rows := [][]string{{"STEP", "NEEDS", "FITS", "RESULT"}}
 	for _, p := range r.Steps {
-		needs := count(p.Nodes, "node")
+		needs := display.Count(p.Nodes, "node")
 		if p.EFA > 0 {
 			needs += ", " + strconv.Itoa(p.EFA) + " EFA each"
 		}
@@ -96,11 +98,4 @@ func printReport(c *ucli.Context, r *kube.Report) error {
 		fmt.Fprintf(c.App.ErrWriter, "step %s cannot be placed: %s\n", p.Step, p.Reason)
 	}
 	return nil
-}
-
-func count(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
 }

@@ -4,71 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"sort"
-	"strconv"
-	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
-	"k8s.io/klog/v2"
 
-	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/placement"
 	"github.com/manifoldflow/manifold/plan"
 )
-
-// Placement says whether the nodes of a cluster can run a step.
-type Placement struct {
-	Step string `json:"step"`
-	// Nodes is how many distinct nodes the step needs at once.
-	Nodes int `json:"nodes"`
-	// Fit names the nodes that pass the step's selector and tolerations and
-	// advertise enough allocatable of everything it asks for.
-	Fit []string `json:"fit"`
-	// EFA is the EFA interfaces per node the step asks for: for sdk.EFAAll, the
-	// count every node it targets advertises.
-	EFA int  `json:"efa,omitempty"`
-	OK  bool `json:"ok"`
-	// Reason says why the step cannot be placed.
-	Reason string `json:"reason,omitempty"`
-}
-
-// Report is what Check found.
-type Report struct {
-	Cluster string `json:"cluster"`
-	Context string `json:"context"`
-	// NodeCount is how many nodes the cluster has.
-	NodeCount int         `json:"nodeCount"`
-	Steps     []Placement `json:"steps"`
-	// OK is set when every step can be placed.
-	OK bool `json:"ok"`
-}
-
-// Unplaceable returns the placements of the steps that cannot be placed.
-func (r *Report) Unplaceable() []Placement {
-	var out []Placement
-	for _, p := range r.Steps {
-		if !p.OK {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// refuse marks step i of r as one that cannot run, for why (after the reason it
-// has already).
-func (r *Report) refuse(i int, why string) {
-	p := &r.Steps[i]
-	if p.Reason != "" {
-		why = p.Reason + "; and " + why
-	}
-	p.OK, p.Reason, r.OK = false, why, false
-}
 
 // Check compares every step of f with the nodes of the cluster o names, before
 // anything is submitted: which nodes pass the step's node selector and tolerations
@@ -78,7 +20,7 @@ func (r *Report) refuse(i int, why string) {
 // advertise must be the same on all of them; a mixed or partial rollout fails
 // closed. The error is for a cluster that cannot be reached or does not let this
 // user list its nodes.
-func Check(ctx context.Context, f *plan.Flow, o Options) (*Report, error) {
+func Check(ctx context.Context, f *plan.Flow, o Options) (*placement.Report, error) {
 	c, err := connect(ctx, o)
 	if err != nil {
 		return nil, err
@@ -90,7 +32,10 @@ func Check(ctx context.Context, f *plan.Flow, o Options) (*Report, error) {
 // nodes.
 var errNodesForbidden = errors.New("nodes forbidden")
 
-func (c *cluster) check(ctx context.Context, f *plan.Flow) (*Report, error) {
+// check lists the cluster's nodes (and, for a flow with DRA steps, what its DRA
+// drivers publish), has placement plan f on them, and refuses the steps whose
+// installed claim templates or queues the cluster lacks.
+func (c *cluster) check(ctx context.Context, f *plan.Flow) (*placement.Report, error) {
 	list, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if apierrors.IsForbidden(err) {
 		return nil, fmt.Errorf("%w: "+"RBAC on the cluster at %s (context %s) does not let this user list nodes, which checking where steps can run needs: ask a cluster admin for a ClusterRole granting list on nodes", errNodesForbidden, c.host, c.context)
@@ -98,13 +43,13 @@ func (c *cluster) check(ctx context.Context, f *plan.Flow) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing the nodes of the cluster at %s: %w", c.host, err)
 	}
-	var devs *devices
-	if needsDevices(f) {
-		if devs, err = c.inventory(ctx); err != nil {
+	var inv *placement.Inventory
+	if placement.NeedsDevices(f) {
+		if inv, err = c.inventory(ctx); err != nil {
 			return nil, err
 		}
 	}
-	r := place(f, list.Items, devs, c.host, c.context)
+	r := placement.Plan(f, list.Items, inv, c.host, c.context)
 	if err := c.installedClaims(ctx, f, r); err != nil {
 		return nil, err
 	}
@@ -112,200 +57,4 @@ func (c *cluster) check(ctx context.Context, f *plan.Flow) (*Report, error) {
 		return nil, err
 	}
 	return r, nil
-}
-
-// place checks every step of f against nodes and, for DRA steps, the devices of
-// their ResourceSlices (devs, nil when no step has DRA devices).
-func place(f *plan.Flow, nodes []corev1.Node, devs *devices, host, context string) *Report {
-	r := &Report{Cluster: host, Context: context, NodeCount: len(nodes), OK: true}
-	for i := range f.Steps {
-		p := placeStep(f, &f.Steps[i], nodes, devs)
-		r.OK = r.OK && p.OK
-		r.Steps = append(r.Steps, p)
-	}
-	return r
-}
-
-// placeStep checks step s against nodes and devs.
-func placeStep(f *plan.Flow, s *plan.Step, nodes []corev1.Node, devs *devices) Placement {
-	p := Placement{Step: s.Name, Nodes: s.Nodes, EFA: s.EFA, Fit: []string{}}
-	tpl := emit.Pod(f, s, emit.PodOptions{})
-	pod := &corev1.Pod{ObjectMeta: tpl.ObjectMeta, Spec: tpl.Spec}
-	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
-	requests := pod.Spec.Containers[0].Resources.Requests
-
-	// Nodes the step targets: those its selector and tolerations admit.
-	var targeted []*corev1.Node
-	why := map[string][]string{} // reason → nodes
-	for i := range nodes {
-		n := &nodes[i]
-		switch reason := admits(pod, affinity, n); {
-		case reason != "":
-			why[reason] = append(why[reason], n.Name)
-		default:
-			targeted = append(targeted, n)
-		}
-	}
-
-	claimed := s.DRA != nil && len(s.DRA.Requests) > 0
-	if claimed {
-		if missing := devs.missingClasses(s); len(missing) > 0 {
-			p.Reason = fmt.Sprintf("it claims devices of DeviceClass %s, which the cluster does not have: install the DRA driver that provides it, or name the cluster's class in manifold.toml's [device_classes]", strings.Join(missing, ", "))
-			return p
-		}
-	}
-
-	// Every node a step with EFA targets must advertise the same EFA count; a
-	// step that claims its EFA through DRA asks the ResourceSlices instead.
-	if s.EFA > 0 && !claimed {
-		counts := map[int64][]string{}
-		for _, n := range targeted {
-			q := n.Status.Allocatable[plan.ResourceEFA]
-			counts[q.Value()] = append(counts[q.Value()], n.Name)
-		}
-		if len(counts) > 1 {
-			var parts []string
-			for _, v := range slices.Sorted(maps.Keys(counts)) {
-				parts = append(parts, fmt.Sprintf("%d on %s", v, strings.Join(counts[v], ", ")))
-			}
-			p.Reason = fmt.Sprintf("the %d nodes it targets advertise different numbers of EFA interfaces (%s): a partial or mixed rollout of the EFA device plugin; fix those nodes, or narrow the step's node selector to nodes that agree",
-				len(targeted), strings.Join(parts, "; "))
-			return p
-		}
-		if s.EFAAll && len(counts) == 1 {
-			for v := range counts {
-				if v == 0 {
-					p.Reason = fmt.Sprintf("sdk.EFAAll(): none of the %d nodes it targets advertises %s; is the EFA device plugin running?", len(targeted), plan.ResourceEFA)
-					return p
-				}
-				p.EFA = int(v)
-				requests = requests.DeepCopy()
-				requests[plan.ResourceEFA] = *resourceQuantity(v)
-			}
-		}
-	}
-
-	for _, n := range targeted {
-		if short := lacks(requests, n); short != "" {
-			why[short] = append(why[short], n.Name)
-			continue
-		}
-		if claimed {
-			if short := devs.lacks(s, n); short != "" {
-				why[short] = append(why[short], n.Name)
-				continue
-			}
-		}
-		p.Fit = append(p.Fit, n.Name)
-	}
-	p.OK = len(p.Fit) >= s.Nodes
-	if p.OK {
-		if reason := spreadTogether(s, nodes, p.Fit); reason != "" {
-			p.OK, p.Reason = false, reason
-		}
-		return p
-	}
-	var parts []string
-	for _, reason := range slices.Sorted(maps.Keys(why)) {
-		parts = append(parts, fmt.Sprintf("%d %s", len(why[reason]), reason))
-	}
-	sort.SliceStable(parts, func(i, j int) bool { return leadingInt(parts[i]) > leadingInt(parts[j]) })
-	summary := fmt.Sprintf("%d/%d nodes can take its pod", len(p.Fit), len(nodes))
-	if len(parts) > 0 {
-		summary += ": " + strings.Join(parts, ", ")
-	}
-	if s.Nodes > 1 && len(p.Fit) > 0 {
-		p.Reason = fmt.Sprintf("it runs on %d nodes at once, and %s", s.Nodes, summary)
-	} else {
-		p.Reason = "it would stay Pending: " + summary
-	}
-	return p
-}
-
-// admits says why node n does not admit pod (its node selector or affinity, an
-// untolerated taint, a node that is cordoned or not ready), or "".
-func admits(pod *corev1.Pod, affinity nodeaffinity.RequiredNodeAffinity, n *corev1.Node) string {
-	if ok, _ := affinity.Match(n); !ok {
-		var sel []string
-		for _, k := range slices.Sorted(maps.Keys(pod.Spec.NodeSelector)) {
-			sel = append(sel, k+"="+pod.Spec.NodeSelector[k])
-		}
-		return "do not match its node selector " + strings.Join(sel, ",")
-	}
-	if n.Spec.Unschedulable {
-		return "are cordoned"
-	}
-	ready := false
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			ready = c.Status == corev1.ConditionTrue
-		}
-	}
-	if !ready {
-		return "are not Ready"
-	}
-	noSchedule := func(t *corev1.Taint) bool {
-		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
-	}
-	if t, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, pod.Spec.Tolerations, noSchedule, false); untolerated {
-		return "have a taint it does not tolerate (" + t.ToString() + ")"
-	}
-	return ""
-}
-
-// lacks names the first resource of requests that node n does not advertise enough
-// of, or "".
-func lacks(requests corev1.ResourceList, n *corev1.Node) string {
-	for _, name := range slices.Sorted(maps.Keys(requests)) {
-		want := requests[name]
-		have, ok := n.Status.Allocatable[name]
-		if !ok || have.Cmp(want) < 0 {
-			shown := "0"
-			if ok {
-				shown = have.String()
-			}
-			return fmt.Sprintf("have too little %s (%s allocatable, %s asked)", name, shown, want.String())
-		}
-	}
-	return ""
-}
-
-func leadingInt(s string) int {
-	n, _ := strconv.Atoi(strings.Fields(s)[0])
-	return n
-}
-
-func resourceQuantity(n int64) *resource.Quantity {
-	return resource.NewQuantity(n, resource.DecimalSI)
-}
-
-// resolve returns f with the EFA count of each sdk.EFAAll step replaced by the one
-// the cluster's nodes advertise (r's), and notes saying which changed. f is not
-// changed.
-func resolve(f *plan.Flow, r *Report) (*plan.Flow, []string) {
-	out := *f
-	out.Steps = slices.Clone(f.Steps)
-	var notes []string
-	for i := range out.Steps {
-		s := &out.Steps[i]
-		p := r.Steps[i]
-		if !s.EFAAll || p.EFA == 0 || p.EFA == s.EFA {
-			continue
-		}
-		notes = append(notes, fmt.Sprintf("%s: sdk.EFAAll() asks the %d EFA interfaces the cluster's %s nodes advertise (the catalog says %d)", s.Name, p.EFA, s.InstanceType, s.EFA))
-		s.EFA = p.EFA
-		v := strconv.Itoa(p.EFA)
-		s.Requests, s.Limits = setQuantity(s.Requests, plan.ResourceEFA, v), setQuantity(s.Limits, plan.ResourceEFA, v)
-	}
-	return &out, notes
-}
-
-func setQuantity(qs []plan.Quantity, name, value string) []plan.Quantity {
-	qs = slices.Clone(qs)
-	for i := range qs {
-		if qs[i].Name == name {
-			qs[i].Value = value
-		}
-	}
-	return qs
 }

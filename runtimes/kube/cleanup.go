@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/manifoldflow/manifold/placement"
 	"github.com/manifoldflow/manifold/plan"
 )
 
@@ -38,7 +39,7 @@ func (r *runner) cleanup(ctx context.Context) []string {
 	if r.o.As == AsJobSet {
 		gvrs = []schema.GroupVersionResource{jobSetGVR, jobGVR, serviceGVR}
 	}
-	if needsDevices(r.Flow) {
+	if placement.NeedsDevices(r.Flow) {
 		gvrs = append(gvrs, resourceClaimTemplateGVR)
 	}
 	for ns := range r.w.ns {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/manifoldflow/manifold/harness/exampletest"
 	"github.com/manifoldflow/manifold/harness/simcluster"
-	"github.com/manifoldflow/manifold/runtimes/kube"
+	"github.com/manifoldflow/manifold/placement"
 	"github.com/manifoldflow/manifold/runtimes/record"
 )
 
@@ -100,7 +100,7 @@ func TestCheckCommand(t *testing.T) {
 	}
 
 	out, code = run("--kubeconfig", c.Kubeconfig, "--set", "train.nodes=3", "-o", "json")
-	var report kube.Report
+	var report placement.Report
 	if code != 1 {
 		t.Errorf("check of a 3-node train: status %d; want 1:\n%s", code, out)
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/emit/jobset"
+	"github.com/manifoldflow/manifold/placement"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runid"
 	"github.com/manifoldflow/manifold/runtimes/dag"
@@ -117,7 +118,7 @@ type Result struct {
 
 // UnplaceableError is what Run returns when some step could never be scheduled on
 // the cluster's nodes (see Check); nothing was created.
-type UnplaceableError struct{ Report *Report }
+type UnplaceableError struct{ Report *placement.Report }
 
 // Error names each step that cannot be placed and why, one per line.
 func (e *UnplaceableError) Error() string {
@@ -239,7 +240,7 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 		default:
 			checked = true
 			var resolved []string
-			f, resolved = resolve(f, report)
+			f, resolved = placement.Resolve(f, report)
 			notes = append(notes, resolved...)
 		}
 	}
@@ -264,7 +265,7 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 			}
 		}
 	}
-	if err := c.preflight(ctx, namespaces, o.As, multiNode, needsDevices(f), queued); err != nil {
+	if err := c.preflight(ctx, namespaces, o.As, multiNode, placement.NeedsDevices(f), queued); err != nil {
 		return nil, err
 	}
 	if err := c.claimsExist(ctx, claims); err != nil {

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/manifoldflow/manifold/placement"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/dag"
 	"github.com/manifoldflow/manifold/runtimes/display"
@@ -429,7 +430,7 @@ func (r *runner) kinds() string {
 	if r.o.As == AsJobSet {
 		kinds = "jobsets"
 	}
-	if needsDevices(r.Flow) {
+	if placement.NeedsDevices(r.Flow) {
 		kinds += ",resourceclaimtemplates"
 	}
 	return kinds

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/manifoldflow/manifold/placement"
 	"github.com/manifoldflow/manifold/plan"
 )
 
@@ -125,7 +126,7 @@ func condition(obj *unstructured.Unstructured, typ string) *metav1.Condition {
 
 // queuesReady adds to r, for every step with a queue or a priority, why it would
 // never be admitted or would be refused (queueProblem).
-func (c *cluster) queuesReady(ctx context.Context, f *plan.Flow, r *Report) error {
+func (c *cluster) queuesReady(ctx context.Context, f *plan.Flow, r *placement.Report) error {
 	for i := range f.Steps {
 		s := &f.Steps[i]
 		if s.Queue == "" && s.Priority == "" {
@@ -140,7 +141,7 @@ func (c *cluster) queuesReady(ctx context.Context, f *plan.Flow, r *Report) erro
 			return err
 		}
 		if why != "" {
-			r.refuse(i, why)
+			r.Refuse(i, why)
 		}
 	}
 	return nil

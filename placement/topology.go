@@ -1,4 +1,4 @@
-package kube
+package placement
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package kube
+package placement_test
 
 import (
 	"strings"
@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/manifoldflow/manifold/compile"
+	"github.com/manifoldflow/manifold/placement"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -76,10 +77,82 @@ func TestPlaceStep(t *testing.T) {
 			"(1 in z1; 1 without the label kubernetes.io/hostname or topology.kubernetes.io/zone)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := placeStep(p, &p.Steps[0], tc.nodes, nil)
+			r := placement.Plan(p, tc.nodes, nil, "https://cluster", "ctx")
+			if len(r.Steps) != 1 {
+				t.Fatalf("report of %d steps; want 1", len(r.Steps))
+			}
+			got := r.Steps[0]
 			if strings.Join(got.Fit, ",") != tc.fit || got.OK != (tc.want == "") || !strings.Contains(got.Reason, tc.want) {
 				t.Errorf("placement %+v; want fit %q and reason %q", got, tc.fit, tc.want)
 			}
+			if r.OK != got.OK || r.Cluster != "https://cluster" || r.Context != "ctx" || r.NodeCount != len(tc.nodes) {
+				t.Errorf("report %+v; want cluster https://cluster, context ctx, %d nodes and ok %v", r, len(tc.nodes), got.OK)
+			}
 		})
+	}
+}
+
+// TestResolve: once the trn1n.32xlarge nodes a 2-node sdk.EFAAll() step targets
+// all advertise 8 EFA interfaces, Plan reports 8 and Resolve asks for 8 instead
+// of the catalog's 16, with a note; a step without sdk.EFAAll() and the flow
+// Resolve was given are not changed.
+func TestResolve(t *testing.T) {
+	f := sdk.NewFlow("f", sdk.Image("example.com/f:v1")).
+		Step("train", sdk.Command("train"), sdk.InstanceType("trn1n.32xlarge"), sdk.Trainium(16), sdk.EFAAll(), sdk.Nodes(2)).
+		Step("report", sdk.Command("report"), sdk.After("train"), sdk.Toleration(plan.ResourceNeuron, "", "NoSchedule"))
+	p, errs := compile.Compile(f, compile.Options{})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if p.Steps[0].EFA != 16 {
+		t.Fatalf("the catalog gives trn1n.32xlarge %d EFA interfaces; the test expects 16", p.Steps[0].EFA)
+	}
+	trn1n := func(n *corev1.Node) { n.Labels[plan.LabelInstanceType] = "trn1n.32xlarge" }
+	r := placement.Plan(p, []corev1.Node{node("a", 8, trn1n), node("b", 8, trn1n)}, nil, "", "")
+	if !r.OK || r.Steps[0].EFA != 8 {
+		t.Fatalf("report %+v; want every step placed, train with EFA 8", r)
+	}
+	got, notes := placement.Resolve(p, r)
+	want := "train: sdk.EFAAll() asks the 8 EFA interfaces the cluster's trn1n.32xlarge nodes advertise (the catalog says 16)"
+	if len(notes) != 1 || notes[0] != want {
+		t.Errorf("notes %q; want %q", notes, want)
+	}
+	efa := func(qs []plan.Quantity) string {
+		for _, q := range qs {
+			if q.Name == plan.ResourceEFA {
+				return q.Value
+			}
+		}
+		return ""
+	}
+	if s := got.Steps[0]; s.EFA != 8 || efa(s.Requests) != "8" || efa(s.Limits) != "8" {
+		t.Errorf("resolved step asks EFA %d, requests %q, limits %q; want 8", s.EFA, efa(s.Requests), efa(s.Limits))
+	}
+	if s := got.Steps[1]; s.EFA != 0 || efa(s.Requests) != "" || efa(s.Limits) != "" {
+		t.Errorf("resolved step report asks EFA %d, requests %q, limits %q; want none", s.EFA, efa(s.Requests), efa(s.Limits))
+	}
+	if s := p.Steps[0]; s.EFA != 16 || efa(s.Requests) != "16" || efa(s.Limits) != "16" {
+		t.Errorf("Resolve changed the flow it was given: EFA %d, requests %q, limits %q", s.EFA, efa(s.Requests), efa(s.Limits))
+	}
+}
+
+// TestRefuse: a refusal marks the step and the report unplaceable, after the
+// reason the step had already.
+func TestRefuse(t *testing.T) {
+	r := &placement.Report{OK: true, Steps: []placement.Placement{
+		{Step: "a", OK: true}, {Step: "b", Reason: "it would stay Pending"}, {Step: "c", OK: true},
+	}}
+	r.Refuse(1, "no queue")
+	r.Refuse(2, "no template")
+	if r.OK {
+		t.Error("the report is still OK")
+	}
+	var got []string
+	for _, p := range r.Unplaceable() {
+		got = append(got, p.Step+": "+p.Reason)
+	}
+	want := "b: it would stay Pending; and no queue|c: no template"
+	if strings.Join(got, "|") != want {
+		t.Errorf("unplaceable %q; want %q", strings.Join(got, "|"), want)
 	}
 }

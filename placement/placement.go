@@ -1,0 +1,278 @@
+// Package placement decides, from a cluster's Nodes and what its DRA drivers
+// publish (DeviceClasses and ResourceSlices), whether and where each step of a
+// compiled flow can be placed: which nodes pass the step's node selector and
+// tolerations and advertise enough of what it asks for, and whether enough of
+// them do, as its placement terms ask. It only computes over the objects it is
+// handed; reading them from a cluster is its callers' work (runtimes/kube).
+package placement
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+
+	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/plan"
+)
+
+// Placement says whether the nodes of a cluster can run a step.
+type Placement struct {
+	Step string `json:"step"`
+	// Nodes is how many distinct nodes the step needs at once.
+	Nodes int `json:"nodes"`
+	// Fit names the nodes that pass the step's selector and tolerations and
+	// advertise enough allocatable of everything it asks for.
+	Fit []string `json:"fit"`
+	// EFA is the EFA interfaces per node the step asks for: for sdk.EFAAll, the
+	// count every node it targets advertises.
+	EFA int  `json:"efa,omitempty"`
+	OK  bool `json:"ok"`
+	// Reason says why the step cannot be placed.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Report is where the steps of a flow can be placed (Plan).
+type Report struct {
+	Cluster string `json:"cluster"`
+	Context string `json:"context"`
+	// NodeCount is how many nodes the cluster has.
+	NodeCount int         `json:"nodeCount"`
+	Steps     []Placement `json:"steps"`
+	// OK is set when every step can be placed.
+	OK bool `json:"ok"`
+}
+
+// Unplaceable returns the placements of the steps that cannot be placed.
+func (r *Report) Unplaceable() []Placement {
+	var out []Placement
+	for _, p := range r.Steps {
+		if !p.OK {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Refuse marks step i of r as one that cannot run, for why (after the reason it
+// has already): for what the cluster lacks beyond its nodes and devices, such as
+// a ResourceClaimTemplate or a queue.
+func (r *Report) Refuse(i int, why string) {
+	p := &r.Steps[i]
+	if p.Reason != "" {
+		why = p.Reason + "; and " + why
+	}
+	p.OK, p.Reason, r.OK = false, why, false
+}
+
+// Plan checks every step of f against nodes and, for DRA steps, the devices of
+// their ResourceSlices (inv; nil stands for none, which is enough when no step
+// has DRA devices of its own, NeedsDevices). host and context name the cluster
+// in the report. A step no node (or, for a multi-node step, too few nodes) can
+// take would stay Pending for ever, and is reported with the reason. The EFA
+// interfaces the nodes a step targets advertise must be the same on all of them;
+// a mixed or partial rollout fails closed.
+func Plan(f *plan.Flow, nodes []corev1.Node, inv *Inventory, host, context string) *Report {
+	if inv == nil {
+		inv = &Inventory{}
+	}
+	r := &Report{Cluster: host, Context: context, NodeCount: len(nodes), OK: true}
+	for i := range f.Steps {
+		p := placeStep(f, &f.Steps[i], nodes, inv)
+		r.OK = r.OK && p.OK
+		r.Steps = append(r.Steps, p)
+	}
+	return r
+}
+
+// placeStep checks step s against nodes and inv.
+func placeStep(f *plan.Flow, s *plan.Step, nodes []corev1.Node, inv *Inventory) Placement {
+	p := Placement{Step: s.Name, Nodes: s.Nodes, EFA: s.EFA, Fit: []string{}}
+	tpl := emit.Pod(f, s, emit.PodOptions{})
+	pod := &corev1.Pod{ObjectMeta: tpl.ObjectMeta, Spec: tpl.Spec}
+	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
+	requests := pod.Spec.Containers[0].Resources.Requests
+
+	// Nodes the step targets: those its selector and tolerations admit.
+	var targeted []*corev1.Node
+	why := map[string][]string{} // reason → nodes
+	for i := range nodes {
+		n := &nodes[i]
+		switch reason := admits(pod, affinity, n); {
+		case reason != "":
+			why[reason] = append(why[reason], n.Name)
+		default:
+			targeted = append(targeted, n)
+		}
+	}
+
+	claimed := s.DRA != nil && len(s.DRA.Requests) > 0
+	if claimed {
+		if missing := inv.missingClasses(s); len(missing) > 0 {
+			p.Reason = fmt.Sprintf("it claims devices of DeviceClass %s, which the cluster does not have: install the DRA driver that provides it, or name the cluster's class in manifold.toml's [device_classes]", strings.Join(missing, ", "))
+			return p
+		}
+	}
+
+	// Every node a step with EFA targets must advertise the same EFA count; a
+	// step that claims its EFA through DRA asks the ResourceSlices instead.
+	if s.EFA > 0 && !claimed {
+		counts := map[int64][]string{}
+		for _, n := range targeted {
+			q := n.Status.Allocatable[plan.ResourceEFA]
+			counts[q.Value()] = append(counts[q.Value()], n.Name)
+		}
+		if len(counts) > 1 {
+			var parts []string
+			for _, v := range slices.Sorted(maps.Keys(counts)) {
+				parts = append(parts, fmt.Sprintf("%d on %s", v, strings.Join(counts[v], ", ")))
+			}
+			p.Reason = fmt.Sprintf("the %d nodes it targets advertise different numbers of EFA interfaces (%s): a partial or mixed rollout of the EFA device plugin; fix those nodes, or narrow the step's node selector to nodes that agree",
+				len(targeted), strings.Join(parts, "; "))
+			return p
+		}
+		if s.EFAAll && len(counts) == 1 {
+			for v := range counts {
+				if v == 0 {
+					p.Reason = fmt.Sprintf("sdk.EFAAll(): none of the %d nodes it targets advertises %s; is the EFA device plugin running?", len(targeted), plan.ResourceEFA)
+					return p
+				}
+				p.EFA = int(v)
+				requests = requests.DeepCopy()
+				requests[plan.ResourceEFA] = *resourceQuantity(v)
+			}
+		}
+	}
+
+	for _, n := range targeted {
+		if short := lacks(requests, n); short != "" {
+			why[short] = append(why[short], n.Name)
+			continue
+		}
+		if claimed {
+			if short := inv.lacks(s, n); short != "" {
+				why[short] = append(why[short], n.Name)
+				continue
+			}
+		}
+		p.Fit = append(p.Fit, n.Name)
+	}
+	p.OK = len(p.Fit) >= s.Nodes
+	if p.OK {
+		if reason := spreadTogether(s, nodes, p.Fit); reason != "" {
+			p.OK, p.Reason = false, reason
+		}
+		return p
+	}
+	var parts []string
+	for _, reason := range slices.Sorted(maps.Keys(why)) {
+		parts = append(parts, fmt.Sprintf("%d %s", len(why[reason]), reason))
+	}
+	sort.SliceStable(parts, func(i, j int) bool { return leadingInt(parts[i]) > leadingInt(parts[j]) })
+	summary := fmt.Sprintf("%d/%d nodes can take its pod", len(p.Fit), len(nodes))
+	if len(parts) > 0 {
+		summary += ": " + strings.Join(parts, ", ")
+	}
+	if s.Nodes > 1 && len(p.Fit) > 0 {
+		p.Reason = fmt.Sprintf("it runs on %d nodes at once, and %s", s.Nodes, summary)
+	} else {
+		p.Reason = "it would stay Pending: " + summary
+	}
+	return p
+}
+
+// admits says why node n does not admit pod (its node selector or affinity, an
+// untolerated taint, a node that is cordoned or not ready), or "".
+func admits(pod *corev1.Pod, affinity nodeaffinity.RequiredNodeAffinity, n *corev1.Node) string {
+	if ok, _ := affinity.Match(n); !ok {
+		var sel []string
+		for _, k := range slices.Sorted(maps.Keys(pod.Spec.NodeSelector)) {
+			sel = append(sel, k+"="+pod.Spec.NodeSelector[k])
+		}
+		return "do not match its node selector " + strings.Join(sel, ",")
+	}
+	if n.Spec.Unschedulable {
+		return "are cordoned"
+	}
+	ready := false
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	if !ready {
+		return "are not Ready"
+	}
+	noSchedule := func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}
+	if t, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, pod.Spec.Tolerations, noSchedule, false); untolerated {
+		return "have a taint it does not tolerate (" + t.ToString() + ")"
+	}
+	return ""
+}
+
+// lacks names the first resource of requests that node n does not advertise enough
+// of, or "".
+func lacks(requests corev1.ResourceList, n *corev1.Node) string {
+	for _, name := range slices.Sorted(maps.Keys(requests)) {
+		want := requests[name]
+		have, ok := n.Status.Allocatable[name]
+		if !ok || have.Cmp(want) < 0 {
+			shown := "0"
+			if ok {
+				shown = have.String()
+			}
+			return fmt.Sprintf("have too little %s (%s allocatable, %s asked)", name, shown, want.String())
+		}
+	}
+	return ""
+}
+
+func leadingInt(s string) int {
+	n, _ := strconv.Atoi(strings.Fields(s)[0])
+	return n
+}
+
+func resourceQuantity(n int64) *resource.Quantity {
+	return resource.NewQuantity(n, resource.DecimalSI)
+}
+
+// Resolve returns f with the EFA count of each sdk.EFAAll step replaced by the one
+// the cluster's nodes advertise (r's, which Plan made of f), and notes saying
+// which changed. f is not changed.
+func Resolve(f *plan.Flow, r *Report) (*plan.Flow, []string) {
+	out := *f
+	out.Steps = slices.Clone(f.Steps)
+	var notes []string
+	for i := range out.Steps {
+		s := &out.Steps[i]
+		p := r.Steps[i]
+		if !s.EFAAll || p.EFA == 0 || p.EFA == s.EFA {
+			continue
+		}
+		notes = append(notes, fmt.Sprintf("%s: sdk.EFAAll() asks the %d EFA interfaces the cluster's %s nodes advertise (the catalog says %d)", s.Name, p.EFA, s.InstanceType, s.EFA))
+		s.EFA = p.EFA
+		v := strconv.Itoa(p.EFA)
+		s.Requests, s.Limits = setQuantity(s.Requests, plan.ResourceEFA, v), setQuantity(s.Limits, plan.ResourceEFA, v)
+	}
+	return &out, notes
+}
+
+func setQuantity(qs []plan.Quantity, name, value string) []plan.Quantity {
+	qs = slices.Clone(qs)
+	for i := range qs {
+		if qs[i].Name == name {
+			qs[i].Value = value
+		}
+	}
+	return qs
+}
