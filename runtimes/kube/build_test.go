@@ -17,9 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/manifoldflow/manifold/compile"
-	"github.com/manifoldflow/manifold/image"
 	"github.com/manifoldflow/manifold/harness/exampletest"
 	"github.com/manifoldflow/manifold/harness/simcluster"
+	"github.com/manifoldflow/manifold/image"
 	"github.com/manifoldflow/manifold/plan"
 )
 
