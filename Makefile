@@ -36,18 +36,20 @@ airflow:
 moto:
 	tools/moto/venv.sh >/dev/null
 
-# The simulated cluster's programs (etcd, the Kubernetes control plane, kwok, the
-# JobSet, Argo and Kueue controllers), built from the Go module proxy into
+# The simulated cluster's programs (etcd, the Kubernetes control plane and the
+# real nodes' kubelet, kwok, the JobSet, Argo and Kueue controllers), built from the Go module proxy into
 # $$HOME/.cache/manifold/simcluster/<versions>/ (or $$MANIFOLD_SIMCLUSTER_BIN).
 # Only missing binaries are built: about 30 minutes on 2 cores the first time.
 sim-tools:
 	$(GO) run ./tools/sim-tools
 
 # Start the simulated cluster and keep it running until Ctrl-C; it prints the
-# kubeconfig path.
+# kubeconfig path. REAL_NODES=N adds N real nodes (root; containerd, runc and the
+# CNI plugins from Debian, as .ci/run installs them).
+REAL_NODES ?= 0
 sim: sim-tools
 	$(GO) build -o $(CURDIR)/bin/sim ./tools/sim
-	$(CURDIR)/bin/sim
+	$(CURDIR)/bin/sim -real-nodes $(REAL_NODES)
 
 fmt-check:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \

@@ -12,12 +12,15 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
 // pki holds the files of the cluster's certificate authority: a CA, one serving
-// certificate for 127.0.0.1 (the API server and the JobSet webhook use it), and the
-// key that signs service account tokens.
+// certificate for 127.0.0.1 (the API server, the webhooks and the real nodes'
+// kubelets use it), the API server's client certificate for kubelets, and the key
+// that signs service account tokens. The CA signs client certificates on demand
+// (clientCert).
 type pki struct {
 	CACert     string // PEM file
 	CAPEM      []byte
@@ -25,6 +28,14 @@ type pki struct {
 	ServeKey   string // PEM file; also tls.key
 	ServingDir string // holds tls.crt and tls.key
 	SAKey      string // RSA private key, PEM
+	// KubeletClientCert and KubeletClientKey are the API server's identity when it
+	// calls a kubelet (logs, exec): a member of system:masters.
+	KubeletClientCert, KubeletClientKey string
+
+	dir    string
+	ca     *x509.Certificate
+	caKey  *ecdsa.PrivateKey
+	serial int64
 }
 
 func newPKI(dir string) (*pki, error) {
@@ -56,6 +67,10 @@ func newPKI(dir string) (*pki, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.ca, err = x509.ParseCertificate(caDER); err != nil {
+		return nil, err
+	}
+	p.dir, p.caKey, p.serial = dir, caKey, 2
 	p.CAPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 	if err := os.WriteFile(p.CACert, p.CAPEM, 0o644); err != nil {
 		return nil, err
@@ -93,7 +108,45 @@ func newPKI(dir string) (*pki, error) {
 	if err := writeKey(p.SAKey, saKey); err != nil {
 		return nil, err
 	}
+	if p.KubeletClientCert, p.KubeletClientKey, err = p.clientCert("kube-apiserver-kubelet-client", "system:masters"); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// clientCert writes a client certificate for user cn in group org, signed by the
+// CA, and its key, and returns their paths.
+func (p *pki) clientCert(cn, org string) (certPath, keyPath string, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", "", err
+	}
+	now := time.Now()
+	p.serial++
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(p.serial),
+		Subject:      pkix.Name{CommonName: cn, Organization: []string{org}},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(7 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
+	if err != nil {
+		return "", "", err
+	}
+	dir := filepath.Join(p.dir, "clients")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", "", err
+	}
+	base := filepath.Join(dir, strings.NewReplacer(":", "-", "/", "-").Replace(cn))
+	if err := os.WriteFile(base+".crt", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		return "", "", err
+	}
+	if err := writeKey(base+".key", key); err != nil {
+		return "", "", err
+	}
+	return base + ".crt", base + ".key", nil
 }
 
 func writeKey(path string, key any) error {

@@ -63,6 +63,13 @@ type Cluster struct {
 		once sync.Once
 		err  error
 	}
+	registry struct {
+		once sync.Once
+		r    *Registry
+		err  error
+	}
+	realNodes []*Node // guarded by mu
+	cleanups  []func()
 }
 
 // Namespaces the controllers run in.
@@ -80,7 +87,7 @@ const (
 
 // removeStale removes the state directories of clusters whose starting process
 // has died without cleaning up (a test binary that timed out; its programs died
-// with it).
+// with it), and what their real nodes left: containers, shims, mounts, cgroups.
 func removeStale() {
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), stateDirPrefix+"*"))
 	for _, d := range dirs {
@@ -93,6 +100,7 @@ func removeStale() {
 			continue
 		}
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			removeNodesOf(d)
 			os.RemoveAll(d)
 		}
 	}
@@ -180,7 +188,14 @@ func (c *Cluster) start(ctx context.Context, bin string, nodes []NodeGroup) erro
 		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(apiPort),
 		"--tls-cert-file=" + pki.ServeCert, "--tls-private-key-file=" + pki.ServeKey,
 		"--cert-dir=" + filepath.Join(c.Dir, "apiserver-certs"),
-		"--token-auth-file=" + tokens, "--authorization-mode=RBAC",
+		"--token-auth-file=" + tokens, "--client-ca-file=" + pki.CACert,
+		// Real nodes' kubelets are authorized as nodes; everyone else by RBAC. The
+		// API server reaches a kubelet at its InternalIP (loopback), verifies its
+		// serving certificate and shows its own client certificate.
+		"--authorization-mode=Node,RBAC",
+		"--kubelet-preferred-address-types=InternalIP,Hostname",
+		"--kubelet-certificate-authority=" + pki.CACert,
+		"--kubelet-client-certificate=" + pki.KubeletClientCert, "--kubelet-client-key=" + pki.KubeletClientKey,
 		"--service-account-key-file=" + pki.SAKey, "--service-account-signing-key-file=" + pki.SAKey,
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--service-cluster-ip-range=10.96.0.0/16",
@@ -205,7 +220,9 @@ func (c *Cluster) start(ctx context.Context, bin string, nodes []NodeGroup) erro
 	if err := writeStages(filepath.Join(bin, "assets"), stages); err != nil {
 		return err
 	}
-	if err := c.run("kwok", []string{"--kubeconfig=" + c.Kubeconfig, "--config=" + stages, "--manage-all-nodes=true"}); err != nil {
+	if err := c.run("kwok", []string{"--kubeconfig=" + c.Kubeconfig, "--config=" + stages,
+		// kwok runs the fake nodes only: a real node (StartNode) is its kubelet's.
+		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake"}); err != nil {
 		return err
 	}
 	if err := c.run("kube-scheduler", []string{"--kubeconfig=" + c.Kubeconfig, "--secure-port=0", "--leader-elect=false"}); err != nil {
@@ -391,6 +408,15 @@ func (c *Cluster) WaitServiceAccount(ctx context.Context, ns string) error {
 // (SIGTERM, then SIGKILL after 10 seconds), and removes the state directory
 // unless Options.KeepDir was set.
 func (c *Cluster) Stop() {
+	c.mu.Lock()
+	nodes := slices.Clone(c.realNodes)
+	c.mu.Unlock()
+	for _, n := range nodes {
+		n.Stop()
+	}
+	for _, f := range c.cleanups {
+		f()
+	}
 	procs := c.processes()
 	for i := len(procs) - 1; i >= 0; i-- {
 		procs[i].stop(10 * time.Second)

@@ -61,6 +61,7 @@ func Tools() []Tool {
 		{Name: "kube-apiserver", Module: ".", Package: "k8s.io/kubernetes/cmd/kube-apiserver", LDFlags: kubeLDFlags()},
 		{Name: "kube-scheduler", Module: ".", Package: "k8s.io/kubernetes/cmd/kube-scheduler", LDFlags: kubeLDFlags()},
 		{Name: "kube-controller-manager", Module: ".", Package: "k8s.io/kubernetes/cmd/kube-controller-manager", LDFlags: kubeLDFlags()},
+		{Name: "kubelet", Module: ".", Package: "k8s.io/kubernetes/cmd/kubelet", LDFlags: kubeLDFlags()},
 		{Name: "kwok", Module: ".", Package: "sigs.k8s.io/kwok/cmd/kwok",
 			LDFlags: []string{"-X", "sigs.k8s.io/kwok/pkg/consts.Version=" + strings.TrimPrefix(KwokVersion, "v"),
 				"-X", "sigs.k8s.io/kwok/pkg/consts.KubeVersion=" + strings.TrimPrefix(KubernetesVersion, "v")}},
