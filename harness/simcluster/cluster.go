@@ -222,7 +222,7 @@ func (c *Cluster) start(ctx context.Context, bin string, nodes []NodeGroup) erro
 	}
 	if err := c.run("kwok", []string{"--kubeconfig=" + c.Kubeconfig, "--config=" + stages,
 		// kwok runs the fake nodes only: a real node (StartNode) is its kubelet's.
-		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake"}); err != nil {
+		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=" + FakeNodeAnnotation + "=fake"}); err != nil {
 		return err
 	}
 	if err := c.run("kube-scheduler", []string{"--kubeconfig=" + c.Kubeconfig, "--secure-port=0", "--leader-elect=false"}); err != nil {

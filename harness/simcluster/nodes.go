@@ -21,6 +21,10 @@ import (
 // no taints, so steps without an instance type land there.
 const CPUInstanceType = "m7i.8xlarge"
 
+// FakeNodeAnnotation, with the value "fake", marks the nodes kwok runs (the
+// fake nodes); kwok leaves every other node, such as a real one, to its kubelet.
+const FakeNodeAnnotation = "kwok.x-k8s.io/node"
+
 // LabelSimulated marks every fake node the harness creates.
 const LabelSimulated = nodeshape.LabelSimulated
 
@@ -107,7 +111,7 @@ func nodeFor(t string, i int) (*corev1.Node, nodeshape.Shape, error) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Labels:      labels,
-			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+			Annotations: map[string]string{FakeNodeAnnotation: "fake"},
 		},
 		Spec: corev1.NodeSpec{Taints: slices.Clone(shape.Taints)},
 		Status: corev1.NodeStatus{

@@ -38,7 +38,7 @@ func TestRealNode(t *testing.T) {
 	if node.Labels[LabelRealNode] != "true" || node.Labels[corev1.LabelInstanceTypeStable] != CPUInstanceType {
 		t.Errorf("real node labels %v", node.Labels)
 	}
-	if _, ok := node.Annotations["kwok.x-k8s.io/node"]; ok {
+	if _, ok := node.Annotations[FakeNodeAnnotation]; ok {
 		t.Error("the real node carries kwok's annotation")
 	}
 

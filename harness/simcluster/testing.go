@@ -97,6 +97,13 @@ func (c *Cluster) namespace(t testing.TB, labels map[string]string) string {
 // no pod whose claim is unbound), and deletes the volume when t ends.
 func (c *Cluster) BoundClaim(t testing.TB, ns, name string) {
 	t.Helper()
+	c.HostPathClaim(t, ns, name, "/data/"+name)
+}
+
+// HostPathClaim is BoundClaim with the volume at hostPath: on a real node
+// (StartNode) the pods mounting the claim share that directory of this machine.
+func (c *Cluster) HostPathClaim(t testing.TB, ns, name, hostPath string) {
+	t.Helper()
 	ctx := context.Background()
 	size := resource.MustParse("1Ti")
 	pv := &corev1.PersistentVolume{
@@ -105,7 +112,7 @@ func (c *Cluster) BoundClaim(t testing.TB, ns, name string) {
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
 			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/data/" + name}},
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: hostPath}},
 			ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: name},
 		},
 	}

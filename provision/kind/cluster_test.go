@@ -29,13 +29,13 @@ func simClients(t *testing.T) *clients {
 		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Client.Discovery()))}
 }
 
-// kindNode creates a node as kind's kubelet registers it, and deletes it when t
-// ends.
+// kindNode creates a node as kind's kubelet registers it (run by kwok, as the
+// simulated cluster's fake nodes are), and deletes it when t ends.
 func kindNode(t *testing.T, cl *clients, name string, labels map[string]string, taints ...corev1.Taint) {
 	t.Helper()
 	labels["kubernetes.io/hostname"] = name
 	_, err := cl.client.CoreV1().Nodes().Create(context.Background(), &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{simcluster.FakeNodeAnnotation: "fake"}},
 		Spec:       corev1.NodeSpec{Taints: taints},
 	}, metav1.CreateOptions{})
 	if err != nil {

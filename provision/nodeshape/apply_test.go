@@ -40,8 +40,9 @@ func plainNode(t *testing.T, c kubernetes.Interface, name string, taints ...core
 	t.Helper()
 	ctx := context.Background()
 	_, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name, "team": "ml"}},
-		Spec:       corev1.NodeSpec{Taints: taints},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name, "team": "ml"},
+			Annotations: map[string]string{simcluster.FakeNodeAnnotation: "fake"}},
+		Spec: corev1.NodeSpec{Taints: taints},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -38,7 +38,7 @@ func addFakeNode(t *testing.T, c *simcluster.Cluster, name string, labels map[st
 	t.Helper()
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name, "type": "kwok"},
-			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
+			Annotations: map[string]string{simcluster.FakeNodeAnnotation: "fake"}},
 		Spec: corev1.NodeSpec{Taints: taints},
 	}
 	for k, v := range labels {
