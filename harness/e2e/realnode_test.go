@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -93,9 +94,9 @@ func TestRealNodeRunKube(t *testing.T) {
 			if err != nil {
 				t.Fatalf("run: %v", err)
 			}
-			for _, want := range []string{"greet | hello, world", "shout | HELLO, WORLD!", "echo | hello, world, from a Command step", "run " + id + " succeeded"} {
-				if !strings.Contains(string(out), want) {
-					t.Errorf("the run's output lacks %q", want)
+			for _, want := range []string{`(?m)greet +\| hello, world$`, `(?m)shout +\| HELLO, WORLD!$`, `(?m)echo +\| hello, world, from a Command step$`, `run ` + id + ` succeeded`} {
+				if !regexp.MustCompile(want).Match(out) {
+					t.Errorf("the run's output lacks %s", want)
 				}
 			}
 			// What each step put is in the volume, as its container wrote it.
