@@ -9,9 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -20,27 +18,6 @@ import (
 	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/plan"
 )
-
-// realNode is the package's real node, started by the first test that needs it
-// and stopped with the shared cluster.
-var realNode struct {
-	once sync.Once
-	n    *simcluster.Node
-	err  error
-}
-
-func sharedRealNode(t *testing.T, c *simcluster.Cluster) *simcluster.Node {
-	t.Helper()
-	realNode.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		realNode.n, realNode.err = c.StartNode(ctx, simcluster.NodeOptions{})
-	})
-	if realNode.err != nil {
-		t.Fatal(realNode.err)
-	}
-	return realNode.n
-}
 
 // realNodeConfig is a manifold.toml that sends every step to the real nodes.
 const realNodeConfig = `base_image = "scratch"
@@ -62,7 +39,7 @@ effect = "NoSchedule"
 // Command step runs busybox with the kubelet expanding $(MANIFOLD_PARAM_NAME).
 func TestRealNodeRunKube(t *testing.T) {
 	c := simcluster.Shared(t)
-	node := sharedRealNode(t, c)
+	node := c.RealNode(t)
 	bin := exampletest.Build(t)["hello"]
 	ctx := context.Background()
 	reg, err := c.Registry(ctx)

@@ -68,6 +68,11 @@ type Cluster struct {
 		r    *Registry
 		err  error
 	}
+	sharedNode struct {
+		once sync.Once
+		n    *Node
+		err  error
+	}
 	realNodes []*Node // guarded by mu
 	cleanups  []func()
 }

@@ -135,3 +135,18 @@ func (c *Cluster) HostPathClaim(t testing.TB, ns, name, hostPath string) {
 		t.Fatalf("create claim %s: %v", name, err)
 	}
 }
+
+// RealNode returns the cluster's shared real node (StartNode with the default
+// options), starting it the first time; the cluster's Stop stops it.
+func (c *Cluster) RealNode(t testing.TB) *Node {
+	t.Helper()
+	c.sharedNode.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		c.sharedNode.n, c.sharedNode.err = c.StartNode(ctx, NodeOptions{})
+	})
+	if c.sharedNode.err != nil {
+		t.Fatalf("real node: %v", c.sharedNode.err)
+	}
+	return c.sharedNode.n
+}
