@@ -2,11 +2,20 @@ package kube_test
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/manifoldflow/manifold/harness/simcluster"
+	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/kube"
 	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -93,5 +102,107 @@ func TestRealFailures(t *testing.T) {
 	}
 	if told != 1 {
 		t.Errorf("the image pull failure was told %d times before the failure, want once", told)
+	}
+}
+
+// TestRealInterruptAndResume: an interrupt while a container runs stops it (its
+// pod ends within its grace period: the command traps SIGTERM), nothing labelled
+// with the run is left, and --run-id resumes only what did not finish: the step
+// that succeeded is not run again, the interrupted one runs anew.
+func TestRealInterruptAndResume(t *testing.T) {
+	c := simcluster.Shared(t)
+	c.RealNode(t)
+	ctx := context.Background()
+	reg, err := c.Registry(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	busybox, err := simcluster.BusyboxImage(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Push(ctx, "busybox:1.37", busybox); err != nil {
+		t.Fatal(err)
+	}
+	ns := c.Namespace(t)
+	gate := t.TempDir()
+	c.HostPathClaim(t, ns, "gate", gate)
+	// hold runs until the gate opens (a file the test writes on the node's disk).
+	f := sdk.NewFlow("real-interrupt", sdk.Image("busybox:1.37"), sdk.CPU("10m"), sdk.Memory("16Mi"),
+		sdk.NodeSelector(simcluster.LabelRealNode, "true"), sdk.Toleration(simcluster.LabelRealNode, "true", "NoSchedule")).
+		Step("quick", sdk.Command("true")).
+		Step("hold", sdk.After("quick"), sdk.Volume("gate", "/gate"),
+			sdk.Command("sh", "-c", `trap 'echo stopping; exit 143' TERM; echo holding; while [ ! -e /gate/open ]; do sleep 0.2; done; echo released`)).
+		Step("last", sdk.After("hold"), sdk.Command("true"))
+	p := compileFlow(t, f)
+	root := t.TempDir()
+	o := options(c, ns, root)
+	o.RunID = "real-resume"
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out := &syncBuffer{}
+	o.Stdout, o.Stderr = out, out
+	type result struct {
+		res *kube.Result
+		err error
+	}
+	ended := make(chan result, 1)
+	go func() {
+		res, err := kube.Run(runCtx, p, o)
+		ended <- result{res, err}
+	}()
+	deadline := time.Now().Add(2 * time.Minute)
+	holding := regexp.MustCompile(`(?m)hold +\| holding$`)
+	for !holding.MatchString(out.String()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("hold's container never said it was holding:\n%s", out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	interrupted := time.Now()
+	cancel()
+	var first result
+	select {
+	case first = <-ended:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the run did not end after the interrupt:\n%s", out)
+	}
+	t.Logf("interrupted run:\n%s", out)
+	if !errors.Is(first.err, kube.ErrInterrupted) || first.res == nil || first.res.State != record.Interrupted {
+		t.Fatalf("interrupted run: %v, %+v", first.err, first.res)
+	}
+	if took := time.Since(interrupted); took > 30*time.Second {
+		t.Errorf("the interrupted run took %s to end; its pod traps SIGTERM and ends at once", took)
+	}
+	if left := labelled(t, c, ns, o.RunID); len(left) > 0 {
+		t.Errorf("left after the interrupt: %v", left)
+	}
+
+	if err := os.WriteFile(filepath.Join(gate, "open"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o.Keep = true
+	r := runFlow(t, ctx, p, o)
+	if r.err != nil {
+		t.Fatalf("resumed run: %v", r.err)
+	}
+	if !strings.Contains(r.out.String(), "quick: succeeded in an earlier attempt of this run: not run again") {
+		t.Errorf("the resumed run does not say quick is not run again")
+	}
+	if !strings.Contains(r.out.String(), "released") {
+		t.Errorf("hold did not run again to completion")
+	}
+	jobs, err := c.Client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: plan.LabelRun + "=" + o.RunID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []string
+	for _, j := range jobs.Items {
+		steps = append(steps, j.Labels[plan.LabelStep])
+	}
+	slices.Sort(steps)
+	if strings.Join(steps, ",") != "hold,last" {
+		t.Errorf("the resumed run created Jobs for %v, want hold and last only", steps)
 	}
 }
