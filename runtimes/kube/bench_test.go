@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,9 +20,9 @@ import (
 )
 
 // BenchmarkStepLatency measures, on the simulated cluster, the time from a step's
-// Job succeeding to the next step's Job being created, as a watch of its own sees
-// both: the Job's Complete condition appearing, and the successor's Job added.
-// It reports the median and the 90th percentile over every step of every run.
+// pod succeeding to the next step's Job being created, as watches of its own see
+// both. It reports the median and the 90th percentile over every step of every
+// run.
 func BenchmarkStepLatency(b *testing.B) {
 	c := simcluster.Shared(b)
 	ns := c.Namespace(b)
@@ -32,45 +33,19 @@ func BenchmarkStepLatency(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		id := fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), i)
-		ctx, cancel := context.WithCancel(context.Background())
-		w, err := c.Client.BatchV1().Jobs(ns).Watch(ctx, metav1.ListOptions{LabelSelector: plan.LabelRun + "=" + id})
-		if err != nil {
-			b.Fatal(err)
-		}
-		added, complete := map[string]time.Time{}, map[string]time.Time{}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for ev := range w.ResultChan() {
-				j, ok := ev.Object.(*batchv1.Job)
-				if !ok {
-					continue
-				}
-				now, step := time.Now(), j.Labels[plan.LabelStep]
-				if _, seen := added[step]; !seen {
-					added[step] = now
-				}
-				for _, cond := range j.Status.Conditions {
-					if _, seen := complete[step]; !seen && cond.Type == batchv1.JobComplete && cond.Status == corev1.ConditionTrue {
-						complete[step] = now
-					}
-				}
-			}
-		}()
+		added, succeeded := watchSteps(b, c, ns, id)
 		o := options(c, ns, b.TempDir())
 		o.RunID = id
-		if _, err := kube.Run(ctx, p, o); err != nil {
+		if _, err := kube.Run(context.Background(), p, o); err != nil {
 			b.Fatal(err)
 		}
-		cancel()
-		w.Stop()
-		<-done
+		a, done := added(), succeeded()
 		for s := 1; s < steps; s++ {
 			prev, next := testflows.ChainStep(s-1), testflows.ChainStep(s)
-			if complete[prev].IsZero() || added[next].IsZero() {
-				b.Fatalf("run %s: the watch missed %s completing or %s being created", id, prev, next)
+			if done[prev].IsZero() || a[next].IsZero() {
+				b.Fatalf("run %s: the watches missed %s succeeding or %s being created", id, prev, next)
 			}
-			gaps = append(gaps, added[next].Sub(complete[prev]))
+			gaps = append(gaps, a[next].Sub(done[prev]))
 		}
 	}
 	b.StopTimer()
@@ -79,12 +54,73 @@ func BenchmarkStepLatency(b *testing.B) {
 	b.ReportMetric(float64(gaps[len(gaps)*9/10].Microseconds())/1000, "ms-p90-to-successor")
 }
 
+// watchSteps watches the Jobs and pods of run id in namespace ns until b ends.
+// Once the run is over, added returns when each step's Job was first seen and
+// succeeded when its pod was first seen with its containers exited (or
+// succeeded); each stops the watches.
+func watchSteps(b *testing.B, c *simcluster.Cluster, ns, id string) (added, succeeded func() map[string]time.Time) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sel := metav1.ListOptions{LabelSelector: plan.LabelRun + "=" + id}
+	jw, err := c.Client.BatchV1().Jobs(ns).Watch(ctx, sel)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pw, err := c.Client.CoreV1().Pods(ns).Watch(ctx, sel)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var mu sync.Mutex
+	jobs, pods := map[string]time.Time{}, map[string]time.Time{}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for ev := range jw.ResultChan() {
+			if j, ok := ev.Object.(*batchv1.Job); ok {
+				mu.Lock()
+				if step := j.Labels[plan.LabelStep]; jobs[step].IsZero() {
+					jobs[step] = time.Now()
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for ev := range pw.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			exited := p.Status.Phase == corev1.PodSucceeded
+			for _, cs := range p.Status.ContainerStatuses {
+				exited = exited || cs.State.Terminated != nil
+			}
+			mu.Lock()
+			if step := p.Labels[plan.LabelStep]; exited && pods[step].IsZero() {
+				pods[step] = time.Now()
+			}
+			mu.Unlock()
+		}
+	}()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			jw.Stop()
+			pw.Stop()
+			wg.Wait()
+		})
+	}
+	b.Cleanup(stop)
+	return func() map[string]time.Time { stop(); return jobs }, func() map[string]time.Time { stop(); return pods }
+}
+
 // BenchmarkRealNodeStep measures a chain of trivial steps (busybox `true`) that
-// run in real containers on a real node: per step, from its Job being created to
-// its Job's Complete condition (the pod made, its container started and exited),
-// and from that to the successor's Job being created, as a watch of its own sees
-// them; and the whole step, Job created to successor's Job created. Medians over
-// every step of every run.
+// run in real containers on a real node, as watches of its own see them: per
+// step, from its Job being created to its container having exited, from that to
+// the successor's Job being created, and the whole step (Job created to the
+// successor's Job created). Medians over every step of every run.
 func BenchmarkRealNodeStep(b *testing.B) {
 	c := simcluster.Shared(b)
 	c.RealNode(b)
@@ -112,53 +148,27 @@ func BenchmarkRealNodeStep(b *testing.B) {
 		f = f.Step(fmt.Sprintf("s%d", s), opts...)
 	}
 	p := compileFlow(b, f)
-	var toComplete, toSuccessor, perStep []time.Duration
+	var toExited, toSuccessor, perStep []time.Duration
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
 		id := fmt.Sprintf("real-bench-%d-%d", time.Now().UnixNano(), i)
-		ctx, cancel := context.WithCancel(context.Background())
-		w, err := c.Client.BatchV1().Jobs(ns).Watch(ctx, metav1.ListOptions{LabelSelector: plan.LabelRun + "=" + id})
-		if err != nil {
-			b.Fatal(err)
-		}
-		added, complete := map[string]time.Time{}, map[string]time.Time{}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for ev := range w.ResultChan() {
-				j, ok := ev.Object.(*batchv1.Job)
-				if !ok {
-					continue
-				}
-				now, step := time.Now(), j.Labels[plan.LabelStep]
-				if _, seen := added[step]; !seen {
-					added[step] = now
-				}
-				for _, cond := range j.Status.Conditions {
-					if _, seen := complete[step]; !seen && cond.Type == batchv1.JobComplete && cond.Status == corev1.ConditionTrue {
-						complete[step] = now
-					}
-				}
-			}
-		}()
+		watchedAdded, watchedExited := watchSteps(b, c, ns, id)
 		o := options(c, ns, b.TempDir())
 		o.RunID = id
-		if _, err := kube.Run(ctx, p, o); err != nil {
+		if _, err := kube.Run(context.Background(), p, o); err != nil {
 			b.Fatal(err)
 		}
-		cancel()
-		w.Stop()
-		<-done
+		added, exited := watchedAdded(), watchedExited()
 		for s := range steps {
 			step := fmt.Sprintf("s%d", s)
-			if added[step].IsZero() || complete[step].IsZero() {
-				b.Fatalf("run %s: the watch missed %s being created or completing", id, step)
+			if added[step].IsZero() || exited[step].IsZero() {
+				b.Fatalf("run %s: the watches missed %s being created or its container exiting", id, step)
 			}
-			toComplete = append(toComplete, complete[step].Sub(added[step]))
+			toExited = append(toExited, exited[step].Sub(added[step]))
 			if s+1 < steps {
 				next := fmt.Sprintf("s%d", s+1)
-				toSuccessor = append(toSuccessor, added[next].Sub(complete[step]))
+				toSuccessor = append(toSuccessor, added[next].Sub(exited[step]))
 				perStep = append(perStep, added[next].Sub(added[step]))
 			}
 		}
@@ -169,6 +179,6 @@ func BenchmarkRealNodeStep(b *testing.B) {
 		return float64(ds[len(ds)/2].Microseconds()) / 1000
 	}
 	b.ReportMetric(median(perStep), "ms-per-step")
-	b.ReportMetric(median(toComplete), "ms-created-to-complete")
-	b.ReportMetric(median(toSuccessor), "ms-complete-to-successor")
+	b.ReportMetric(median(toExited), "ms-created-to-exited")
+	b.ReportMetric(median(toSuccessor), "ms-exited-to-successor")
 }

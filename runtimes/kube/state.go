@@ -45,6 +45,51 @@ type observed struct {
 // waitingReasons are container waiting reasons that do not go away by waiting.
 var waitingReasons = []string{"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError"}
 
+// completed reports whether Job j has certainly succeeded before its controller
+// says so: every completion it needs has a pod of this Job whose containers all
+// exited 0 (or that is Succeeded). The Job controller marks the Job Complete a
+// second or two later (after the kubelet has stopped the pod and the controller
+// has batched its update); the step's successors need not wait for that.
+func completed(j *batchv1.Job, pods []*corev1.Pod) bool {
+	if j.Spec.Suspend != nil && *j.Spec.Suspend {
+		return false
+	}
+	need := 1
+	if j.Spec.Completions != nil {
+		need = int(*j.Spec.Completions)
+	}
+	indexed := j.Spec.CompletionMode != nil && *j.Spec.CompletionMode == batchv1.IndexedCompletion
+	done := map[string]bool{}
+	for i, p := range pods {
+		if p.Labels[batchv1.ControllerUidLabel] != string(j.UID) || p.Spec.RestartPolicy == corev1.RestartPolicyAlways || !exitedZero(p) {
+			continue
+		}
+		key := strconv.Itoa(i) // a non-indexed Job counts every pod that succeeded
+		if indexed {
+			key = p.Annotations[batchv1.JobCompletionIndexAnnotation]
+		}
+		done[key] = true
+	}
+	return len(done) >= need
+}
+
+// exitedZero reports whether pod p has succeeded, or all its containers have
+// exited 0 (the kubelet is still stopping it).
+func exitedZero(p *corev1.Pod) bool {
+	if p.Status.Phase == corev1.PodSucceeded {
+		return true
+	}
+	if p.Status.Phase == corev1.PodFailed || len(p.Status.ContainerStatuses) < len(p.Spec.Containers) || len(p.Spec.Containers) == 0 {
+		return false
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		if t := c.State.Terminated; t == nil || t.ExitCode != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // observe reads unit u's state from the caches.
 func (r *runner) observe(u *unit) observed {
 	var ob observed
@@ -72,6 +117,9 @@ func (r *runner) observe(u *unit) observed {
 			ob.attempt = max(1, min(int(j.Status.Failed), u.Step.Retry+1))
 		}
 		ob.pods = r.w.pods(u.ns, batchv1.JobNameLabel, u.name)
+		if !ob.succeeded && !ob.failed && completed(j, ob.pods) {
+			ob.succeeded = true
+		}
 		if u.Step.Queue != "" && j.Spec.Suspend != nil && *j.Spec.Suspend {
 			ob.queued, ob.kueueSaid = r.w.queued(u.ns, j.UID, u.Step.Queue)
 		}
