@@ -10,5 +10,9 @@ func TestMain(m *testing.M) {
 		orphanHelper()
 		return
 	}
+	if os.Getenv(crashEnv) != "" {
+		crashHelper()
+		return
+	}
 	os.Exit(Main(m))
 }

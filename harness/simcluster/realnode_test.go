@@ -2,9 +2,11 @@ package simcluster
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -150,4 +152,99 @@ func netns() []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// crashEnv makes the test binary start a cluster with a real node running a
+// pod, print the cluster's directory and exit without stopping anything, as a
+// test binary does when it times out or crashes.
+const crashEnv = "MANIFOLD_SIMCLUSTER_CRASH_HELPER"
+
+func crashHelper() {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	fail := func(err error) {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	c, err := Start(ctx, Options{Nodes: []NodeGroup{{CPUInstanceType, 1}}})
+	if err != nil {
+		fail(err)
+	}
+	n, err := c.StartNode(ctx, NodeOptions{})
+	if err != nil {
+		fail(err)
+	}
+	reg, err := c.Registry(ctx)
+	if err != nil {
+		fail(err)
+	}
+	img, err := BusyboxImage(nil)
+	if err != nil {
+		fail(err)
+	}
+	if err := reg.Push(ctx, "busybox:1.37", img); err != nil {
+		fail(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "left", Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: n.Name, Tolerations: []corev1.Toleration{RealNodeToleration},
+			Containers: []corev1.Container{{Name: "main", Image: "busybox:1.37", Command: []string{"sleep", "600"}}}},
+	}
+	if _, err := c.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		fail(err)
+	}
+	err = c.poll(ctx, 2*time.Minute, "the pod to run", func() (bool, error) {
+		p, err := c.Client.CoreV1().Pods("default").Get(ctx, "left", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodRunning, nil
+	})
+	if err != nil {
+		fail(err)
+	}
+	fmt.Println(c.Dir)
+	os.Exit(0) // no cleanup
+}
+
+// TestCrashedNodeRemoved: a test binary that dies with a real node running a
+// container leaves containerd's shims, the container, its mounts, cgroups and
+// bridge behind; the next cluster to start removes them all with the directory.
+func TestCrashedNodeRemoved(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), crashEnv+"=1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helper: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	dir := lines[len(lines)-1]
+	if !strings.HasPrefix(filepath.Base(dir), stateDirPrefix) {
+		t.Fatalf("helper printed %q", out)
+	}
+	nodes, cgroup := filepath.Join(dir, "nodes"), "/"+nodeCgroupPrefix(dir)
+	bridge, err := os.ReadFile(filepath.Join(nodes, "real-0", "bridge"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the crash left: the container and its shim, still running.
+	if pids := processesOf(nodes, cgroup); len(pids) == 0 {
+		t.Fatal("the crashed node left no process: nothing to remove, the test proves nothing")
+	}
+	if len(mountsUnder(dir)) == 0 {
+		t.Fatal("the crashed node left no mount: nothing to remove, the test proves nothing")
+	}
+	removeStale()
+	if pids := processesOf(nodes, cgroup); len(pids) > 0 {
+		t.Errorf("processes left: %v", pids)
+	}
+	if m := mountsUnder(dir); len(m) > 0 {
+		t.Errorf("mounts left: %v", m)
+	}
+	if cg := cgroupsNamed(nodeCgroupPrefix(dir) + "*"); len(cg) > 0 {
+		t.Errorf("cgroups left: %v", cg)
+	}
+	if out, err := exec.Command("ip", "link", "show", string(bridge)).CombinedOutput(); err == nil {
+		t.Errorf("bridge %s left: %s", bridge, out)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the crashed cluster's directory is still there (%v)", err)
+	}
 }
