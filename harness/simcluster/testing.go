@@ -94,7 +94,8 @@ func (c *Cluster) namespace(t testing.TB, labels map[string]string) string {
 
 // BoundClaim creates, in namespace ns, the PersistentVolumeClaim name bound to a
 // volume of its own, as a cluster's storage would provide it (the scheduler places
-// no pod whose claim is unbound), and deletes the volume when t ends.
+// no pod whose claim is unbound), returns once it is Bound, and deletes the
+// volume when t ends.
 func (c *Cluster) BoundClaim(t testing.TB, ns, name string) {
 	t.Helper()
 	c.HostPathClaim(t, ns, name, "/data/"+name)
@@ -133,6 +134,15 @@ func (c *Cluster) HostPathClaim(t testing.TB, ns, name, hostPath string) {
 	}
 	if _, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create claim %s: %v", name, err)
+	}
+	// The controller manager binds the two; until it has, the scheduler places
+	// no pod that mounts the claim, and a busy machine can take seconds.
+	err := c.poll(ctx, time.Minute, "claim "+name+" to be bound", func() (bool, error) {
+		got, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && got.Status.Phase == corev1.ClaimBound, nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
