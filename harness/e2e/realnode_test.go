@@ -47,13 +47,7 @@ func TestRealNodeRunKube(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	busybox, err := simcluster.BusyboxImage(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := reg.Push(ctx, "busybox:1.37", busybox); err != nil {
-		t.Fatal(err)
-	}
+	c.PushBusybox(t, "busybox:1.37")
 	for _, ex := range []struct {
 		flow string
 		// out are patterns of the run's output; put are artifacts (paths ending

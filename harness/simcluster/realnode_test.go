@@ -44,17 +44,7 @@ func TestRealNode(t *testing.T) {
 		t.Error("the real node carries kwok's annotation")
 	}
 
-	reg, err := c.Registry(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := BusyboxImage(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := reg.Push(ctx, "busybox:1.37", img); err != nil {
-		t.Fatal(err)
-	}
+	c.PushBusybox(t, "busybox:1.37")
 	ns := c.Namespace(t)
 	pod := func(name, image string, command ...string) *corev1.Pod {
 		return &corev1.Pod{

@@ -125,18 +125,7 @@ func BenchmarkRealNodeStep(b *testing.B) {
 	c := simcluster.Shared(b)
 	c.RealNode(b)
 	ns := c.Namespace(b)
-	ctx := context.Background()
-	reg, err := c.Registry(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	busybox, err := simcluster.BusyboxImage(nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := reg.Push(ctx, "busybox:1.37", busybox); err != nil {
-		b.Fatal(err)
-	}
+	c.PushBusybox(b, "busybox:1.37")
 	const steps = 5
 	f := sdk.NewFlow("real-chain", sdk.Image("busybox:1.37"), sdk.CPU("10m"), sdk.Memory("16Mi"),
 		sdk.NodeSelector(simcluster.LabelRealNode, "true"), sdk.Toleration(simcluster.LabelRealNode, "true", "NoSchedule"))

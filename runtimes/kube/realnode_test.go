@@ -29,17 +29,7 @@ func TestRealFailures(t *testing.T) {
 	c := simcluster.Shared(t)
 	node := c.RealNode(t)
 	ctx := context.Background()
-	reg, err := c.Registry(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	busybox, err := simcluster.BusyboxImage(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := reg.Push(ctx, "busybox:1.37", busybox); err != nil {
-		t.Fatal(err)
-	}
+	c.PushBusybox(t, "busybox:1.37")
 	f := sdk.NewFlow("real-fail",
 		sdk.Image("busybox:1.37"), sdk.CPU("10m"), sdk.Memory("64Mi"),
 		sdk.NodeSelector(simcluster.LabelRealNode, "true"),
@@ -113,17 +103,7 @@ func TestRealInterruptAndResume(t *testing.T) {
 	c := simcluster.Shared(t)
 	c.RealNode(t)
 	ctx := context.Background()
-	reg, err := c.Registry(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	busybox, err := simcluster.BusyboxImage(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := reg.Push(ctx, "busybox:1.37", busybox); err != nil {
-		t.Fatal(err)
-	}
+	c.PushBusybox(t, "busybox:1.37")
 	ns := c.Namespace(t)
 	gate := t.TempDir()
 	c.HostPathClaim(t, ns, "gate", gate)
