@@ -76,6 +76,15 @@ func NodeName(t string, i int) string {
 	return strings.ReplaceAll(t, ".", "-") + "-" + strconv.Itoa(i)
 }
 
+// shapeOf returns the shape of a node of instance type t: the catalog's, or for
+// CPUInstanceType (not in the catalog) a plain one.
+func shapeOf(t string) (nodeshape.Shape, error) {
+	if t == CPUInstanceType {
+		return nodeshape.Of(catalog.Instance{Type: t}), nil
+	}
+	return nodeshape.ForType(t)
+}
+
 // nodeFor builds node i of instance type t: its labels, taints and extended
 // resources are t's shape (package nodeshape), to which it adds the host's cpu,
 // memory and pods, as a kubelet reports them, and the labels and annotation kwok
@@ -86,12 +95,9 @@ func nodeFor(t string, i int) (*corev1.Node, nodeshape.Shape, error) {
 	if !ok {
 		return nil, nodeshape.Shape{}, fmt.Errorf("the simulated cluster has no host size for instance type %q; add it to hostSize", t)
 	}
-	shape := nodeshape.Of(catalog.Instance{Type: t})
-	if t != CPUInstanceType {
-		var err error
-		if shape, err = nodeshape.ForType(t); err != nil {
-			return nil, nodeshape.Shape{}, err
-		}
+	shape, err := shapeOf(t)
+	if err != nil {
+		return nil, nodeshape.Shape{}, err
 	}
 	res := corev1.ResourceList{
 		corev1.ResourceCPU:    *resource.NewQuantity(int64(size.cpu), resource.DecimalSI),

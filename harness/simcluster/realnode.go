@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,9 +21,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/manifoldflow/manifold/catalog"
 	"github.com/manifoldflow/manifold/provision/nodeshape"
 )
 
@@ -77,6 +78,11 @@ const LabelRealNode = "sim.manifold.dev/real-node"
 // RealNodeToleration lets a pod run on a real node.
 var RealNodeToleration = corev1.Toleration{Key: LabelRealNode, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
 
+// taintUninitialized is the taint a kubelet with --cloud-provider=external
+// registers its node with, until its cloud provider (here, the harness) has
+// initialized it.
+const taintUninitialized = "node.cloudprovider.kubernetes.io/uninitialized"
+
 // StartNode starts a real node and returns once it is Ready and shaped. Stop it
 // with Node.Stop (the cluster's Stop stops it too).
 func (c *Cluster) StartNode(ctx context.Context, o NodeOptions) (_ *Node, err error) {
@@ -84,30 +90,27 @@ func (c *Cluster) StartNode(ctx context.Context, o NodeOptions) (_ *Node, err er
 	if err != nil {
 		return nil, err
 	}
+	if o.InstanceType == "" {
+		o.InstanceType = CPUInstanceType
+	}
+	shape, err := shapeOf(o.InstanceType)
+	if err != nil {
+		return nil, err
+	}
+	// The node's index (its default name, bridge and pod subnet) is taken with
+	// its place among the cluster's real nodes, so two nodes never share one.
+	n := &Node{c: c}
 	c.mu.Lock()
 	index := len(c.realNodes)
+	c.realNodes = append(c.realNodes, n)
 	c.mu.Unlock()
 	if o.Name == "" {
 		o.Name = "real-" + strconv.Itoa(index)
 	}
-	if o.InstanceType == "" {
-		o.InstanceType = CPUInstanceType
-	}
-	shape := nodeshape.Of(catalog.Instance{Type: o.InstanceType})
-	if o.InstanceType != CPUInstanceType {
-		if shape, err = nodeshape.ForType(o.InstanceType); err != nil {
-			return nil, err
-		}
-	}
-	n := &Node{
-		Name: o.Name, Dir: filepath.Join(c.Dir, "nodes", o.Name), c: c,
-		cgroup: "/" + nodeCgroupPrefix(c.Dir) + o.Name,
-		bridge: fmt.Sprintf("msim%d-%d", os.Getpid()%10000, index),
-	}
+	n.Name, n.Dir = o.Name, filepath.Join(c.Dir, "nodes", o.Name)
+	n.cgroup = "/" + nodeCgroupPrefix(c.Dir) + o.Name
+	n.bridge = fmt.Sprintf("msim%d-%d", os.Getpid()%10000, index)
 	n.sock = filepath.Join(n.Dir, "containerd", "containerd.sock")
-	c.mu.Lock()
-	c.realNodes = append(c.realNodes, n)
-	c.mu.Unlock()
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("real node %s: %w\n%s", n.Name, err, n.logTails(30))
@@ -338,37 +341,28 @@ maxPods: 110
 	if _, err := c.Client.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, status, metav1.PatchOptions{}, "status"); err != nil {
 		return fmt.Errorf("setting its address: %w", err)
 	}
-	labels := map[string]string{LabelRealNode: "true", corev1.LabelTopologyZone: Zone}
-	for k, v := range o.Labels {
-		labels[k] = v
-	}
-	for k, v := range shape.Labels {
-		if k != nodeshape.LabelSimulated {
-			labels[k] = v
-		}
-	}
-	node, err := c.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	for k, v := range labels {
-		if node.Labels == nil {
-			node.Labels = map[string]string{}
-		}
-		node.Labels[k] = v
-	}
-	node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool {
-		return t.Key == "node.cloudprovider.kubernetes.io/uninitialized"
-	})
-	node.Spec.Taints = append(node.Spec.Taints, shape.Taints...)
-	node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: LabelRealNode, Value: "true", Effect: corev1.TaintEffectNoSchedule})
-	if _, err := c.Client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+	// The shape, and the real-node label and taint, come first: the node is never
+	// schedulable without the taint that keeps kwok's pods off it.
+	shape.Labels = maps.Clone(shape.Labels)
+	maps.Copy(shape.Labels, o.Labels)
+	shape.Labels[LabelRealNode], shape.Labels[corev1.LabelTopologyZone] = "true", Zone
+	shape.Taints = append(slices.Clone(shape.Taints), corev1.Taint{Key: LabelRealNode, Value: "true", Effect: corev1.TaintEffectNoSchedule})
+	if err := nodeshape.Apply(ctx, c.Client, n.Name, shape); err != nil {
 		return fmt.Errorf("shaping it: %w", err)
 	}
-	if len(shape.Resources) > 0 {
-		if _, err := nodeshape.ApplyStatus(ctx, c.Client, n.Name, shape); err != nil {
-			return fmt.Errorf("advertising its devices: %w", err)
+	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		node, err := c.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
 		}
+		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool {
+			return t.Key == taintUninitialized
+		})
+		_, err = c.Client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("initializing it: %w", err)
 	}
 	return c.poll(ctx, 2*time.Minute, "real node "+n.Name+" to be Ready", func() (bool, error) {
 		if err := p.exited(); err != nil {
