@@ -446,9 +446,12 @@ func (c *Cluster) Exited() error {
 }
 
 // LogTails returns the last n lines of each process's log.
-func (c *Cluster) LogTails(n int) string {
+func (c *Cluster) LogTails(n int) string { return logTails(c.processes(), n) }
+
+// logTails returns the last n lines of each of procs' logs.
+func logTails(procs []*process, n int) string {
 	var b strings.Builder
-	for _, p := range c.processes() {
+	for _, p := range procs {
 		data, err := os.ReadFile(p.log)
 		if err != nil {
 			fmt.Fprintf(&b, "=== %s: %v\n", p.name, err)

@@ -626,17 +626,11 @@ func exists(path string) bool {
 
 // logTails returns the last lines of the node's logs.
 func (n *Node) logTails(lines int) string {
-	var b strings.Builder
+	var procs []*process
 	for _, p := range []*process{n.containerd, n.kubelet} {
-		if p == nil {
-			continue
+		if p != nil {
+			procs = append(procs, p)
 		}
-		data, _ := os.ReadFile(p.log)
-		ls := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-		if len(ls) > lines {
-			ls = ls[len(ls)-lines:]
-		}
-		fmt.Fprintf(&b, "=== %s of %s\n%s\n", p.name, n.Name, strings.Join(ls, "\n"))
 	}
-	return b.String()
+	return logTails(procs, lines)
 }

@@ -168,11 +168,7 @@ func crashHelper() {
 	if err != nil {
 		fail(err)
 	}
-	img, err := BusyboxImage(nil)
-	if err != nil {
-		fail(err)
-	}
-	if err := reg.Push(ctx, "busybox:1.37", img); err != nil {
+	if err := reg.PushBusybox(ctx, "busybox:1.37"); err != nil {
 		fail(err)
 	}
 	pod := &corev1.Pod{

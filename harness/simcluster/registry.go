@@ -96,6 +96,16 @@ func (r *Registry) Push(ctx context.Context, ref string, img v1.Image) error {
 	return nil
 }
 
+// PushBusybox puts BusyboxImage (no entrypoint: the pod's command says what
+// runs) in the registry under ref, as a pod names it ("busybox:1.37").
+func (r *Registry) PushBusybox(ctx context.Context, ref string) error {
+	img, err := BusyboxImage(nil)
+	if err != nil {
+		return err
+	}
+	return r.Push(ctx, ref, img)
+}
+
 // BusyboxPath is the static busybox of Debian's busybox-static package, which
 // BusyboxImage packages.
 const BusyboxPath = "/bin/busybox"

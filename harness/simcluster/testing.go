@@ -161,9 +161,8 @@ func (c *Cluster) RealNode(t testing.TB) *Node {
 	return c.sharedNode.n
 }
 
-// PushBusybox puts BusyboxImage (no entrypoint) in the cluster's loopback
-// registry under ref, as a pod names it ("busybox:1.37"), for Command steps on
-// real nodes.
+// PushBusybox is Registry.PushBusybox on the cluster's loopback registry, for
+// Command steps on real nodes.
 func (c *Cluster) PushBusybox(t testing.TB, ref string) {
 	t.Helper()
 	ctx := context.Background()
@@ -171,11 +170,7 @@ func (c *Cluster) PushBusybox(t testing.TB, ref string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := BusyboxImage(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := reg.Push(ctx, ref, img); err != nil {
+	if err := reg.PushBusybox(ctx, ref); err != nil {
 		t.Fatal(err)
 	}
 }
