@@ -445,13 +445,16 @@ func (r *runner) open(now time.Time) (bool, error) {
 		}
 		r.Rec.Steps = append(r.Rec.Steps, record.StepInfo{Name: s.Name, After: s.After, Items: items})
 	}
+	// A new run records every unit pending; a resumed one keeps what succeeded
+	// and rewrites what its earlier runner left of the rest (dag.Run.Resume).
 	for _, u := range r.units {
+		var err error
 		if resumed {
-			if err := r.Resume(u.Unit); err != nil {
-				return false, err
-			}
+			err = r.Resume(u.Unit)
+		} else {
+			err = record.WriteTask(r.Dir, r.Task(u.Unit))
 		}
-		if err := record.WriteTask(r.Dir, r.Task(u.Unit)); err != nil {
+		if err != nil {
 			return false, err
 		}
 	}
