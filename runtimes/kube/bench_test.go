@@ -127,8 +127,7 @@ func BenchmarkRealNodeStep(b *testing.B) {
 	ns := c.Namespace(b)
 	c.PushBusybox(b, "busybox:1.37")
 	const steps = 5
-	f := sdk.NewFlow("real-chain", sdk.Image("busybox:1.37"), sdk.CPU("10m"), sdk.Memory("16Mi"),
-		sdk.NodeSelector(simcluster.LabelRealNode, "true"), sdk.Toleration(simcluster.LabelRealNode, "true", "NoSchedule"))
+	f := realNodeFlow("real-chain", sdk.Memory("16Mi"))
 	for s := range steps {
 		opts := []sdk.StepOption{sdk.Command("true")}
 		if s > 0 {

@@ -20,6 +20,13 @@ import (
 	"github.com/manifoldflow/manifold/sdk"
 )
 
+// realNodeFlow is a flow of busybox Command steps that runs on the real nodes,
+// with opts added to its own.
+func realNodeFlow(name string, opts ...sdk.FlowOption) *sdk.Flow {
+	return sdk.NewFlow(name, append([]sdk.FlowOption{sdk.Image("busybox:1.37"), sdk.CPU("10m"),
+		sdk.NodeSelector(simcluster.LabelRealNode, "true"), sdk.Toleration(simcluster.LabelRealNode, "true", "NoSchedule")}, opts...)...)
+}
+
 // TestRealFailures: the ways a step fails, in real containers on a real node,
 // each told as it happened: a command that exits 1 (with its last log lines), one
 // that allocates past its memory limit (OOMKilled, exit 137), Retry(2) making
@@ -30,11 +37,7 @@ func TestRealFailures(t *testing.T) {
 	node := c.RealNode(t)
 	ctx := context.Background()
 	c.PushBusybox(t, "busybox:1.37")
-	f := sdk.NewFlow("real-fail",
-		sdk.Image("busybox:1.37"), sdk.CPU("10m"), sdk.Memory("64Mi"),
-		sdk.NodeSelector(simcluster.LabelRealNode, "true"),
-		sdk.Toleration(simcluster.LabelRealNode, "true", "NoSchedule"),
-	).
+	f := realNodeFlow("real-fail", sdk.Memory("64Mi")).
 		Step("exits", sdk.Command("sh", "-c", "echo writing the checkpoint; echo disk full >&2; exit 1")).
 		Step("oom", sdk.Command("sh", "-c", "head -c 400m /dev/zero | tail"), sdk.Memory("32Mi")).
 		Step("retries", sdk.Command("sh", "-c", "echo trying; exit 2"), sdk.Retry(2)).
@@ -108,8 +111,7 @@ func TestRealInterruptAndResume(t *testing.T) {
 	gate := t.TempDir()
 	c.HostPathClaim(t, ns, "gate", gate)
 	// hold runs until the gate opens (a file the test writes on the node's disk).
-	f := sdk.NewFlow("real-interrupt", sdk.Image("busybox:1.37"), sdk.CPU("10m"), sdk.Memory("16Mi"),
-		sdk.NodeSelector(simcluster.LabelRealNode, "true"), sdk.Toleration(simcluster.LabelRealNode, "true", "NoSchedule")).
+	f := realNodeFlow("real-interrupt", sdk.Memory("16Mi")).
 		Step("quick", sdk.Command("true")).
 		Step("hold", sdk.After("quick"), sdk.Volume("gate", "/gate"),
 			sdk.Command("sh", "-c", `trap 'echo stopping; exit 143' TERM; echo holding; while [ ! -e /gate/open ]; do sleep 0.2; done; echo released`)).
