@@ -99,9 +99,6 @@ func (r *Run) Add(us ...*Unit) {
 	}
 }
 
-// Units returns the run's units in flow order.
-func (r *Run) Units() []*Unit { return r.units }
-
 // Resume takes over what an earlier runner of this run recorded of unit u: when
 // it succeeded (for the same item) u is Earlier and keeps that record; otherwise
 // a record left by that runner is stale, and is written anew as pending.
