@@ -60,6 +60,16 @@ type Config struct {
 	Annotations      map[string]string  `toml:"annotations"`
 	NodeSelector     map[string]string  `toml:"node_selector"`
 	Tolerations      []ConfigToleration `toml:"tolerations"`
+	// Env is environment every step's container gets, as sdk.Env on the flow
+	// (a step's own variable of the same name wins).
+	Env map[string]string `toml:"env"`
+	// Secrets are Secrets every step's container gets whole as environment
+	// (envFrom), as sdk.Secret on the flow: the way to give every pod the
+	// artifact store's credentials, say.
+	Secrets []string `toml:"secrets"`
+	// HostNetwork, when true, runs every step's pods in their node's network
+	// namespace, as sdk.HostNetwork(true) on the flow.
+	HostNetwork bool `toml:"host_network"`
 	// GPUToleration, when false, stops GPU steps from tolerating the
 	// nvidia.com/gpu or amd.com/gpu taint. It is on when unset.
 	GPUToleration *bool `toml:"gpu_toleration"`
@@ -127,7 +137,7 @@ func LoadConfig(path string) (Config, error) {
 		for i, k := range undecoded {
 			keys[i] = k.String()
 		}
-		return Config{}, fmt.Errorf("%s: unknown keys %s; known keys are namespace, image, entrypoint, service_account, image_pull_policy, image_pull_secrets, gpu_toleration, argo_multi_node, argo_max_bytes, artifacts, artifacts_endpoint, base_image, image_from_build, efa_wiring, efa_arch, queue, labels, annotations, node_selector, tolerations and device_classes", path, strings.Join(keys, ", "))
+		return Config{}, fmt.Errorf("%s: unknown keys %s; known keys are namespace, image, entrypoint, service_account, image_pull_policy, image_pull_secrets, gpu_toleration, argo_multi_node, argo_max_bytes, artifacts, artifacts_endpoint, base_image, image_from_build, efa_wiring, efa_arch, queue, host_network, secrets, env, labels, annotations, node_selector, tolerations and device_classes", path, strings.Join(keys, ", "))
 	}
 	if !validArgoMultiNode(c.ArgoMultiNode) {
 		return Config{}, fmt.Errorf("%s: argo_multi_node = %q: %s", path, c.ArgoMultiNode, argoMultiNodeChoice)
@@ -162,6 +172,13 @@ func (c Config) stepDefaults() sdk.StepSpec {
 	}
 	s.EFAArch = str(c.EFAArch)
 	s.Queue = str(c.Queue)
+	if c.HostNetwork {
+		s.HostNetwork = &c.HostNetwork
+	}
+	s.Secrets = append(s.Secrets, c.Secrets...)
+	for _, kv := range sortedKeyValues(c.Env) {
+		s.Env = append(s.Env, sdk.EnvSpec{Name: kv.Key, Value: kv.Value})
+	}
 	s.Labels = sortedKeyValues(c.Labels)
 	s.Annotations = sortedKeyValues(c.Annotations)
 	s.NodeSelector = sortedKeyValues(c.NodeSelector)

@@ -49,6 +49,11 @@ gpu_toleration = false
 argo_multi_node = "job"
 artifacts = "s3://ml-artifacts/flows"
 artifacts_endpoint = "http://minio.storage:9000"
+host_network = true
+secrets = ["s3-credentials"]
+
+[env]
+AWS_REGION = "us-west-2"
 
 [labels]
 team = "ml"
@@ -86,6 +91,9 @@ operator = "Exists"
 				ArgoMultiNode:     "job",
 				Artifacts:         "s3://ml-artifacts/flows",
 				ArtifactsEndpoint: "http://minio.storage:9000",
+				HostNetwork:       true,
+				Secrets:           []string{"s3-credentials"},
+				Env:               map[string]string{"AWS_REGION": "us-west-2"},
 			},
 		},
 	} {
@@ -143,8 +151,11 @@ func TestConfigApplies(t *testing.T) {
 		Labels:           map[string]string{"team": "ml"},
 		Annotations:      map[string]string{"example.com/owner": "platform"},
 		NodeSelector:     map[string]string{"karpenter.sh/capacity-type": "on-demand"},
+		Env:              map[string]string{"AWS_REGION": "us-west-2", "LEVEL": "config"},
+		Secrets:          []string{"s3-credentials"},
+		HostNetwork:      true,
 	}
-	f := sdk.NewFlow("f").Step("s", sdk.Command("true"), sdk.ImagePullSecret("ghcr"))
+	f := sdk.NewFlow("f").Step("s", sdk.Command("true"), sdk.ImagePullSecret("ghcr"), sdk.Env("LEVEL", "step"), sdk.Secret("wandb"))
 	got := mustStep(t, f, compile.Options{Config: cfg}, "s")
 	want := with(func(s *plan.Step) {
 		s.Namespace = "ml"
@@ -154,7 +165,18 @@ func TestConfigApplies(t *testing.T) {
 		s.Labels = labels("f", "s", plan.KeyValue{Key: "team", Value: "ml"})
 		s.Annotations = []plan.KeyValue{{Key: "example.com/owner", Value: "platform"}}
 		s.NodeSelector = []plan.KeyValue{{Key: "karpenter.sh/capacity-type", Value: "on-demand"}}
+		s.HostNetwork = true
+		s.Secrets = []string{"s3-credentials", "wandb"}
 	})
+	// The step's own LEVEL wins; AWS_REGION comes from the config.
+	env := map[string]string{}
+	for _, e := range got.Env {
+		env[e.Name] = e.Value
+	}
+	if env["LEVEL"] != "step" || env["AWS_REGION"] != "us-west-2" {
+		t.Errorf("env %+v: want LEVEL=step (the step's own) and AWS_REGION=us-west-2 (the config's)", got.Env)
+	}
+	want.Env = got.Env
 	if diff := cmp.Diff(want, got, planOpts); diff != "" {
 		t.Errorf("step (-want +got):\n%s", diff)
 	}

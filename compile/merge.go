@@ -75,6 +75,7 @@ type resolved struct {
 	nodes                  val[int]
 	runAsUser              val[int64]
 	runAsNonRoot           val[bool]
+	hostNetwork            val[bool]
 
 	retry        val[int]
 	retryBackoff val[time.Duration]
@@ -131,6 +132,7 @@ func merge(name string, at *field.Path, layers []layer) *resolved {
 		nodes:            pick(layers, "nodes", func(s *sdk.StepSpec) *int { return s.Nodes }),
 		runAsUser:        pick(layers, "runAsUser", func(s *sdk.StepSpec) *int64 { return s.RunAsUser }),
 		runAsNonRoot:     pick(layers, "runAsNonRoot", func(s *sdk.StepSpec) *bool { return s.RunAsNonRoot }),
+		hostNetwork:      pick(layers, "hostNetwork", func(s *sdk.StepSpec) *bool { return s.HostNetwork }),
 
 		retry:        pick(layers, "retry", func(s *sdk.StepSpec) *int { return s.Retry }),
 		retryBackoff: pick(layers, "retryBackoff", func(s *sdk.StepSpec) *time.Duration { return s.RetryBackoff }),

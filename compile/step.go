@@ -303,6 +303,7 @@ func (e stepEnv) pod(r *resolved, s *plan.Step) field.ErrorList {
 			errs = append(errs, field.Forbidden(r.runAsNonRoot.at, "RunAsNonRoot(true) with RunAsUser(0) can never start: choose a non-zero user id"))
 		}
 	}
+	s.HostNetwork = r.hostNetwork.set && r.hostNetwork.v
 	return errs
 }
 

@@ -115,6 +115,11 @@ func Pod(f *plan.Flow, s *plan.Step, o PodOptions) corev1.PodTemplateSpec {
 		}})
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: v.Name, MountPath: v.Path})
 	}
+	if s.HostNetwork {
+		// The node's network, and still the cluster's DNS first (the default,
+		// ClusterFirst, falls back to the node's resolver under host networking).
+		spec.HostNetwork, spec.DNSPolicy = true, corev1.DNSClusterFirstWithHostNet
+	}
 	if s.RunAsUser != nil || s.RunAsNonRoot != nil {
 		spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: s.RunAsUser, RunAsNonRoot: s.RunAsNonRoot}
 	}

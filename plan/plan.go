@@ -242,6 +242,8 @@ type Step struct {
 	Nodes        int
 	RunAsUser    *int64
 	RunAsNonRoot *bool
+	// HostNetwork runs the step's pods in their node's network namespace.
+	HostNetwork bool
 
 	// Retry is how many times a failed attempt is retried (0: never).
 	Retry        int

@@ -129,6 +129,9 @@ type StepSpec struct {
 	Nodes          *int
 	RunAsUser      *int64
 	RunAsNonRoot   *bool
+	// HostNetwork, when true, runs the step's pods in their node's network
+	// namespace (sdk.HostNetwork).
+	HostNetwork *bool
 
 	Retry        *int
 	RetryBackoff *time.Duration
@@ -234,6 +237,7 @@ func (s StepSpec) clone() StepSpec {
 	c.Nodes = clonePtr(s.Nodes)
 	c.RunAsUser = clonePtr(s.RunAsUser)
 	c.RunAsNonRoot = clonePtr(s.RunAsNonRoot)
+	c.HostNetwork = clonePtr(s.HostNetwork)
 	c.Retry = clonePtr(s.Retry)
 	c.RetryBackoff = clonePtr(s.RetryBackoff)
 	c.Timeout = clonePtr(s.Timeout)

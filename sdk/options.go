@@ -500,6 +500,19 @@ func (o runAsNonRoot) applyStep(s *StepSpec) { s.RunAsNonRoot = new(bool(o)) }
 func (o runAsNonRoot) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o runAsNonRoot) String() string        { return fmt.Sprintf("RunAsNonRoot(%t)", bool(o)) }
 
+// HostNetwork runs the step's pods in their node's network namespace, with the
+// cluster's DNS still first (dnsPolicy ClusterFirstWithHostNet): for a step that
+// must reach what only the node reaches, or that wants the node's own network
+// devices. Pods of the step then share the node's ports: two on one node cannot
+// listen on the same Port.
+func HostNetwork(v bool) Option { return hostNetwork(v) }
+
+type hostNetwork bool
+
+func (o hostNetwork) applyStep(s *StepSpec) { s.HostNetwork = new(bool(o)) }
+func (o hostNetwork) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o hostNetwork) String() string        { return fmt.Sprintf("HostNetwork(%t)", bool(o)) }
+
 // Failure.
 
 // Retry retries a failed step up to n more times. Without it a step is not retried.

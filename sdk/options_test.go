@@ -133,6 +133,7 @@ func TestOptionsCompareAndPrint(t *testing.T) {
 		{sdk.Command("a", "b"), `Command(["a" "b"])`},
 		{sdk.Param("epochs", "3"), `Param("epochs", "3")`},
 		{sdk.RunAsNonRoot(true), "RunAsNonRoot(true)"},
+		{sdk.HostNetwork(true), "HostNetwork(true)"},
 	} {
 		if got := fmt.Sprint(tc.opt); got != tc.want {
 			t.Errorf("%#v prints %q, want %q", tc.opt, got, tc.want)

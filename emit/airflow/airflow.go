@@ -307,6 +307,8 @@ func operatorArgs(f *plan.Flow, s *plan.Step, pod corev1.PodTemplateSpec, withEn
 	add("image_pull_secrets", take(&rest.Spec.ImagePullSecrets))
 	add("security_context", take(&rest.Spec.SecurityContext))
 	add("active_deadline_seconds", take(&rest.Spec.ActiveDeadlineSeconds))
+	add("hostnetwork", take(&rest.Spec.HostNetwork))
+	add("dnspolicy", string(take(&rest.Spec.DNSPolicy)))
 	// The pod's DRA claims have no argument of their own: the operator merges
 	// full_pod_spec under the pod it builds.
 	if claims := take(&rest.Spec.ResourceClaims); len(claims) > 0 {

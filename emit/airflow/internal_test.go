@@ -86,7 +86,7 @@ func TestPodFieldWithoutArgumentIsAnError(t *testing.T) {
 		t.Fatalf("the shared pod itself: %v", err)
 	}
 	for name, change := range map[string]func(*corev1.PodTemplateSpec){
-		"hostNetwork":              func(p *corev1.PodTemplateSpec) { p.Spec.HostNetwork = true },
+		"hostPID":                  func(p *corev1.PodTemplateSpec) { p.Spec.HostPID = true },
 		"restartPolicy":            func(p *corev1.PodTemplateSpec) { p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure },
 		"terminationMessagePath":   func(p *corev1.PodTemplateSpec) { p.Spec.Containers[0].TerminationMessagePath = "/x" },
 		"initContainers":           func(p *corev1.PodTemplateSpec) { p.Spec.InitContainers = []corev1.Container{{Name: "init"}} },

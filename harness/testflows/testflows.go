@@ -49,7 +49,7 @@ func EveryOption() *sdk.Flow {
 			sdk.Retry(3), sdk.RetryBackoff(time.Minute), sdk.Timeout(90*time.Minute+500*time.Millisecond)).
 		Step("serve", sdk.After("train"), sdk.Command("serve"), sdk.InstanceType("inf2.48xlarge"),
 			sdk.Resource("aws.amazon.com/neuroncore", 24), sdk.ServiceAccount("server"),
-			sdk.Queue("inference"), sdk.Priority("high"), sdk.Topology("example.com/block")).
+			sdk.Queue("inference"), sdk.Priority("high"), sdk.Topology("example.com/block"), sdk.HostNetwork(true)).
 		Step("gpu", sdk.After("train"), sdk.Command("nvidia-smi"), sdk.InstanceType("p5.48xlarge"),
 			sdk.GPU(8), sdk.EFAAll(), sdk.EFAWiring(), sdk.Env("NCCL_DEBUG", "INFO"), sdk.Foreach("a", "b")).
 		Step("amd", sdk.After("serve", "gpu"), sdk.Command("rocm-smi"), sdk.GPU(1), sdk.GPUVendor("amd"),
