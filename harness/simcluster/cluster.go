@@ -74,7 +74,11 @@ type Cluster struct {
 		err  error
 	}
 	realNodes []*Node // guarded by mu
-	cleanups  []func()
+	argoExec  struct {
+		once sync.Once
+		err  error
+	}
+	cleanups []func()
 }
 
 // Namespaces the controllers run in.
@@ -249,7 +253,7 @@ func (c *Cluster) start(ctx context.Context, bin string, nodes []NodeGroup) erro
 	if err := c.startJobSet(ctx, webhookPort); err != nil {
 		return err
 	}
-	if err := c.startArgo(ctx); err != nil {
+	if err := c.startArgo(ctx, apiPort); err != nil {
 		return err
 	}
 	return c.waitReady(ctx)

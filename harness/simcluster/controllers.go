@@ -179,9 +179,14 @@ func (c *Cluster) registerWebhooks(ctx context.Context, name string, port int, k
 
 // startArgo runs Argo's workflow-controller for all namespaces, its metrics
 // server off, re-examining running Workflows every second instead of every ten
-// (kwok finishes pods at once, so the default only adds waiting). (It also serves /healthz on the fixed port 6060; when that port is
-// taken it only logs so.)
-func (c *Cluster) startArgo(ctx context.Context) error {
+// (kwok finishes pods at once, so the default only adds waiting). (It also serves
+// /healthz on the fixed port 6060; when that port is taken it only logs so.)
+//
+// Its executor (ArgoExecImage, pushed by ArgoExecutor for real nodes) reaches the
+// API server the way a pod in the node's network does here: at 127.0.0.1 and the
+// API server's port, given as KUBERNETES_SERVICE_HOST and _PORT (the cluster runs
+// no service proxy; a container's own variables win over the kubelet's).
+func (c *Cluster) startArgo(ctx context.Context, apiPort int) error {
 	if err := c.createNamespace(ctx, ArgoNamespace); err != nil {
 		return err
 	}
@@ -190,6 +195,9 @@ func (c *Cluster) startArgo(ctx context.Context) error {
 		Data: map[string]string{
 			"metricsConfig":   "enabled: false\n",
 			"telemetryConfig": "enabled: false\n",
+			"executor": "env:\n" +
+				"- name: KUBERNETES_SERVICE_HOST\n  value: 127.0.0.1\n" +
+				"- name: KUBERNETES_SERVICE_PORT\n  value: \"" + strconv.Itoa(apiPort) + "\"\n",
 		},
 	}
 	if _, err := c.Client.CoreV1().ConfigMaps(ArgoNamespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
@@ -197,7 +205,7 @@ func (c *Cluster) startArgo(ctx context.Context) error {
 	}
 	return c.run("workflow-controller", []string{
 		"--kubeconfig=" + c.Kubeconfig, "--namespace=" + ArgoNamespace,
-		"--executor-image=quay.io/argoproj/argoexec:" + ArgoVersion,
+		"--executor-image=" + ArgoExecImage,
 	}, "LEADER_ELECTION_DISABLE=true", "DEFAULT_REQUEUE_TIME=1s", "KUBECONFIG="+c.Kubeconfig)
 }
 

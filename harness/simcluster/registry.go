@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -118,6 +119,28 @@ func BusyboxImage(entrypoint []string) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: install Debian's busybox-static", err)
 	}
+	return binaryImage("bin/busybox", data, []string{"sh", "echo", "cat", "sleep", "true", "false", "ls", "env", "head", "tail", "dd", "test", "printf", "mkdir", "rm", "cp", "wc", "grep", "sed", "seq"}, entrypoint)
+}
+
+// ArgoExecImage is the image of Argo's executor the workflow-controller names
+// (--executor-image): the real nodes pull it from the loopback registry.
+const ArgoExecImage = "quay.io/argoproj/argoexec:" + ArgoVersion
+
+// argoExecImage returns an image of the argoexec binary built into the tools'
+// directory bin, at /bin/argoexec (the controller runs `argoexec init` and
+// `argoexec wait`; init copies it for the emissary, found on PATH).
+func argoExecImage(bin string) (v1.Image, error) {
+	data, err := os.ReadFile(filepath.Join(bin, "argoexec"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: run make sim-tools", err)
+	}
+	return binaryImage("bin/argoexec", data, nil, nil)
+}
+
+// binaryImage returns a linux/amd64 image of one static program at path (under
+// bin/), with links (names in bin/) to it, the directories a program expects
+// (/tmp writable by all), PATH=/bin, and entrypoint.
+func binaryImage(path string, data []byte, links, entrypoint []string) (v1.Image, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, d := range []string{"bin/", "tmp/", "proc/", "dev/", "sys/", "etc/"} {
@@ -129,14 +152,14 @@ func BusyboxImage(entrypoint []string) (v1.Image, error) {
 			return nil, err
 		}
 	}
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "bin/busybox", Mode: 0o755, Size: int64(len(data))}); err != nil {
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: path, Mode: 0o755, Size: int64(len(data))}); err != nil {
 		return nil, err
 	}
 	if _, err := tw.Write(data); err != nil {
 		return nil, err
 	}
-	for _, applet := range []string{"sh", "echo", "cat", "sleep", "true", "false", "ls", "env", "head", "tail", "dd", "test", "printf", "mkdir", "rm", "cp", "wc", "grep", "sed", "seq"} {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: "bin/" + applet, Linkname: "busybox", Mode: 0o777}); err != nil {
+	for _, link := range links {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: "bin/" + link, Linkname: filepath.Base(path), Mode: 0o777}); err != nil {
 			return nil, err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -171,6 +172,49 @@ func (c *Cluster) PushBusybox(t testing.TB, ref string) {
 		t.Fatal(err)
 	}
 	if err := reg.PushBusybox(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ArgoExecutor readies namespace ns for Workflows whose pods run on a real node:
+// Argo's executor image in the loopback registry (once per cluster), and for the
+// namespace's default service account, which the pods run as, what the executor
+// asks of the API server (Argo's documented executor role: create and patch
+// WorkflowTaskResults).
+func (c *Cluster) ArgoExecutor(t testing.TB, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	c.argoExec.once.Do(func() {
+		reg, err := c.Registry(ctx)
+		if err != nil {
+			c.argoExec.err = err
+			return
+		}
+		img, err := argoExecImage(c.bin)
+		if err != nil {
+			c.argoExec.err = err
+			return
+		}
+		c.argoExec.err = reg.Push(ctx, ArgoExecImage, img)
+	})
+	if c.argoExec.err != nil {
+		t.Fatalf("Argo's executor image: %v", c.argoExec.err)
+	}
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "argo-executor", Namespace: ns},
+		Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{"argoproj.io"}, Resources: []string{"workflowtaskresults"}, Verbs: []string{"create", "patch"},
+		}},
+	}
+	if _, err := c.Client.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "argo-executor", Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: ns}},
+	}
+	if _, err := c.Client.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -69,6 +69,10 @@ func Tools() []Tool {
 			LDFlags: []string{"-X", "sigs.k8s.io/jobset/pkg/version.GitVersion=" + JobSetVersion}},
 		{Name: "workflow-controller", Module: "argo", Package: "github.com/argoproj/argo-workflows/v3/cmd/workflow-controller",
 			LDFlags: []string{"-X", "github.com/argoproj/argo-workflows/v3.version=" + ArgoVersion}},
+		// Argo's executor, which the real nodes run from an image the harness makes
+		// of it (Cluster.PushArgoExec).
+		{Name: "argoexec", Module: "argo", Package: "github.com/argoproj/argo-workflows/v3/cmd/argoexec",
+			LDFlags: []string{"-X", "github.com/argoproj/argo-workflows/v3.version=" + ArgoVersion}},
 		{Name: "kueue", Module: "kueue", Package: "sigs.k8s.io/kueue/cmd/kueue",
 			LDFlags: []string{"-X", "sigs.k8s.io/kueue/pkg/version.GitVersion=" + KueueVersion}},
 	}
