@@ -8,10 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/harness/exampletest"
@@ -128,6 +130,103 @@ func realRun(t *testing.T, c *simcluster.Cluster, node *simcluster.Node, bin, fl
 		for _, s := range p.Status.ContainerStatuses {
 			if s.State.Terminated == nil || s.State.Terminated.ExitCode != 0 {
 				t.Errorf("pod %s container %s: %+v; want exited 0", p.Name, s.Name, s.State)
+			}
+		}
+	}
+}
+
+// TestRealNodeArgo: the foreach example's WorkflowTemplate runs under Argo's real
+// workflow-controller with Argo's real executor on the real node: each step's
+// pod has Argo's init and wait containers (argoexec from the loopback registry)
+// around the step's own, which runs `foreach step NAME` from the flow's image;
+// the pods are in the node's network (host_network), where the executor reaches
+// the API server on loopback. The artifacts each step put through the shared
+// volume are those the job target's run puts (TestRealNodeRunKube).
+func TestRealNodeArgo(t *testing.T) {
+	c := simcluster.Shared(t)
+	node := c.RealNode(t)
+	bins := exampletest.Build(t)
+	ctx := context.Background()
+	reg, err := c.Registry(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := c.Namespace(t)
+	c.ArgoExecutor(t, ns)
+	store := t.TempDir()
+	c.HostPathClaim(t, ns, "art", store)
+	work, env := exampletest.Workspace(t)
+	if err := os.WriteFile(filepath.Join(work, compile.ConfigFile), []byte("host_network = true\n"+realNodeConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := bins["foreach"]
+	for _, args := range [][]string{
+		{"image", "build", "--tag", reg.Host + "/flows/foreach:argo", "--push"},
+		{"compile", "--target", "argo", "--image-from-build", "--artifacts", "pvc://art", "-o", "out"},
+	} {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir, cmd.Env = work, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("foreach %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	files, err := filepath.Glob(filepath.Join(work, "out", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("compile wrote no YAML: %v", err)
+	}
+	var objs []*unstructured.Unstructured
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := simcluster.Decode(data)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		objs = append(objs, o...)
+	}
+	wr := runWorkflow(t, c, ns, objs)
+	if wr.phase != "Succeeded" {
+		t.Fatalf("Workflow %s ended %s: %v", wr.name, wr.phase, wr.failed)
+	}
+	want := map[string]any{
+		"plan/regions.json":     nil,
+		"process/0/result.json": "us-east-1: 100 objects",
+		"process/1/result.json": "us-west-2: 200 objects",
+		"process/2/result.json": "eu-west-1: 300 objects",
+		"report/summary.json":   "us-east-1: 100 objects\nus-west-2: 200 objects\neu-west-1: 300 objects",
+	}
+	for name, v := range want {
+		path := filepath.Join(store, "foreach", wr.name, filepath.FromSlash(name))
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Errorf("artifact %s: %v", name, err)
+			continue
+		}
+		var got any
+		if err := json.Unmarshal(data, &got); err != nil {
+			t.Errorf("artifact %s: %v", name, err)
+		} else if v != nil && got != v {
+			t.Errorf("artifact %s = %q, want %q", name, got, v)
+		}
+	}
+	for step, pods := range wr.pods {
+		for _, p := range pods {
+			if p.Spec.NodeName != node.Name || !p.Spec.HostNetwork {
+				t.Errorf("step %s pod %s: node %s, hostNetwork %t; want the real node %s, true", step, p.Name, p.Spec.NodeName, p.Spec.HostNetwork, node.Name)
+			}
+			names := map[string]bool{}
+			for _, s := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+				names[s.Name] = true
+				if s.State.Terminated == nil || s.State.Terminated.ExitCode != 0 {
+					t.Errorf("step %s pod %s container %s: %+v; want exited 0", step, p.Name, s.Name, s.State)
+				}
+			}
+			for _, n := range []string{"init", "wait", plan.ContainerName} {
+				if !names[n] {
+					t.Errorf("step %s pod %s has no container %s: %v", step, p.Name, n, names)
+				}
 			}
 		}
 	}

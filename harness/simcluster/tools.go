@@ -40,6 +40,17 @@ type Tool struct {
 	Package string
 	// LDFlags set the version variables the program reports.
 	LDFlags []string
+	// Links are files a module's repository holds as symbolic links, which a
+	// module's zip leaves out: in module Links.Module, file (the key) is built as
+	// if it were the file it names (the value), from a copy of the module's source.
+	Links *Links
+}
+
+// Links are symbolic links of a module's repository, file → target, both
+// relative to the module's root.
+type Links struct {
+	Module string
+	Files  map[string]string
 }
 
 func kubeLDFlags() []string {
@@ -72,7 +83,11 @@ func Tools() []Tool {
 		// Argo's executor, which the real nodes run from an image the harness makes
 		// of it (Cluster.PushArgoExec).
 		{Name: "argoexec", Module: "argo", Package: "github.com/argoproj/argo-workflows/v3/cmd/argoexec",
-			LDFlags: []string{"-X", "github.com/argoproj/argo-workflows/v3.version=" + ArgoVersion}},
+			LDFlags: []string{"-X", "github.com/argoproj/argo-workflows/v3.version=" + ArgoVersion},
+			// Linux's signal handling is a link to Darwin's in Argo's repository.
+			Links: &Links{Module: "github.com/argoproj/argo-workflows/v3", Files: map[string]string{
+				"workflow/executor/osspecific/signal_linux.go": "workflow/executor/osspecific/signal_darwin.go",
+			}}},
 		{Name: "kueue", Module: "kueue", Package: "sigs.k8s.io/kueue/cmd/kueue",
 			LDFlags: []string{"-X", "sigs.k8s.io/kueue/pkg/version.GitVersion=" + KueueVersion}},
 	}
@@ -118,10 +133,19 @@ func BuildTools(ctx context.Context, goCmd, toolsDir, dir string, log io.Writer)
 		if len(t.LDFlags) > 0 {
 			args = append(args, "-ldflags="+strings.Join(t.LDFlags, " "))
 		}
+		env := append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=readonly", "GOWORK=off")
+		if t.Links != nil {
+			modfile, err := withLinks(ctx, goCmd, filepath.Join(toolsDir, t.Module), env, dir, t)
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(filepath.Dir(modfile))
+			args = append(args, "-modfile="+modfile)
+		}
 		args = append(args, t.Package)
 		cmd := exec.CommandContext(ctx, goCmd, args...)
 		cmd.Dir = filepath.Join(toolsDir, t.Module)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=readonly", "GOWORK=off")
+		cmd.Env = env
 		cmd.Stdout, cmd.Stderr = log, log
 		if err := cmd.Run(); err != nil {
 			os.Remove(tmp)
@@ -132,6 +156,49 @@ func BuildTools(ctx context.Context, goCmd, toolsDir, dir string, log io.Writer)
 		}
 	}
 	return copyAssets(ctx, goCmd, toolsDir, dir, log)
+}
+
+// withLinks readies the build of t in moduleDir when t.Links names links: a
+// copy of the linked module's source (from the module cache) under dir, with the
+// links made, and a go.mod beside the tools module's that replaces the module
+// with the copy. It returns go build's -modfile argument.
+func withLinks(ctx context.Context, goCmd, moduleDir string, env []string, dir string, t Tool) (string, error) {
+	cmd := exec.CommandContext(ctx, goCmd, "list", "-m", "-f", "{{.Dir}}", t.Links.Module)
+	cmd.Dir, cmd.Env = moduleDir, env
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("the source of %s: %w", t.Links.Module, err)
+	}
+	src := filepath.Join(dir, ".src", t.Name)
+	if err := os.RemoveAll(src); err != nil {
+		return "", err
+	}
+	if err := os.CopyFS(src, os.DirFS(strings.TrimSpace(string(out)))); err != nil {
+		return "", err
+	}
+	for file, target := range t.Links.Files {
+		rel, err := filepath.Rel(filepath.Dir(file), target)
+		if err != nil {
+			return "", err
+		}
+		if err := os.Symlink(rel, filepath.Join(src, filepath.FromSlash(file))); err != nil {
+			return "", err
+		}
+	}
+	mod, err := os.ReadFile(filepath.Join(moduleDir, "go.mod"))
+	if err != nil {
+		return "", err
+	}
+	sum, err := os.ReadFile(filepath.Join(moduleDir, "go.sum"))
+	if err != nil {
+		return "", err
+	}
+	modfile := filepath.Join(dir, ".src", t.Name+".go.mod")
+	mod = append(mod, []byte("\nreplace "+t.Links.Module+" => "+src+"\n")...)
+	if err := os.WriteFile(modfile, mod, 0o644); err != nil {
+		return "", err
+	}
+	return modfile, os.WriteFile(strings.TrimSuffix(modfile, ".mod")+".sum", sum, 0o644)
 }
 
 // asset is a directory of manifests taken from a tools module's source in the
