@@ -203,9 +203,15 @@ func (e *example) compileTarget(t *testing.T, target string) []*unstructured.Uns
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s compile --target %s: %v\n%s", e.Name, target, err, out)
 	}
+	return readObjects(t, dir)
+}
+
+// readObjects returns the objects of the YAML files compile wrote in dir.
+func readObjects(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("%s compile --target %s wrote no YAML: %v", e.Name, target, err)
+		t.Fatalf("compile wrote no YAML in %s: %v", dir, err)
 	}
 	var objs []*unstructured.Unstructured
 	for _, f := range files {

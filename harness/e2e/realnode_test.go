@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/harness/exampletest"
@@ -170,22 +169,7 @@ func TestRealNodeArgo(t *testing.T) {
 			t.Fatalf("foreach %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	files, err := filepath.Glob(filepath.Join(work, "out", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("compile wrote no YAML: %v", err)
-	}
-	var objs []*unstructured.Unstructured
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, err := simcluster.Decode(data)
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		objs = append(objs, o...)
-	}
+	objs := readObjects(t, filepath.Join(work, "out"))
 	wr := runWorkflow(t, c, ns, objs)
 	if wr.phase != "Succeeded" {
 		t.Fatalf("Workflow %s ended %s: %v", wr.name, wr.phase, wr.failed)
