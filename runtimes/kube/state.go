@@ -12,12 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	jobsetconst "sigs.k8s.io/jobset/pkg/constants"
 
 	"github.com/manifoldflow/manifold/plan"
 )
-
-// jobSetNameLabel is the label JobSet puts on the Jobs and pods of a JobSet.
-const jobSetNameLabel = "jobset.sigs.k8s.io/jobset-name"
 
 // observed is where a unit stands, read from the informer caches.
 type observed struct {
@@ -71,6 +70,54 @@ func completed(j *batchv1.Job, pods []*corev1.Pod) bool {
 		done[key] = true
 	}
 	return len(done) >= need
+}
+
+// jobSetCompleted reports whether JobSet obj, restarted restarts times, has
+// certainly succeeded before its controller says so, as completed does for a
+// Job: under JobSet's default success policy (every Job of every replicated
+// job completes), every completion index of every Job of the current restart
+// attempt has a pod of this JobSet whose containers all exited 0. The JobSet
+// controller marks it Completed only after the Job controller has marked each
+// Job Complete, seconds later.
+func jobSetCompleted(obj *unstructured.Unstructured, restarts int, pods []*corev1.Pod) bool {
+	var js jobsetv1.JobSet
+	if runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &js) != nil {
+		return false
+	}
+	if js.Spec.Suspend != nil && *js.Spec.Suspend || len(js.Spec.ReplicatedJobs) == 0 {
+		return false
+	}
+	// Another success policy (Any, or some of the replicated jobs) is left to
+	// the controller; Manifold emits the default.
+	if sp := js.Spec.SuccessPolicy; sp != nil && (sp.Operator != jobsetv1.OperatorAll || len(sp.TargetReplicatedJobs) > 0) {
+		return false
+	}
+	done := map[string]bool{}
+	attempt := strconv.Itoa(restarts)
+	for _, p := range pods {
+		if p.Labels[jobsetv1.JobSetUIDKey] != string(js.UID) || p.Labels[jobsetconst.RestartsKey] != attempt ||
+			p.Spec.RestartPolicy == corev1.RestartPolicyAlways || !exitedZero(p) {
+			continue
+		}
+		done[p.Labels[jobsetv1.ReplicatedJobNameKey]+"/"+p.Labels[jobsetv1.JobIndexKey]+"/"+p.Annotations[batchv1.JobCompletionIndexAnnotation]] = true
+	}
+	for _, rj := range js.Spec.ReplicatedJobs {
+		if m := rj.Template.Spec.CompletionMode; m == nil || *m != batchv1.IndexedCompletion {
+			return false // Manifold's JobSets run Indexed Jobs; others are left to the controllers
+		}
+		completions := 1
+		if c := rj.Template.Spec.Completions; c != nil {
+			completions = int(*c)
+		}
+		for k := range int(rj.Replicas) {
+			for i := range completions {
+				if !done[rj.Name+"/"+strconv.Itoa(k)+"/"+strconv.Itoa(i)] {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // exitedZero reports whether pod p has succeeded, or all its containers have
@@ -148,7 +195,10 @@ func (r *runner) observe(u *unit) observed {
 			}
 		}
 		ob.attempt = status.Restarts + 1
-		ob.pods = r.w.pods(u.ns, jobSetNameLabel, u.name)
+		ob.pods = r.w.pods(u.ns, jobsetv1.JobSetNameKey, u.name)
+		if !ob.succeeded && !ob.failed && jobSetCompleted(js, status.Restarts, ob.pods) {
+			ob.succeeded = true
+		}
 		if suspended, _, _ := unstructured.NestedBool(js.Object, "spec", "suspend"); suspended && u.Step.Queue != "" {
 			ob.queued, ob.kueueSaid = r.w.queued(u.ns, js.GetUID(), u.Step.Queue)
 		}
