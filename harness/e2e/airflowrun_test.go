@@ -20,9 +20,19 @@ import (
 	"github.com/manifoldflow/manifold/harness/simcluster"
 )
 
-// envFailStep names, to the Airflow home's pod_mutation_hook, the step whose
-// pods get the label that makes kwok fail them.
-const envFailStep = "MANIFOLD_SIMFAIL_STEP"
+// Variables of the Airflow home's cluster policies.
+const (
+	// envFailStep names, to the pod_mutation_hook, the step whose pods get the
+	// label that makes kwok fail them.
+	envFailStep = "MANIFOLD_SIMFAIL_STEP"
+	// envExitStep names, for pods on a real node, the step whose container
+	// prints a line and exits 3 instead of running its command (its image must
+	// have sh).
+	envExitStep = "MANIFOLD_EXIT_STEP"
+	// envReadLogs set to 1 keeps the operators reading their pods' logs, as a
+	// real node serves them (kwok's nodes serve none).
+	envReadLogs = "MANIFOLD_READ_LOGS"
+)
 
 // airflowRunTimeout bounds one `airflow dags test`.
 const airflowRunTimeout = 4 * time.Minute
@@ -90,7 +100,8 @@ type airflowRun struct {
 	*jobRun
 	state  string
 	states map[string][]string // task id → state of each map index
-	log    string
+	// output is what `airflow dags test` printed; log its last lines.
+	output, log string
 }
 
 // runStates is what testdata/airflow/runstates.py prints.
@@ -110,9 +121,11 @@ type runStates struct {
 
 // runAirflow compiles e for the airflow target and runs its DAG with `airflow
 // dags test` against the cluster, in namespace ns (the kubernetes_default
-// connection's), the pods of step failStep (if not empty) labelled to fail.
-// edit, if not nil, rewrites the DAG file first (for the mutation tests).
-func runAirflow(t *testing.T, c *simcluster.Cluster, ns string, e *example, failStep string, edit func([]byte) []byte) *airflowRun {
+// connection's). edit, if not nil, rewrites the DAG file first (for the
+// mutation tests). policy are variables for the Airflow home's cluster policies
+// (testdata/airflow/airflow_local_settings.py): envFailStep, envExitStep,
+// envReadLogs.
+func runAirflow(t *testing.T, c *simcluster.Cluster, ns string, e *example, edit func([]byte) []byte, policy ...string) *airflowRun {
 	t.Helper()
 	python := airflowtest.Python(t)
 	home := airflowHomeDir(t, python)
@@ -146,7 +159,7 @@ func runAirflow(t *testing.T, c *simcluster.Cluster, ns string, e *example, fail
 	ctx, cancel := context.WithTimeout(context.Background(), airflowRunTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, python, "-m", "airflow", "dags", "test", e.Name)
-	cmd.Env = append(airflowEnv(home, dags), "AIRFLOW_CONN_KUBERNETES_DEFAULT="+string(conn), envFailStep+"="+failStep)
+	cmd.Env = append(append(airflowEnv(home, dags), "AIRFLOW_CONN_KUBERNETES_DEFAULT="+string(conn)), policy...)
 	began := time.Now()
 	out, runErr := cmd.CombinedOutput()
 	states := exec.Command(python, filepath.Join("testdata", "airflow", "runstates.py"), filepath.Join(home, "airflow.db"), e.Name)
@@ -172,7 +185,7 @@ func runAirflow(t *testing.T, c *simcluster.Cluster, ns string, e *example, fail
 			failed: map[string]string{}, pending: map[string]string{}, restarts: map[string]int{},
 			pods: map[string][]corev1.Pod{}, nodeType: nodeTypes(t, c),
 		},
-		state: rs.State, states: map[string][]string{}, log: logTail,
+		state: rs.State, states: map[string][]string{}, output: string(out), log: logTail,
 	}
 	// A step's tasks: its own, and for a multi-node step the setup task that
 	// creates its Service and the teardown task that deletes it.
@@ -245,7 +258,7 @@ func TestAirflowFailedStepStopsDependents(t *testing.T) {
 	c := simcluster.Shared(t)
 	e := exampleNamed(t, "hello")
 	ns := c.Namespace(t)
-	r := runAirflow(t, c, ns, e, "shout", nil)
+	r := runAirflow(t, c, ns, e, nil, envFailStep+"=shout")
 	if r.state != "failed" {
 		t.Errorf("DAG run ended %q, want failed\n%s", r.state, r.log)
 	}
@@ -275,7 +288,7 @@ func TestMutationAirflowBrokenOrder(t *testing.T) {
 	c := simcluster.Shared(t)
 	e := exampleNamed(t, "hello")
 	const edge, reversed = `tasks["shout"] >> tasks["echo"]`, `tasks["echo"] >> tasks["shout"]`
-	r := runAirflow(t, c, c.Namespace(t), e, "", func(dag []byte) []byte {
+	r := runAirflow(t, c, c.Namespace(t), e, func(dag []byte) []byte {
 		if !bytes.Contains(dag, []byte(edge)) {
 			t.Fatalf("hello's DAG has no line %s", edge)
 		}

@@ -34,7 +34,7 @@ type workflowRun struct {
 
 // runWorkflow creates the WorkflowTemplate of objs (argo target output) in ns,
 // submits a Workflow that refers to it, and waits until Argo's controller ends
-// the Workflow.
+// the Workflow (simcluster.RunWorkflow).
 func runWorkflow(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstructured.Unstructured) *workflowRun {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -59,11 +59,11 @@ func runWorkflow(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstruc
 		"metadata":   map[string]any{"generateName": wt.GetName() + "-"},
 		"spec":       map[string]any{"workflowTemplateRef": map[string]any{"name": wt.GetName()}},
 	}}
-	created, err := c.Create(ctx, wf, ns)
+	ended, err := c.RunWorkflow(ctx, ns, wf)
 	if err != nil {
-		t.Fatalf("submit the Workflow: %v", err)
+		t.Fatal(err)
 	}
-	r := &workflowRun{name: created.GetName(), uid: string(created.GetUID()), jobRun: &jobRun{
+	r := &workflowRun{name: ended.GetName(), uid: string(ended.GetUID()), jobRun: &jobRun{
 		created: map[string]time.Time{}, done: map[string]time.Time{},
 		failed: map[string]string{}, pending: map[string]string{}, restarts: map[string]int{},
 		pods: map[string][]corev1.Pod{}, nodeType: nodeTypes(t, c),
@@ -79,23 +79,9 @@ func runWorkflow(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstruc
 			FinishedAt  metav1.Time `json:"finishedAt"`
 		} `json:"nodes"`
 	}
-	for {
-		got, err := c.Dynamic.Resource(simcluster.WorkflowGVR).Namespace(ns).Get(ctx, r.name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatalf("get Workflow %s: %v", r.name, err)
-		}
-		if st, ok := got.Object["status"].(map[string]any); ok {
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(st, &status); err != nil {
-				t.Fatalf("Workflow %s status: %v", r.name, err)
-			}
-		}
-		if status.Phase == "Succeeded" || status.Phase == "Failed" || status.Phase == "Error" {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("running Workflow %s: %v (phase %q)", r.name, ctx.Err(), status.Phase)
-		case <-time.After(200 * time.Millisecond):
+	if st, ok := ended.Object["status"].(map[string]any); ok {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(st, &status); err != nil {
+			t.Fatalf("Workflow %s status: %v", r.name, err)
 		}
 	}
 	r.phase = status.Phase

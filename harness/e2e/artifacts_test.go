@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,8 +11,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -65,7 +62,7 @@ func TestArtifactsAcrossPods(t *testing.T) {
 				}
 				pods, runID = wr.pods, wr.name
 			case "airflow":
-				r := runAirflow(t, c, ns, &e, "", nil)
+				r := runAirflow(t, c, ns, &e, nil)
 				if r.state != "success" {
 					t.Fatalf("DAG run ended %q: %v\n%s", r.state, r.states, r.log)
 				}
@@ -114,13 +111,31 @@ func runKube(t *testing.T, c *simcluster.Cluster, e *example, ns, kind, runID st
 	}
 	pods := map[string][]corev1.Pod{}
 	for _, p := range list.Items {
-		if p.Status.Phase != corev1.PodSucceeded {
+		if !exitedZero(p) {
 			continue // a pod of an attempt that did not succeed
 		}
 		step := p.Labels[plan.LabelStep]
 		pods[step] = append(pods[step], p)
 	}
 	return pods
+}
+
+// exitedZero reports whether pod p succeeded, or its containers all exited 0:
+// run --kube goes on from a step once they have, while the kubelet may still
+// be marking the pod Succeeded.
+func exitedZero(p corev1.Pod) bool {
+	if p.Status.Phase == corev1.PodSucceeded {
+		return true
+	}
+	if p.Status.Phase == corev1.PodFailed || len(p.Status.ContainerStatuses) == 0 {
+		return false
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		if c.State.Terminated == nil || c.State.Terminated.ExitCode != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // mainContainer returns pod p's step container.
@@ -191,17 +206,8 @@ func runPods(t *testing.T, bin, step string, pods []corev1.Pod) {
 // s3String reads the JSON string the object key of bucket holds.
 func s3String(t *testing.T, srv *s3test.Server, bucket, key string) string {
 	t.Helper()
-	out, err := srv.Client().GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
-	if err != nil {
-		t.Fatalf("object %s/%s: %v (objects: %v)", bucket, key, err, srv.Keys(t, bucket, ""))
-	}
-	defer out.Body.Close()
-	data, err := io.ReadAll(out.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var v string
-	if err := json.Unmarshal(data, &v); err != nil {
+	if err := json.Unmarshal(s3Object(t, srv, bucket, key), &v); err != nil {
 		t.Fatalf("object %s: %v", key, err)
 	}
 	return v

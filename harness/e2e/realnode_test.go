@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,10 +13,12 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/harness/exampletest"
+	"github.com/manifoldflow/manifold/harness/s3test"
 	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/plan"
 )
@@ -31,6 +34,23 @@ key = "` + simcluster.LabelRealNode + `"
 operator = "Exists"
 effect = "NoSchedule"
 `
+
+// realFlows are the examples run on the real node, with patterns of their run's
+// output and what they put in the store.
+var realFlows = []struct {
+	flow string
+	// out are patterns of the run's output; put are artifacts (paths ending
+	// in STEP/[INDEX/]NAME.json) and the values they must hold.
+	out []string
+	put map[string]any
+}{
+	{"hello",
+		[]string{`(?m)greet +\| hello, world$`, `(?m)shout +\| HELLO, WORLD!$`, `(?m)echo +\| hello, world, from a Command step$`},
+		map[string]any{"greet/greeting.json": "hello, world", "shout/shout.json": "HELLO, WORLD!"}},
+	{"foreach",
+		[]string{`(?m)process\[0\] +\| us-east-1: 100 objects$`, `(?m)process\[2\] +\| eu-west-1: 300 objects$`, `(?m)report +\| us-west-2: 200 objects$`},
+		map[string]any{"process/1/result.json": "us-west-2: 200 objects", "report/summary.json": "us-east-1: 100 objects\nus-west-2: 200 objects\neu-west-1: 300 objects"}},
+}
 
 // TestRealNodeRunKube: hello and foreach run through `run --kube`, as Jobs and
 // as JobSets, in real containers: the run builds the flow's own image and pushes
@@ -49,42 +69,97 @@ func TestRealNodeRunKube(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.PushBusybox(t, "busybox:1.37")
-	for _, ex := range []struct {
-		flow string
-		// out are patterns of the run's output; put are artifacts (paths ending
-		// in STEP/[INDEX/]NAME.json) and the values they must hold.
-		out []string
-		put map[string]any
-	}{
-		{"hello",
-			[]string{`(?m)greet +\| hello, world$`, `(?m)shout +\| HELLO, WORLD!$`, `(?m)echo +\| hello, world, from a Command step$`},
-			map[string]any{"greet/greeting.json": "hello, world", "shout/shout.json": "HELLO, WORLD!"}},
-		{"foreach",
-			[]string{`(?m)process\[0\] +\| us-east-1: 100 objects$`, `(?m)process\[2\] +\| eu-west-1: 300 objects$`, `(?m)report +\| us-west-2: 200 objects$`},
-			map[string]any{"process/1/result.json": "us-west-2: 200 objects", "report/summary.json": "us-east-1: 100 objects\nus-west-2: 200 objects\neu-west-1: 300 objects"}},
-	} {
+	for _, ex := range realFlows {
 		for _, as := range []string{"job", "jobset"} {
-			t.Run(ex.flow+"/"+as, func(t *testing.T) { realRun(t, c, node, bins[ex.flow], ex.flow, as, reg.Host, ex.out, ex.put) })
+			t.Run(ex.flow+"/"+as, func(t *testing.T) {
+				realRun(t, c, node, bins[ex.flow], ex.flow, as, reg.Host, ex.out, ex.put, pvcStore(t, c))
+			})
 		}
+	}
+	// foreach's items put their results in S3 from their pods, as Jobs and as
+	// JobSets.
+	srv := s3test.Start(t)
+	for _, as := range []string{"job", "jobset"} {
+		t.Run("foreach/"+as+"/s3", func(t *testing.T) {
+			ex := realFlows[1]
+			realRun(t, c, node, bins[ex.flow], ex.flow, as, reg.Host, ex.out, ex.put, s3Store(t, c, srv, "real-"+as))
+		})
+	}
+}
+
+// realStore is an artifact store of a run on the real node: the namespace made
+// for the run, what the run's manifold.toml and command line add for it, and
+// read, which returns the JSON files it holds by path below it.
+type realStore struct {
+	what   string
+	ns     string
+	config string
+	args   []string
+	read   func(t *testing.T) map[string][]byte
+}
+
+// pvcStore is a ReadWriteMany claim "art" on a directory of this machine (a
+// hostPath volume on the real node).
+func pvcStore(t *testing.T, c *simcluster.Cluster) realStore {
+	ns, dir := c.Namespace(t), t.TempDir()
+	c.HostPathClaim(t, ns, "art", dir)
+	return realStore{what: "the volume", ns: ns, args: []string{"--artifacts", "pvc://art"}, read: func(t *testing.T) map[string][]byte {
+		got := map[string][]byte{}
+		filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(path, ".json") {
+				if data, err := os.ReadFile(path); err == nil {
+					rel, _ := filepath.Rel(dir, path)
+					got[filepath.ToSlash(rel)] = data
+				}
+			}
+			return nil
+		})
+		return got
+	}}
+}
+
+// s3Store is bucket, made on srv, under the prefix flows: its pods reach the
+// server from the node's network (host_network) and take their credentials
+// from the Secret s3Secret of the namespace, manifold.toml's secrets.
+func s3Store(t *testing.T, c *simcluster.Cluster, srv *s3test.Server, bucket string) realStore {
+	ns := c.Namespace(t)
+	srv.Bucket(t, bucket)
+	_, err := c.Client.CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: s3Secret},
+		StringData: map[string]string{"AWS_ACCESS_KEY_ID": s3test.AccessKey, "AWS_SECRET_ACCESS_KEY": s3test.SecretKey, "AWS_REGION": s3test.Region},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return realStore{
+		what:   "bucket " + bucket,
+		ns:     ns,
+		config: "host_network = true\nsecrets = [\"" + s3Secret + "\"]\n",
+		args:   []string{"--artifacts", "s3://" + bucket + "/flows", "--artifacts-endpoint", srv.Endpoint},
+		read: func(t *testing.T) map[string][]byte {
+			got := map[string][]byte{}
+			for _, key := range srv.Keys(t, bucket, "flows/") {
+				got[strings.TrimPrefix(key, "flows/")] = s3Object(t, srv, bucket, key)
+			}
+			return got
+		},
 	}
 }
 
 // realRun runs flow (its program bin) with `run --kube --as as` on the real
-// node, its image pushed to registry, and checks the run's output against the
-// patterns out and its artifacts against put.
-func realRun(t *testing.T, c *simcluster.Cluster, node *simcluster.Node, bin, flow, as, registry string, out []string, put map[string]any) {
+// node, its image pushed to registry and its artifacts in store, and checks the
+// run's output against the patterns out and its artifacts against put.
+func realRun(t *testing.T, c *simcluster.Cluster, node *simcluster.Node, bin, flow, as, registry string, out []string, put map[string]any, store realStore) {
 	t.Helper()
 	ctx := context.Background()
-	ns := c.Namespace(t)
-	store := t.TempDir()
-	c.HostPathClaim(t, ns, "art", store)
+	ns := store.ns
 	work, env := exampletest.Workspace(t)
-	if err := os.WriteFile(filepath.Join(work, compile.ConfigFile), []byte(realNodeConfig), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(work, compile.ConfigFile), []byte(store.config+realNodeConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	id := "real-" + as
-	cmd := exec.Command(bin, "run", "--kube", "--kubeconfig", c.Kubeconfig, "--namespace", ns, "--as", as,
-		"--image", registry+"/flows/"+flow+":v1", "--artifacts", "pvc://art", "--run-id", id, "--keep")
+	cmd := exec.Command(bin, append([]string{"run", "--kube", "--kubeconfig", c.Kubeconfig, "--namespace", ns, "--as", as,
+		"--image", registry + "/flows/" + flow + ":v1", "--run-id", id, "--keep"}, store.args...)...)
 	cmd.Dir, cmd.Env = work, env
 	output, err := cmd.CombinedOutput()
 	t.Logf("%s run --kube --as %s:\n%s", flow, as, output)
@@ -96,25 +171,14 @@ func realRun(t *testing.T, c *simcluster.Cluster, node *simcluster.Node, bin, fl
 			t.Errorf("the run's output lacks %s", want)
 		}
 	}
-	// What each step put is in the volume, as its container wrote it.
-	got := map[string]any{}
-	filepath.WalkDir(store, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".json") {
-			var v any
-			if data, err := os.ReadFile(path); err == nil && json.Unmarshal(data, &v) == nil {
-				rel, _ := filepath.Rel(store, path)
-				got[rel] = v
-			}
-		}
-		return nil
-	})
+	// What each step put is in the store, as its container wrote it, under
+	// <flow>/<run ID>/.
+	got := store.read(t)
 	for name, want := range put {
-		found := false
-		for path, v := range got {
-			found = found || strings.HasSuffix(path, string(filepath.Separator)+name) && v == want
-		}
-		if !found {
-			t.Errorf("no artifact %s = %q in the volume; it holds %v", name, want, got)
+		var v any
+		data, ok := got[flow+"/"+id+"/"+name]
+		if !ok || json.Unmarshal(data, &v) != nil || v != want {
+			t.Errorf("no artifact %s = %q in %s; it holds %s", name, want, store.what, slices.Sorted(maps.Keys(got)))
 		}
 	}
 	// Every pod of the run ran on the real node, to completion.

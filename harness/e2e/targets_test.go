@@ -85,7 +85,7 @@ func runTarget(t *testing.T, c *simcluster.Cluster, ns string, e *example, targe
 	case "job", "jobset":
 		return runOrdered(t, c, ns, e.compileTarget(t, target))
 	case "airflow":
-		r := runAirflow(t, c, ns, e, "", nil)
+		r := runAirflow(t, c, ns, e, nil)
 		if r.state != "success" {
 			t.Errorf("DAG run ended %q, want success; tasks %v\n%s", r.state, r.states, r.log)
 		}

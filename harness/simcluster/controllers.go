@@ -214,3 +214,40 @@ var (
 	JobSetGVR   = schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}
 	WorkflowGVR = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "workflows"}
 )
+
+// RunWorkflow creates Workflow wf in namespace ns (named, or with
+// generateName) and returns it as Argo's controller ended it (phase
+// Succeeded, Failed or Error), as a watch of it from its creation sees; or the
+// last state seen, with ctx's error.
+func (c *Cluster) RunWorkflow(ctx context.Context, ns string, wf *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	workflows := c.Dynamic.Resource(WorkflowGVR).Namespace(ns)
+	created, err := workflows.Create(ctx, wf, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("submit Workflow: %w", err)
+	}
+	w, err := workflows.Watch(ctx, metav1.ListOptions{
+		FieldSelector:   "metadata.name=" + created.GetName(),
+		ResourceVersion: created.GetResourceVersion(),
+	})
+	if err != nil {
+		return created, fmt.Errorf("watch Workflow %s: %w", created.GetName(), err)
+	}
+	defer w.Stop()
+	last := created
+	for ev := range w.ResultChan() {
+		u, ok := ev.Object.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		last = u
+		switch phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); phase {
+		case "Succeeded", "Failed", "Error":
+			return u, nil
+		}
+	}
+	phase, _, _ := unstructured.NestedString(last.Object, "status", "phase")
+	if ctx.Err() != nil {
+		return last, fmt.Errorf("Workflow %s (phase %q): %w", last.GetName(), phase, ctx.Err())
+	}
+	return last, fmt.Errorf("Workflow %s (phase %q): the watch ended", last.GetName(), phase)
+}
