@@ -35,7 +35,10 @@ type Options struct {
 	Config Config
 	// Params overrides param defaults by name (--param k=v).
 	Params map[string]string
-	// Overrides appends options to named steps after their own (--set), so they win.
+	// Overrides gives named steps options over their own (--set): a layer above
+	// the step's code, as the step's code is above the flow's defaults. An
+	// override replaces the option of its kind (Inferentia replaces the code's
+	// Trainium; Trainium(0) takes the code's devices away).
 	Overrides map[string][]sdk.StepOption
 	// Artifacts and ArtifactsEndpoint, when set, replace the flow's artifact store
 	// and its S3 endpoint (--artifacts, --artifacts-endpoint): see Config.
@@ -88,15 +91,8 @@ func Compile(f *sdk.Flow, o Options) (*plan.Flow, field.ErrorList) {
 		stepNames = append(stepNames, s.Name)
 	}
 	for _, name := range slices.Sorted(maps.Keys(o.Overrides)) {
-		opts := o.Overrides[name]
 		if !known[name] {
 			errs = append(errs, fieldErr(field.ErrorTypeNotFound, field.NewPath("set").Key(name), name, "no step of that name; the flow's steps are "+strings.Join(stepNames, ", ")))
-			continue
-		}
-		for i := range spec.Steps {
-			if spec.Steps[i].Name == name {
-				spec.Steps[i].Spec.Apply(opts...)
-			}
 		}
 	}
 
@@ -134,7 +130,9 @@ func Compile(f *sdk.Flow, o Options) (*plan.Flow, field.ErrorList) {
 			continue
 		}
 		seen[d.Name] = true
-		r := merge(d.Name, at, []layer{{spec: &d.Spec, path: at, name: same}, flowLayer, configLayer})
+		var override sdk.StepSpec
+		override.Apply(o.Overrides[d.Name]...)
+		r := merge(d.Name, at, []layer{{spec: &override, path: at, name: same}, {spec: &d.Spec, path: at, name: same}, flowLayer, configLayer})
 		if builtImage != "" && r.run != nil {
 			r.image = val[string]{v: builtImage, set: true, at: builtAt}
 		}

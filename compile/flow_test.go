@@ -559,15 +559,16 @@ func TestOverrides(t *testing.T) {
 func TestOverrideErrors(t *testing.T) {
 	runErrorCases(t, []errorCase{
 		{
-			name: "trainium zero by override",
-			flow: one(sdk.Trainium(16)),
-			opts: compile.Options{Overrides: map[string][]sdk.StepOption{"s": {sdk.Trainium(0)}}},
-			want: field.ErrorList{field.Invalid(sAt("trainium"), nil, "")},
+			name:    "trainium zero by override, over no trainium",
+			flow:    one(sdk.EFA(8)),
+			opts:    compile.Options{Overrides: map[string][]sdk.StepOption{"s": {sdk.Trainium(0)}}},
+			want:    field.ErrorList{field.Invalid(sAt("trainium"), nil, "")},
+			details: []string{"leave out sdk.Trainium"},
 		},
 		{
-			name: "inferentia by override beside trainium",
+			name: "trainium and inferentia in one override",
 			flow: one(sdk.Trainium(16)),
-			opts: compile.Options{Overrides: map[string][]sdk.StepOption{"s": {sdk.Inferentia(1)}}},
+			opts: compile.Options{Overrides: map[string][]sdk.StepOption{"s": {sdk.Trainium(1), sdk.Inferentia(1)}}},
 			want: field.ErrorList{field.Forbidden(sAt("inferentia"), "")},
 		},
 		{

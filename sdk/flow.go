@@ -241,6 +241,8 @@ func (s StepSpec) clone() StepSpec {
 	c.Retry = clonePtr(s.Retry)
 	c.RetryBackoff = clonePtr(s.RetryBackoff)
 	c.Timeout = clonePtr(s.Timeout)
+	c.DRA = clonePtr(s.DRA)
+	c.Claims = cloneSlice(s.Claims)
 	return c
 }
 
