@@ -218,23 +218,30 @@ func checkSchedule(at *field.Path, s string) field.ErrorList {
 	return nil
 }
 
+// checkName gives one error for a name that breaks any of the name rules, which
+// says every rule it breaks.
 func checkName(at *field.Path, name, what string) field.ErrorList {
 	if name == "" {
 		return field.ErrorList{field.Required(at, "a "+what+" needs a name: lowercase letters, digits and '-'")}
 	}
-	var errs field.ErrorList
-	for _, msg := range content.IsDNS1123Label(name) {
-		errs = append(errs, field.Invalid(at, name, "a "+what+" name must be a DNS-1123 label: "+msg))
+	var broken []string
+	// The length rule below is stricter than the label's 63 bytes, and says so.
+	dns := slices.DeleteFunc(content.IsDNS1123Label(name), func(msg string) bool { return msg == content.MaxLenError(content.DNS1123LabelMaxLength) })
+	if len(dns) > 0 {
+		broken = append(broken, "must be a DNS-1123 label: "+strings.Join(dns, "; "))
 	}
 	// Every object name starts with the flow's name, and Services and JobSets need
 	// names that start with a letter.
-	if what == "flow" && len(errs) == 0 && !unicode.IsLetter(rune(name[0])) {
-		errs = append(errs, field.Invalid(at, name, "a flow name must start with a letter, as the names of the Services and JobSets made from it must"))
+	if what == "flow" && len(dns) == 0 && !unicode.IsLetter(rune(name[0])) {
+		broken = append(broken, "must start with a letter, as the names of the Services and JobSets made from it must")
 	}
 	if len(name) > MaxNameLength {
-		errs = append(errs, fieldErr(field.ErrorTypeInvalid, at, name, fmt.Sprintf("a %s name may have at most %d characters, leaving room for the suffixes every target adds", what, MaxNameLength)))
+		broken = append(broken, fmt.Sprintf("may have at most %d characters (it has %d), leaving room for the suffixes every target adds", MaxNameLength, len(name)))
 	}
-	return errs
+	if len(broken) == 0 {
+		return nil
+	}
+	return field.ErrorList{fieldErr(field.ErrorTypeInvalid, at, name, "a "+what+" name "+strings.Join(broken, "; and it "))}
 }
 
 // dedupe drops repeated errors: a bad flow default or config value is reported once,
