@@ -16,6 +16,7 @@ import (
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/image"
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -46,11 +47,7 @@ func load(c *ucli.Context, flow *sdk.Flow) (*plan.Flow, error) {
 }
 
 func printErrors[E error](w io.Writer, flow string, errs []E) {
-	noun := "errors"
-	if len(errs) == 1 {
-		noun = "error"
-	}
-	fmt.Fprintf(w, "flow %s is invalid: %d %s\n", flow, len(errs), noun)
+	fmt.Fprintf(w, "flow %s is invalid: %s\n", flow, display.Count(len(errs), "error"))
 	for _, e := range errs {
 		fmt.Fprintln(w, e.Error())
 	}

@@ -69,7 +69,7 @@ func TestDRAEFAAll(t *testing.T) {
 		{"mixed rollout", []int{16, 32}, "the 2 nodes it targets publish different numbers of EFA interfaces of DeviceClass efa.networking.k8s.aws in their ResourceSlices (16 on p5-0; 32 on p5-1): a partial or mixed rollout of the EFA DRA driver"},
 		{"partial rollout", []int{0, 16}, "(0 on p5-0; 16 on p5-1)"},
 		{"4 interfaces for 8 groups", []int{4, 4}, "sdk.EFAAll(): the nodes it targets publish 4 EFA interfaces, which the 8 groups of its claim cannot share evenly; ask a count with sdk.EFA(n)"},
-		{"no EFA devices", []int{0, 0}, "sdk.EFAAll(): none of the 2 nodes it targets publishes EFA interfaces of DeviceClass efa.networking.k8s.aws in its ResourceSlices; is the EFA DRA driver running?"},
+		{"no EFA devices", []int{0, 0}, "sdk.EFAAll(): the 2 nodes it targets publish no EFA interfaces of DeviceClass efa.networking.k8s.aws in ResourceSlices; is the EFA DRA driver running?"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := plan(tc.efa...).Steps[0]; got.OK || !strings.Contains(got.Reason, tc.want) {

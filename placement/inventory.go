@@ -153,7 +153,7 @@ func (d *Inventory) lacks(s *plan.Step, n *corev1.Node) string {
 	}
 	for _, class := range classes {
 		if have := d.devices(n.Name, class); have < asked[class] {
-			short = append(short, fmt.Sprintf("%d %s devices, %d asked", have, class, asked[class]))
+			short = append(short, fmt.Sprintf("%s: %d, %d asked", class, have, asked[class]))
 		}
 	}
 	if len(short) > 0 {

@@ -139,7 +139,7 @@ func placeStep(f *plan.Flow, s *plan.Step, nodes []corev1.Node, inv *Inventory) 
 		}
 		for v := range counts {
 			if v == 0 {
-				p.Reason = fmt.Sprintf("sdk.EFAAll(): none of the %d nodes it targets publishes EFA interfaces of DeviceClass %s in its ResourceSlices; is the EFA DRA driver running?", len(targeted), class)
+				p.Reason = fmt.Sprintf("sdk.EFAAll(): %s no EFA interfaces of DeviceClass %s in ResourceSlices; is the EFA DRA driver running?", theNodes(len(targeted), "publishes", "publish"), class)
 				return p
 			}
 			resolved, ok := withEFA(s, v)
@@ -167,7 +167,7 @@ func placeStep(f *plan.Flow, s *plan.Step, nodes []corev1.Node, inv *Inventory) 
 		if s.EFAAll && len(counts) == 1 {
 			for v := range counts {
 				if v == 0 {
-					p.Reason = fmt.Sprintf("sdk.EFAAll(): none of the %d nodes it targets advertises %s; is the EFA device plugin running?", len(targeted), plan.ResourceEFA)
+					p.Reason = fmt.Sprintf("sdk.EFAAll(): %s no %s; is the EFA device plugin running?", theNodes(len(targeted), "advertises", "advertise"), plan.ResourceEFA)
 					return p
 				}
 				p.EFA = int(v)
@@ -269,6 +269,15 @@ func leadingInt(s string) int {
 
 func resourceQuantity(n int64) *resource.Quantity {
 	return resource.NewQuantity(n, resource.DecimalSI)
+}
+
+// theNodes is the subject "the node it targets" or "the n nodes it targets" with
+// its verb, in the form one or several take.
+func theNodes(n int, one, several string) string {
+	if n == 1 {
+		return "the node it targets " + one
+	}
+	return fmt.Sprintf("the %d nodes it targets %s", n, several)
 }
 
 // byCount lists nodes by a count they have: "4 on b; 8 on a, c".
