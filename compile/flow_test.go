@@ -584,7 +584,7 @@ func TestOverrideErrors(t *testing.T) {
 			flow:    one(sdk.EFA(8)),
 			opts:    compile.Options{Overrides: map[string][]sdk.StepOption{"s": {sdk.Trainium(0)}}},
 			want:    field.ErrorList{field.Invalid(sAt("trainium"), nil, "")},
-			details: []string{"leave out sdk.Trainium"},
+			details: []string{"--set s.trainium=0"},
 		},
 		{
 			name: "trainium and inferentia in one override",

@@ -140,7 +140,7 @@ func TestMergeEFA(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := merge("s", field.NewPath("steps").Key("s"), testLayers(tc.step, tc.flow, specOf()))
-			top, _, errs := settle(r.efaCount, "EFA interfaces")
+			top, _, errs := settle(r.efaCount, "EFA interfaces", "s")
 			if len(errs) > 0 || len(top) != 1 {
 				t.Fatalf("settle: %v, errors %v; want one source", top, errs)
 			}

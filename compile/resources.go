@@ -79,7 +79,7 @@ func resources(r *resolved, gpuToleration bool) (resourceResult, field.ErrorList
 	}
 
 	// Neuron: Trainium, or its alias Inferentia, or a Resource of its name.
-	neuronTop, neuronRemoved, neuronErrs := settle(r.neuron, "Neuron devices")
+	neuronTop, neuronRemoved, neuronErrs := settle(r.neuron, "Neuron devices", r.name)
 	errs = append(errs, neuronErrs...)
 	var neuron, efa, gpu count
 	for _, src := range neuronTop {
@@ -91,7 +91,7 @@ func resources(r *resolved, gpuToleration bool) (resourceResult, field.ErrorList
 	if r.instanceType.set && !known {
 		errs = append(errs, field.NotSupported(r.instanceType.at, r.instanceType.v, catalog.Types()))
 	}
-	efaTop, efaRemoved, efaErrs := settle(r.efaCount, "EFA interfaces")
+	efaTop, efaRemoved, efaErrs := settle(r.efaCount, "EFA interfaces", r.name)
 	errs = append(errs, efaErrs...)
 	for _, src := range efaTop {
 		if !src.all {
@@ -256,8 +256,8 @@ func (m removal) above(rank int) bool { return m.done && m.layer < rank }
 // (several sources when that layer gives several options for it). Lower layers are
 // defaults that it replaces. A 0 there means none: it takes away a count that a
 // lower layer asks, and is an error where there is none to take away, as is a
-// negative count.
-func settle(srcs []source, what string) ([]source, removal, field.ErrorList) {
+// negative count. step names the step, for errors about --set.
+func settle(srcs []source, what, step string) ([]source, removal, field.ErrorList) {
 	if len(srcs) == 0 {
 		return nil, removal{}, nil
 	}
@@ -280,8 +280,11 @@ func settle(srcs []source, what string) ([]source, removal, field.ErrorList) {
 	var errs field.ErrorList
 	for _, z := range zeros {
 		detail := fmt.Sprintf("must be a positive number of %s; to request none, leave out sdk.%s", what, z.opt)
-		if z.n == 0 {
-			detail += fmt.Sprintf(" (%s(0) means none only where it replaces a count that the flow, manifold.toml, or the code under --set asks)", z.opt)
+		switch {
+		case z.n == 0 && z.layer == overrideRank && z.opt != "Resource":
+			detail = fmt.Sprintf("the step asks no %s for --set %s.%s=0 to take away; leave that --set out", what, step, strings.ToLower(z.opt))
+		case z.n == 0:
+			detail += fmt.Sprintf(" (%s(0) means none only over a count that the flow's defaults, or under --set the step's code, ask)", z.opt)
 		}
 		errs = append(errs, field.Invalid(z.at, z.n, detail))
 	}

@@ -221,7 +221,7 @@ func TestZeroWithNothingToTakeAway(t *testing.T) {
 			flow:    one(sdk.Trainium(1)),
 			opts:    set(sdk.EFA(0)),
 			want:    field.ErrorList{field.Invalid(sAt("efa"), nil, "")},
-			details: []string{"leave out sdk.EFA"},
+			details: []string{"the step asks no EFA interfaces for --set s.efa=0 to take away; leave that --set out"},
 		},
 		{
 			// Wiring and its zero written side by side on the step: nothing to wire.
