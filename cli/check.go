@@ -71,7 +71,7 @@ func checkCommand(flow *sdk.Flow) *ucli.Command {
 // printReport writes the report as a table, then why each step that cannot be
 // placed cannot.
 func printReport(c *ucli.Context, r *placement.Report) error {
-	fmt.Fprintf(c.App.Writer, "cluster %s (context %s): %d nodes\n", r.Cluster, r.Context, r.NodeCount)
+	fmt.Fprintf(c.App.Writer, "cluster %s (context %s): %s\n", r.Cluster, r.Context, display.Count(r.NodeCount, "node"))
 	rows := [][]string{{"STEP", "NEEDS", "FITS", "RESULT"}}
 	for _, p := range r.Steps {
 		needs := display.Count(p.Nodes, "node")

@@ -16,6 +16,7 @@ import (
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/image"
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -23,7 +24,7 @@ import (
 func flowFlags() []ucli.Flag {
 	return []ucli.Flag{
 		&ucli.StringSliceFlag{Name: "param", Aliases: []string{"p"}, Usage: "set a flow param, `NAME=VALUE` (repeatable)"},
-		&ucli.StringSliceFlag{Name: "set", Usage: "override a step option, `STEP.OPTION=VALUE`, such as train.efa=4 (repeatable); options: " + strings.Join(setOptionNames(), ", ")},
+		&ucli.StringSliceFlag{Name: "set", Usage: "override a step option, `STEP.OPTION=VALUE`, such as train.efa=4, or train.trainium=0 for none (repeatable); options: " + strings.Join(setOptionNames(), ", ")},
 		&ucli.StringFlag{Name: "config", Usage: "read defaults from `FILE` (default: " + compile.ConfigFile + " in the working directory, if present)"},
 		&ucli.StringFlag{Name: "artifacts", Usage: "keep artifacts on a cluster in `STORE`: s3://bucket/prefix, or pvc://CLAIM for a ReadWriteMany volume (replaces sdk.ArtifactVolume and manifold.toml's artifacts)"},
 		&ucli.StringFlag{Name: "artifacts-endpoint", Usage: "the `URL` of the S3-compatible server of an s3:// artifact store, such as http://minio.storage:9000"},
@@ -46,11 +47,7 @@ func load(c *ucli.Context, flow *sdk.Flow) (*plan.Flow, error) {
 }
 
 func printErrors[E error](w io.Writer, flow string, errs []E) {
-	noun := "errors"
-	if len(errs) == 1 {
-		noun = "error"
-	}
-	fmt.Fprintf(w, "flow %s is invalid: %d %s\n", flow, len(errs), noun)
+	fmt.Fprintf(w, "flow %s is invalid: %s\n", flow, display.Count(len(errs), "error"))
 	for _, e := range errs {
 		fmt.Fprintln(w, e.Error())
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/display"
 )
 
 // strictFlag makes the flow's warnings errors.
@@ -26,7 +27,7 @@ func lint(c *ucli.Context, p *plan.Flow, strict bool) error {
 	}
 	for i, w := range warnings {
 		if i == maxWarnings {
-			fmt.Fprintf(c.App.ErrWriter, "warning: %d more warnings; validate --strict lists every one\n", len(warnings)-i)
+			fmt.Fprintf(c.App.ErrWriter, "warning: %s; validate --strict lists every one\n", display.Count(len(warnings)-i, "more warning"))
 			break
 		}
 		fmt.Fprintf(c.App.ErrWriter, "warning: %s\n", w.Error())

@@ -30,7 +30,7 @@ func TestRunWriters(t *testing.T) {
 		stderr string // a substring of what Run writes to stderr; "" for none
 	}{
 		{name: "compile", flow: quiet, args: []string{"compile"}, code: cli.ExitOK, stdout: "name: quiet-one"},
-		{name: "validate", flow: quiet, args: []string{"validate"}, code: cli.ExitOK, stdout: "flow quiet is valid: 1 steps"},
+		{name: "validate", flow: quiet, args: []string{"validate"}, code: cli.ExitOK, stdout: "flow quiet is valid: 1 step\n"},
 		{name: "graph", flow: quiet, args: []string{"graph", "--format", "dot"}, code: cli.ExitOK, stdout: `digraph "quiet"`},
 		{name: "help", flow: quiet, args: []string{"--help"}, code: cli.ExitOK, stdout: "COMMANDS:"},
 		{name: "step", flow: quiet, args: []string{"step", "one"}, code: cli.ExitOK},

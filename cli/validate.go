@@ -9,34 +9,44 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
 func validateCommand(flow *sdk.Flow) *ucli.Command {
 	return &ucli.Command{
 		Name:  "validate",
-		Usage: "check the flow and print its steps",
+		Usage: "check the flow and print its steps, and which targets can take it",
 		Description: "Checks every rule and prints every error with its path; exits 1 if there is any. Warnings\n" +
-			"(EFA that will fall back to TCP, and the like) are printed too; --strict makes them errors.\n" +
+			"(EFA that will fall back to TCP, and the like) are printed too.\n" +
 			"Then says, for each target, whether it can express the flow (a scheduled flow of several\n" +
-			"steps has no Job form, say); with --target, a target that cannot is an error too.",
+			"steps has no Job form, say), and which targets can take it. A valid flow that some target\n" +
+			"cannot take still exits 0; --target T (repeatable, or a comma list) exits 1 when one of\n" +
+			"the targets named cannot take it, and --strict when any target cannot, or there is a warning.",
 		Flags: append([]ucli.Flag{
-			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "also fail unless this target (" + strings.Join(targetNames(), ", ") + ", or all) can express the flow"},
-			strictFlag,
+			&ucli.StringSliceFlag{Name: "target", Aliases: []string{"t"}, Usage: "fail unless `TARGET` can express the flow: " + strings.Join(targetNames(), ", ") + ", or all (repeatable, or a comma list)"},
+			&ucli.BoolFlag{Name: "strict", Usage: "treat warnings (EFA that falls back to TCP, and the like) as errors, and fail unless every target can express the flow"},
 		}, flowFlags()...),
 		Action: func(c *ucli.Context) error {
 			if err := noArgs(c); err != nil {
 				return err
 			}
 			batchGC()
-			required := map[string]bool{}
-			if name := c.String("target"); c.IsSet("target") {
-				chosen, err := chooseTargets(name)
-				if err != nil {
-					return err
+			required := map[string]string{} // target → the flag that asks it
+			for _, list := range c.StringSlice("target") {
+				for _, name := range strings.Split(list, ",") {
+					chosen, err := chooseTargets(strings.TrimSpace(name))
+					if err != nil {
+						return err
+					}
+					for _, t := range chosen {
+						required[t.Name()] = "--target"
+					}
 				}
-				for _, t := range chosen {
-					required[t.Name()] = true
+			}
+			if c.Bool("strict") {
+				for _, t := range targets {
+					required[t.Name()] = "--strict"
 				}
 			}
 			p, err := load(c, flow)
@@ -46,7 +56,7 @@ func validateCommand(flow *sdk.Flow) *ucli.Command {
 			if err := lint(c, p, c.Bool("strict")); err != nil {
 				return err
 			}
-			fmt.Fprintf(c.App.Writer, "flow %s is valid: %d steps\n", p.Name, len(p.Steps))
+			fmt.Fprintf(c.App.Writer, "flow %s is valid: %s\n", p.Name, display.Count(len(p.Steps), "step"))
 			var rows [][]string
 			for i := range p.Steps {
 				rows = append(rows, []string{"  " + p.Steps[i].Name, describe(&p.Steps[i])})
@@ -54,23 +64,37 @@ func validateCommand(flow *sdk.Flow) *ucli.Command {
 			if err := writeTable(c.App.Writer, rows); err != nil {
 				return err
 			}
-			failed := false
+			var can, cannot, failed []string
 			for _, t := range targets {
 				errs := t.Emit(p, emit.Discard)
 				if len(errs) == 0 {
+					can = append(can, t.Name())
 					fmt.Fprintf(c.App.Writer, "target %s: ok\n", t.Name())
 					continue
 				}
+				cannot = append(cannot, t.Name())
 				w := c.App.Writer
-				if required[t.Name()] {
-					w, failed = c.App.ErrWriter, true
+				if flag := required[t.Name()]; flag != "" {
+					w = c.App.ErrWriter
+					failed = append(failed, fmt.Sprintf("target %s cannot express the flow, and %s asks it to", t.Name(), flag))
 				}
 				fmt.Fprintf(w, "target %s: cannot express the flow\n", t.Name())
 				for _, e := range errs {
 					fmt.Fprintf(w, "  %s\n", e.Error())
 				}
 			}
-			if failed {
+			switch {
+			case len(cannot) == 0:
+				fmt.Fprintf(c.App.Writer, "every target can take the flow: %s\n", strings.Join(can, ", "))
+			case len(can) == 0:
+				fmt.Fprintf(c.App.Writer, "no target can take the flow\n")
+			default:
+				fmt.Fprintf(c.App.Writer, "targets that can take the flow: %s (not %s)\n", strings.Join(can, ", "), strings.Join(cannot, ", "))
+			}
+			for _, f := range failed {
+				fmt.Fprintf(c.App.ErrWriter, "error: %s\n", f)
+			}
+			if len(failed) > 0 {
 				return silentInvalid
 			}
 			return nil

@@ -35,7 +35,10 @@ type Options struct {
 	Config Config
 	// Params overrides param defaults by name (--param k=v).
 	Params map[string]string
-	// Overrides appends options to named steps after their own (--set), so they win.
+	// Overrides gives named steps options over their own (--set): a layer above
+	// the step's code, as the step's code is above the flow's defaults. An
+	// override replaces the option of its kind (Inferentia replaces the code's
+	// Trainium; Trainium(0) takes the code's devices away).
 	Overrides map[string][]sdk.StepOption
 	// Artifacts and ArtifactsEndpoint, when set, replace the flow's artifact store
 	// and its S3 endpoint (--artifacts, --artifacts-endpoint): see Config.
@@ -88,15 +91,8 @@ func Compile(f *sdk.Flow, o Options) (*plan.Flow, field.ErrorList) {
 		stepNames = append(stepNames, s.Name)
 	}
 	for _, name := range slices.Sorted(maps.Keys(o.Overrides)) {
-		opts := o.Overrides[name]
 		if !known[name] {
 			errs = append(errs, fieldErr(field.ErrorTypeNotFound, field.NewPath("set").Key(name), name, "no step of that name; the flow's steps are "+strings.Join(stepNames, ", ")))
-			continue
-		}
-		for i := range spec.Steps {
-			if spec.Steps[i].Name == name {
-				spec.Steps[i].Spec.Apply(opts...)
-			}
 		}
 	}
 
@@ -134,7 +130,9 @@ func Compile(f *sdk.Flow, o Options) (*plan.Flow, field.ErrorList) {
 			continue
 		}
 		seen[d.Name] = true
-		r := merge(d.Name, at, []layer{{spec: &d.Spec, path: at, name: same}, flowLayer, configLayer})
+		var override sdk.StepSpec
+		override.Apply(o.Overrides[d.Name]...)
+		r := merge(d.Name, at, []layer{{spec: &override, path: at, name: same}, {spec: &d.Spec, path: at, name: same}, flowLayer, configLayer})
 		if builtImage != "" && r.run != nil {
 			r.image = val[string]{v: builtImage, set: true, at: builtAt}
 		}
@@ -220,23 +218,30 @@ func checkSchedule(at *field.Path, s string) field.ErrorList {
 	return nil
 }
 
+// checkName gives one error for a name that breaks any of the name rules, which
+// says every rule it breaks.
 func checkName(at *field.Path, name, what string) field.ErrorList {
 	if name == "" {
 		return field.ErrorList{field.Required(at, "a "+what+" needs a name: lowercase letters, digits and '-'")}
 	}
-	var errs field.ErrorList
-	for _, msg := range content.IsDNS1123Label(name) {
-		errs = append(errs, field.Invalid(at, name, "a "+what+" name must be a DNS-1123 label: "+msg))
+	var broken []string
+	// The length rule below is stricter than the label's 63 bytes, and says so.
+	dns := slices.DeleteFunc(content.IsDNS1123Label(name), func(msg string) bool { return msg == content.MaxLenError(content.DNS1123LabelMaxLength) })
+	if len(dns) > 0 {
+		broken = append(broken, "must be a DNS-1123 label: "+strings.Join(dns, "; "))
 	}
 	// Every object name starts with the flow's name, and Services and JobSets need
 	// names that start with a letter.
-	if what == "flow" && len(errs) == 0 && !unicode.IsLetter(rune(name[0])) {
-		errs = append(errs, field.Invalid(at, name, "a flow name must start with a letter, as the names of the Services and JobSets made from it must"))
+	if what == "flow" && len(dns) == 0 && !unicode.IsLetter(rune(name[0])) {
+		broken = append(broken, "must start with a letter, as the names of the Services and JobSets made from it must")
 	}
 	if len(name) > MaxNameLength {
-		errs = append(errs, fieldErr(field.ErrorTypeInvalid, at, name, fmt.Sprintf("a %s name may have at most %d characters, leaving room for the suffixes every target adds", what, MaxNameLength)))
+		broken = append(broken, fmt.Sprintf("may have at most %d characters (it has %d), leaving room for the suffixes every target adds", MaxNameLength, len(name)))
 	}
-	return errs
+	if len(broken) == 0 {
+		return nil
+	}
+	return field.ErrorList{fieldErr(field.ErrorTypeInvalid, at, name, "a "+what+" name "+strings.Join(broken, "; and it "))}
 }
 
 // dedupe drops repeated errors: a bad flow default or config value is reported once,

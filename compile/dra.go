@@ -73,7 +73,7 @@ func (e stepEnv) dra(r *resolved, s *plan.Step, res *resourceResult) field.Error
 	if r.dra.set && r.dra.v {
 		switch {
 		case res.neuron == 0 && res.efa == 0 && res.gpu == 0:
-			if r.dra.layer == 0 {
+			if r.dra.layer <= stepRank && !res.neuronRemoved.above(r.dra.layer) && !res.efaRemoved.above(r.dra.layer) {
 				errs = append(errs, field.Invalid(r.dra.at, "DRA()", "sdk.DRA() claims the step's Neuron devices, EFA interfaces and GPUs, and it asks none: add sdk.Trainium, sdk.EFA or sdk.GPU, or leave out sdk.DRA"))
 			}
 		default:
@@ -127,11 +127,7 @@ func (e stepEnv) draRequests(r *resolved, s *plan.Step, res *resourceResult, d *
 	}
 	if res.neuron > 0 && res.efa > 0 {
 		if !slices.Contains(plan.DeviceGroupSizes, res.neuron) {
-			at := r.at.Child("trainium")
-			if r.inferentia.set {
-				at = r.at.Child("inferentia")
-			}
-			errs = append(errs, field.Invalid(at, res.neuron, fmt.Sprintf(
+			errs = append(errs, field.Invalid(res.neuronAt, res.neuron, fmt.Sprintf(
 				"with sdk.DRA and EFA the claim keeps the Neuron devices beside their EFA interfaces by the attribute %sN_id, which the Neuron and EFA drivers publish only for groups of %s devices: ask one of those counts, or leave out sdk.EFA (or sdk.DRA, for device-plugin resources without co-location)",
 				plan.AttributeDeviceGroupPrefix, sizes())))
 		}

@@ -46,7 +46,7 @@ func TestNames(t *testing.T) {
 }
 
 func TestNameErrors(t *testing.T) {
-	long := strings.Repeat("a", 41)
+	long, longer := strings.Repeat("a", 41), strings.Repeat("a", 64)
 	flowNamed := func(name string) *sdk.Flow {
 		return sdk.NewFlow(name, sdk.Image(img)).Step("s", sdk.Command("true"))
 	}
@@ -65,6 +65,27 @@ func TestNameErrors(t *testing.T) {
 		{name: "step underscore", flow: stepNamed("train_1"), want: field.ErrorList{field.Invalid(stepAt("train_1").Child("name"), nil, "")}},
 		{name: "step 41 characters", flow: stepNamed(long), want: field.ErrorList{field.Invalid(stepAt(long).Child("name"), nil, "")}},
 		{name: "step dot", flow: stepNamed("a.b"), want: field.ErrorList{field.Invalid(stepAt("a.b").Child("name"), nil, "")}},
+		// One name, one error, which says every rule it breaks.
+		{
+			name: "step 64 characters", flow: stepNamed(longer),
+			want:    field.ErrorList{field.Invalid(stepAt(longer).Child("name"), nil, "")},
+			details: []string{"at most 40 characters (it has 64)"},
+		},
+		{
+			name: "flow 64 characters", flow: flowNamed(longer),
+			want:    field.ErrorList{field.Invalid(name, nil, "")},
+			details: []string{"at most 40 characters (it has 64)"},
+		},
+		{
+			name: "step uppercase and 41 characters", flow: stepNamed("A" + long[1:]),
+			want:    field.ErrorList{field.Invalid(stepAt("A"+long[1:]).Child("name"), nil, "")},
+			details: []string{"lower case alphanumeric characters"},
+		},
+		{
+			name: "flow starting with a digit and 41 characters", flow: flowNamed("1" + long[1:]),
+			want:    field.ErrorList{field.Invalid(name, nil, "")},
+			details: []string{"start with a letter, as the names of the Services and JobSets made from it must; and it may have at most 40 characters (it has 41)"},
+		},
 		{
 			name: "step empty is found by index",
 			flow: sdk.NewFlow("f", sdk.Image(img)).Step("a", sdk.Command("true")).Step("", sdk.Command("true")),
@@ -559,15 +580,16 @@ func TestOverrides(t *testing.T) {
 func TestOverrideErrors(t *testing.T) {
 	runErrorCases(t, []errorCase{
 		{
-			name: "trainium zero by override",
-			flow: one(sdk.Trainium(16)),
-			opts: compile.Options{Overrides: map[string][]sdk.StepOption{"s": {sdk.Trainium(0)}}},
-			want: field.ErrorList{field.Invalid(sAt("trainium"), nil, "")},
+			name:    "trainium zero by override, over no trainium",
+			flow:    one(sdk.EFA(8)),
+			opts:    compile.Options{Overrides: map[string][]sdk.StepOption{"s": {sdk.Trainium(0)}}},
+			want:    field.ErrorList{field.Invalid(sAt("trainium"), nil, "")},
+			details: []string{"--set s.trainium=0"},
 		},
 		{
-			name: "inferentia by override beside trainium",
+			name: "trainium and inferentia in one override",
 			flow: one(sdk.Trainium(16)),
-			opts: compile.Options{Overrides: map[string][]sdk.StepOption{"s": {sdk.Inferentia(1)}}},
+			opts: compile.Options{Overrides: map[string][]sdk.StepOption{"s": {sdk.Trainium(1), sdk.Inferentia(1)}}},
 			want: field.ErrorList{field.Forbidden(sAt("inferentia"), "")},
 		},
 		{

@@ -34,6 +34,7 @@ func TestSnake(t *testing.T) {
 func testLayers(step, flow, config *sdk.StepSpec) []layer {
 	at := field.NewPath("steps").Key("s")
 	return []layer{
+		{spec: specOf(), path: at, name: same},
 		{spec: step, path: at, name: same},
 		{spec: flow, path: field.NewPath("flow"), name: same},
 		{spec: config, path: field.NewPath("config"), name: snake},
@@ -139,12 +140,12 @@ func TestMergeEFA(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := merge("s", field.NewPath("steps").Key("s"), testLayers(tc.step, tc.flow, specOf()))
-			at := r.efa.at
-			if tc.all {
-				at = r.efaAll.at
+			top, _, errs := settle(r.efaCount, "EFA interfaces", "s")
+			if len(errs) > 0 || len(top) != 1 {
+				t.Fatalf("settle: %v, errors %v; want one source", top, errs)
 			}
-			if r.efa.v != tc.efa || r.efa.set == tc.all || r.efaAll.set != tc.all || at == nil || at.String() != tc.at {
-				t.Errorf("efa %+v, efaAll %+v; want efa %d, all %t at %s", r.efa, r.efaAll, tc.efa, tc.all, tc.at)
+			if got := top[0]; got.n != int64(tc.efa) || got.all != tc.all || got.at.String() != tc.at {
+				t.Errorf("efa %d, all %t at %s; want efa %d, all %t at %s", got.n, got.all, got.at, tc.efa, tc.all, tc.at)
 			}
 		})
 	}

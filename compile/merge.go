@@ -1,16 +1,19 @@
 package compile
 
 import (
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
-// A layer is one source of a step's settings: the step itself, the flow's defaults,
-// or manifold.toml. Each keeps its own path, so an error points where the value was
-// written.
+// A layer is one source of a step's settings: the command line's overrides (--set),
+// the step itself, the flow's defaults, or manifold.toml. Each keeps its own path, so
+// an error points where the value was written; an override has the step's path, as
+// it sets the step's own options.
 type layer struct {
 	spec *sdk.StepSpec
 	path *field.Path
@@ -20,8 +23,16 @@ type layer struct {
 
 func (l layer) child(name string) *field.Path { return l.path.Child(l.name(name)) }
 
+// The ranks of the layers, highest first: merge takes them in this order.
+const (
+	overrideRank = iota
+	stepRank
+	flowRank
+	configRank
+)
+
 // val is a merged scalar: its value, whether any layer set it, where, and the
-// layer's rank (0 for the step itself; higher ranks are lower layers).
+// layer's rank (overrideRank, stepRank...; higher ranks are lower layers).
 type val[T any] struct {
 	v     T
 	set   bool
@@ -49,13 +60,14 @@ type resolved struct {
 	cpu, memory, disk, sharedMemory val[string]
 	gpu                             val[int]
 	gpuVendor                       val[string]
-	trainium, inferentia            val[int]
-	efa                             val[int]
-	efaAll                          val[bool]
 	efaWiring                       val[bool]
 	efaArch                         val[string]
-	resources                       []item[sdk.ResourceSpec]
-	instanceType                    val[string]
+	// neuron and efaCount hold every layer's word on the step's Neuron devices
+	// and EFA interfaces, highest layer first; resources leaves those two
+	// resources out.
+	neuron, efaCount []source
+	resources        []item[sdk.ResourceSpec]
+	instanceType     val[string]
 
 	nodeSelector []item[sdk.KeyValue]
 	tolerations  []item[sdk.TolerationSpec]
@@ -85,15 +97,18 @@ type resolved struct {
 	claims []item[string]
 }
 
-// merge resolves a step from its layers, highest first (step, flow, config).
+// merge resolves a step from its layers, highest first, one of each rank
+// (override, step, flow, config). The body and order come from the step and its
+// overrides alone, as if the overrides were applied to the step after its own
+// options.
 func merge(name string, at *field.Path, layers []layer) *resolved {
-	step := layers[0].spec
+	override, step := layers[overrideRank].spec, layers[stepRank].spec
 	r := &resolved{
 		name:    name,
 		at:      at,
 		run:     step.Run,
 		command: step.Command,
-		after:   step.After,
+		after:   append(slices.Clip(step.After), override.After...),
 		foreach: step.Foreach,
 
 		cpu:          pick(layers, "cpu", func(s *sdk.StepSpec) *string { return s.CPU }),
@@ -102,11 +117,12 @@ func merge(name string, at *field.Path, layers []layer) *resolved {
 		sharedMemory: pick(layers, "sharedMemory", func(s *sdk.StepSpec) *string { return s.SharedMemory }),
 		gpu:          pick(layers, "gpu", func(s *sdk.StepSpec) *int { return s.GPU }),
 		gpuVendor:    pick(layers, "gpuVendor", func(s *sdk.StepSpec) *string { return s.GPUVendor }),
-		trainium:     pick(layers, "trainium", func(s *sdk.StepSpec) *int { return s.Trainium }),
-		inferentia:   pick(layers, "inferentia", func(s *sdk.StepSpec) *int { return s.Inferentia }),
 		efaWiring:    pick(layers, "efaWiring", func(s *sdk.StepSpec) *bool { return s.EFAWiring }),
 		efaArch:      pick(layers, "efaArch", func(s *sdk.StepSpec) *string { return s.EFAArch }),
-		resources:    keyed(layers, "resources", func(s *sdk.StepSpec) []sdk.ResourceSpec { return s.Resources }, func(r sdk.ResourceSpec) string { return r.Name }),
+		resources: slices.DeleteFunc(keyed(layers, "resources", func(s *sdk.StepSpec) []sdk.ResourceSpec { return s.Resources }, func(r sdk.ResourceSpec) string { return r.Name }),
+			func(it item[sdk.ResourceSpec]) bool {
+				return it.v.Name == plan.ResourceNeuron || it.v.Name == plan.ResourceEFA
+			}),
 		instanceType: pick(layers, "instanceType", func(s *sdk.StepSpec) *string { return s.InstanceType }),
 
 		nodeSelector: keyed(layers, "nodeSelector", func(s *sdk.StepSpec) []sdk.KeyValue { return s.NodeSelector }, kvKey),
@@ -141,18 +157,59 @@ func merge(name string, at *field.Path, layers []layer) *resolved {
 		dra:    pick(layers, "dra", func(s *sdk.StepSpec) *bool { return s.DRA }),
 		claims: concat(layers, "claims", func(s *sdk.StepSpec) []string { return s.Claims }),
 	}
-	// EFA(n) and EFAAll() are one setting: the highest layer that gives either wins.
+	if override.Run != nil {
+		r.run = override.Run
+	}
+	if override.Command != nil {
+		r.command = override.Command
+	}
+	if override.Foreach != nil {
+		r.foreach = override.Foreach
+	}
+	r.neuron, r.efaCount = sources(layers)
+	return r
+}
+
+// A source is one layer's word on a device count: an option (Trainium,
+// Inferentia, EFA, EFAAll) or a Resource of the device's own name.
+type source struct {
+	// opt names the option, as the sdk spells it ("Trainium", "Resource").
+	opt string
+	n   int64
+	// all is set for EFAAll, whose count is the instance type's.
+	all   bool
+	at    *field.Path
+	layer int
+}
+
+// sources returns what each layer says of the step's Neuron devices and EFA
+// interfaces, highest layer first.
+func sources(layers []layer) (neuron, efa []source) {
 	for i, l := range layers {
-		if l.spec.EFAAll {
-			r.efaAll = val[bool]{v: true, set: true, at: l.child("efa"), layer: i}
-			break
+		s := l.spec
+		if s.Trainium != nil {
+			neuron = append(neuron, source{opt: "Trainium", n: int64(*s.Trainium), at: l.child("trainium"), layer: i})
 		}
-		if l.spec.EFA != nil {
-			r.efa = val[int]{v: *l.spec.EFA, set: true, at: l.child("efa"), layer: i}
-			break
+		if s.Inferentia != nil {
+			neuron = append(neuron, source{opt: "Inferentia", n: int64(*s.Inferentia), at: l.child("inferentia"), layer: i})
+		}
+		if s.EFAAll {
+			efa = append(efa, source{opt: "EFAAll", all: true, at: l.child("efa"), layer: i})
+		}
+		if s.EFA != nil {
+			efa = append(efa, source{opt: "EFA", n: int64(*s.EFA), at: l.child("efa"), layer: i})
+		}
+		for _, res := range s.Resources {
+			src := source{opt: "Resource", n: res.Count, at: l.child("resources").Key(res.Name), layer: i}
+			switch res.Name {
+			case plan.ResourceNeuron:
+				neuron = append(neuron, src)
+			case plan.ResourceEFA:
+				efa = append(efa, src)
+			}
 		}
 	}
-	return r
+	return neuron, efa
 }
 
 // pick returns the value of the highest layer that sets it.

@@ -232,7 +232,7 @@ func TestStepWinsOverRelatedDefaults(t *testing.T) {
 		Step("s", sdk.Command("true"), sdk.NodeSelector(instanceKey, "p5.48xlarge"))
 	wantErrs(t, f, compile.Options{}, field.ErrorList{field.Invalid(sAt("nodeSelector").Key(instanceKey), nil, "")})
 
-	// And so is a flow default that gives both names.
+	// And so is a flow default that gives both names, at the flow's option.
 	f = sdk.NewFlow("f", sdk.Image(img), sdk.Trainium(1), sdk.Inferentia(1)).Step("s", sdk.Command("true"))
-	wantErrs(t, f, compile.Options{}, field.ErrorList{field.Forbidden(sAt("inferentia"), "")})
+	wantErrs(t, f, compile.Options{}, field.ErrorList{field.Forbidden(field.NewPath("flow", "inferentia"), "")})
 }

@@ -2,6 +2,7 @@ package compile
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,11 +26,16 @@ const neuronPrefix = "aws.amazon.com/neuron"
 type resourceResult struct {
 	neuron, efa, gpu int
 	// efaAll is set when the EFA count is the instance type's, by sdk.EFAAll.
-	efaAll           bool
-	gpuResource      string
-	sharedMemory     string
-	requests, limits []plan.Quantity
-	tolerations      []plan.Toleration
+	efaAll bool
+	// neuronAt is where the Neuron count was given, for errors about it.
+	neuronAt *field.Path
+	// neuronRemoved and efaRemoved say where a 0 took away a lower layer's
+	// devices.
+	neuronRemoved, efaRemoved removal
+	gpuResource               string
+	sharedMemory              string
+	requests, limits          []plan.Quantity
+	tolerations               []plan.Toleration
 }
 
 // count is an accelerator count and the field that set it.
@@ -72,32 +78,12 @@ func resources(r *resolved, gpuToleration bool) (resourceResult, field.ErrorList
 		errs = append(errs, shmErrs...)
 	}
 
-	// Neuron: Trainium, or its alias Inferentia.
+	// Neuron: Trainium, or its alias Inferentia, or a Resource of its name.
+	neuronTop, neuronRemoved, neuronErrs := settle(r.neuron, "Neuron devices", r.name)
+	errs = append(errs, neuronErrs...)
 	var neuron, efa, gpu count
-	// Trainium and Inferentia are one setting: a step's own Inferentia replaces the
-	// flow's Trainium default, but one layer giving both is an error.
-	if r.trainium.set && r.inferentia.set {
-		switch {
-		case r.trainium.layer < r.inferentia.layer:
-			r.inferentia = val[int]{}
-		case r.inferentia.layer < r.trainium.layer:
-			r.trainium = val[int]{}
-		default:
-			errs = append(errs, field.Forbidden(r.at.Child("inferentia"), "Inferentia is another name for Trainium (both ask aws.amazon.com/neuron devices): give one of them"))
-		}
-	}
-	for _, v := range []struct {
-		v    val[int]
-		name string
-	}{{r.inferentia, "Inferentia"}, {r.trainium, "Trainium"}} {
-		if !v.v.set {
-			continue
-		}
-		if v.v.v <= 0 {
-			errs = append(errs, field.Invalid(v.v.at, v.v.v, fmt.Sprintf("must be a positive number of Neuron devices; to request none, leave out sdk.%s", v.name)))
-			continue
-		}
-		neuron = count{int64(v.v.v), r.at.Child(strings.ToLower(v.name))}
+	for _, src := range neuronTop {
+		errs = append(errs, fold(&neuron, src, r.at)...)
 	}
 
 	// EFA, possibly every interface of the instance type.
@@ -105,19 +91,24 @@ func resources(r *resolved, gpuToleration bool) (resourceResult, field.ErrorList
 	if r.instanceType.set && !known {
 		errs = append(errs, field.NotSupported(r.instanceType.at, r.instanceType.v, catalog.Types()))
 	}
-	switch {
-	case r.efaAll.set && !r.instanceType.set:
-		errs = append(errs, field.Required(r.at.Child("instanceType"), "sdk.EFAAll() takes the EFA count of the instance type: add sdk.InstanceType, or ask a count with sdk.EFA(n)"))
-	case r.efaAll.set && known && inst.EFA == 0:
-		errs = append(errs, field.Invalid(r.efaAll.at, "EFAAll()", fmt.Sprintf("%s has no EFA interfaces; leave out sdk.EFAAll", inst.Type)))
-	case r.efaAll.set && known:
-		efa = count{int64(inst.EFA), r.at.Child("efa")}
-		out.efaAll = true
-	case r.efa.set && r.efa.v <= 0:
-		errs = append(errs, field.Invalid(r.efa.at, r.efa.v, "must be a positive number of EFA interfaces; to request none, leave out sdk.EFA"))
-	case r.efa.set:
-		efa = count{int64(r.efa.v), r.at.Child("efa")}
+	efaTop, efaRemoved, efaErrs := settle(r.efaCount, "EFA interfaces", r.name)
+	errs = append(errs, efaErrs...)
+	for _, src := range efaTop {
+		if !src.all {
+			errs = append(errs, fold(&efa, src, r.at)...)
+			continue
+		}
+		switch {
+		case !r.instanceType.set:
+			errs = append(errs, field.Required(r.at.Child("instanceType"), "sdk.EFAAll() takes the EFA count of the instance type: add sdk.InstanceType, or ask a count with sdk.EFA(n)"))
+		case known && inst.EFA == 0:
+			errs = append(errs, field.Invalid(src.at, "EFAAll()", fmt.Sprintf("%s has no EFA interfaces; leave out sdk.EFAAll", inst.Type)))
+		case known:
+			out.efaAll = true
+			errs = append(errs, fold(&efa, source{opt: src.opt, n: int64(inst.EFA), at: src.at, layer: src.layer}, r.at)...)
+		}
 	}
+	out.neuronRemoved, out.efaRemoved = neuronRemoved, efaRemoved
 
 	// GPUs. GPU(0) means none and conflicts with nothing.
 	vendor := catalog.NVIDIA
@@ -153,10 +144,6 @@ func resources(r *resolved, gpuToleration bool) (resourceResult, field.ErrorList
 		}
 		var into *count
 		switch name {
-		case plan.ResourceNeuron:
-			into = &neuron
-		case plan.ResourceEFA:
-			into = &efa
 		case plan.ResourceNVIDIA, plan.ResourceAMD:
 			v := strings.TrimSuffix(name, ".com/gpu")
 			if r.gpuVendor.set && r.gpuVendor.v != v {
@@ -217,7 +204,7 @@ func resources(r *resolved, gpuToleration bool) (resourceResult, field.ErrorList
 				errs = append(errs, field.Invalid(gpu.at, gpu.n, fmt.Sprintf("%s has %d GPUs", inst.Type, d)))
 			}
 		}
-		if efa.n > 0 && !r.efaAll.set {
+		if efa.n > 0 && !out.efaAll {
 			switch {
 			case inst.EFA == 0:
 				errs = append(errs, field.Invalid(efa.at, efa.n, fmt.Sprintf("%s has no EFA interfaces", inst.Type)))
@@ -228,6 +215,7 @@ func resources(r *resolved, gpuToleration bool) (resourceResult, field.ErrorList
 	}
 
 	out.neuron, out.efa, out.gpu = int(neuron.n), int(efa.n), int(gpu.n)
+	out.neuronAt = neuron.at
 	if neuron.n > 0 {
 		extended = append(extended, plan.Quantity{Name: plan.ResourceNeuron, Value: strconv.FormatInt(neuron.n, 10)})
 	}
@@ -251,6 +239,80 @@ func resources(r *resolved, gpuToleration bool) (resourceResult, field.ErrorList
 	out.requests = sortQuantities(append(out.requests, extended...))
 	out.limits = sortQuantities(append(out.limits, extended...))
 	return out, errs
+}
+
+// A removal is where a 0 took away the devices a lower layer asked (a step's
+// Trainium(0) under a flow's Trainium(16)); the zero value is none.
+type removal struct {
+	done  bool
+	layer int
+}
+
+// above reports whether the removal was made at a higher layer than rank: an
+// option given at rank that needs the devices then lapses with them.
+func (m removal) above(rank int) bool { return m.done && m.layer < rank }
+
+// settle returns what the highest layer that speaks of a device count says
+// (several sources when that layer gives several options for it). Lower layers are
+// defaults that it replaces. A 0 there means none: it takes away a count that a
+// lower layer asks, and is an error where there is none to take away, as is a
+// negative count. step names the step, for errors about --set.
+func settle(srcs []source, what, step string) ([]source, removal, field.ErrorList) {
+	if len(srcs) == 0 {
+		return nil, removal{}, nil
+	}
+	top := srcs[0].layer
+	var given, zeros []source
+	below := false
+	for _, src := range srcs {
+		switch {
+		case src.layer != top:
+			below = below || src.all || src.n > 0
+		case src.all || src.n > 0:
+			given = append(given, src)
+		default:
+			zeros = append(zeros, src)
+		}
+	}
+	if len(given) == 0 && below && !slices.ContainsFunc(zeros, func(s source) bool { return s.n < 0 }) {
+		return nil, removal{done: true, layer: top}, nil
+	}
+	var errs field.ErrorList
+	for _, z := range zeros {
+		detail := fmt.Sprintf("must be a positive number of %s; to request none, leave out sdk.%s", what, z.opt)
+		switch {
+		case z.n == 0 && z.layer == overrideRank && z.opt != "Resource":
+			detail = fmt.Sprintf("the step asks no %s for --set %s.%s=0 to take away; leave that --set out", what, step, strings.ToLower(z.opt))
+		case z.n == 0:
+			detail += fmt.Sprintf(" (%s(0) means none only over a count that the flow's defaults, or under --set the step's code, ask)", z.opt)
+		}
+		errs = append(errs, field.Invalid(z.at, z.n, detail))
+	}
+	// Trainium and Inferentia are one setting: one layer may give only one of them.
+	if i := slices.IndexFunc(given, func(s source) bool { return s.opt == "Inferentia" }); i >= 0 &&
+		slices.ContainsFunc(given, func(s source) bool { return s.opt == "Trainium" }) {
+		errs = append(errs, field.Forbidden(given[i].at, "Inferentia is another name for Trainium (both ask aws.amazon.com/neuron devices): give one of them"))
+		given = slices.DeleteFunc(given, func(s source) bool { return s.opt == "Inferentia" })
+	}
+	return given, removal{}, errs
+}
+
+// fold adds src to c: the first count given sets it, and a later one must agree.
+// An option's count is at the step's field of its name (so that errors about the
+// instance type point at the step); a Resource's at its own path.
+func fold(c *count, src source, step *field.Path) field.ErrorList {
+	at := src.at
+	switch src.opt {
+	case "Trainium", "Inferentia", "EFA", "EFAAll":
+		at = step.Child(strings.ToLower(strings.TrimSuffix(src.opt, "All")))
+	}
+	switch {
+	case c.n == 0:
+		*c = count{src.n, at}
+	case c.n != src.n:
+		return field.ErrorList{field.Invalid(src.at, src.n, fmt.Sprintf("conflicts with %s, which asks %d: give the count once", c.at, c.n))}
+	}
+	return nil
 }
 
 // checkResourceName accepts extended resource names: domain-prefixed, and not one

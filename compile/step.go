@@ -46,7 +46,7 @@ func (e stepEnv) compile(r *resolved, known map[string]bool) (plan.Step, field.E
 	s.Requests, s.Limits = res.requests, res.limits
 	s.SharedMemory = res.sharedMemory
 	errs = append(errs, e.dra(r, &s, &res)...)
-	errs = append(errs, wiring(r, &s)...)
+	errs = append(errs, wiring(r, &s, res.efaRemoved)...)
 	errs = append(errs, placement(r, &s, res.tolerations)...)
 	errs = append(errs, e.pod(r, &s)...)
 	errs = append(errs, multiNode(r, &s)...)

@@ -30,7 +30,7 @@ func topology(r *resolved, s *plan.Step) field.ErrorList {
 	}
 	if s.Nodes <= 1 {
 		for _, v := range []val[string]{r.zone, r.spread} {
-			if v.set && v.layer == 0 {
+			if v.set && v.layer <= stepRank {
 				errs = append(errs, field.Forbidden(v.at, "places the pods of a multi-node step, and this step runs one pod: add sdk.Nodes(n), or leave the option out"))
 			}
 		}

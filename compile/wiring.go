@@ -29,8 +29,9 @@ var archNames = map[string]string{
 // wiring sets s.EFAWiring from sdk.EFAWiring and sdk.EFAArch. It reads the
 // step's EFA and Neuron counts, so it runs after resources. Wiring given on the
 // step itself needs EFA; given on the flow or in the config it wires the steps
-// that ask for EFA and leaves the others be.
-func wiring(r *resolved, s *plan.Step) field.ErrorList {
+// that ask for EFA and leaves the others be, and so does the step's own wiring
+// when a higher layer (--set) took its EFA away with a 0 (efaRemoved).
+func wiring(r *resolved, s *plan.Step, efaRemoved removal) field.ErrorList {
 	var errs field.ErrorList
 	arch := plan.ArchX86
 	if r.efaArch.set {
@@ -42,7 +43,7 @@ func wiring(r *resolved, s *plan.Step) field.ErrorList {
 	}
 	on := r.efaWiring.set && r.efaWiring.v
 	switch {
-	case on && s.EFA == 0 && r.efaWiring.layer == 0:
+	case on && s.EFA == 0 && r.efaWiring.layer <= stepRank && !efaRemoved.above(r.efaWiring.layer):
 		errs = append(errs, fieldErr(field.ErrorTypeInvalid, r.efaWiring.at, "EFAWiring()",
 			"wires the step's EFA interfaces, and the step asks for none: add sdk.EFA(n) or sdk.EFAAll(), or leave out sdk.EFAWiring"))
 		return errs
@@ -50,7 +51,7 @@ func wiring(r *resolved, s *plan.Step) field.ErrorList {
 		on = false
 	}
 	if !on {
-		if r.efaArch.set && r.efaArch.layer == 0 {
+		if r.efaArch.set && r.efaArch.layer <= stepRank && !efaRemoved.above(r.efaArch.layer) {
 			errs = append(errs, field.Forbidden(r.efaArch.at, "sdk.EFAArch chooses the library paths of sdk.EFAWiring, which this step does not use: add sdk.EFAWiring(), or leave out sdk.EFAArch"))
 		}
 		return errs

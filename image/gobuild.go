@@ -147,7 +147,7 @@ func firstLines(output string, err error) string {
 	}
 	const most = 4
 	if len(lines) > most {
-		lines = append(lines[:most], fmt.Sprintf("and %d more lines", len(lines)-most))
+		lines = append(lines[:most], fmt.Sprintf("and %d more", len(lines)-most))
 	}
 	return strings.Join(lines, "; ")
 }

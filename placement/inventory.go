@@ -126,6 +126,17 @@ func (d *Inventory) missingClasses(s *plan.Step) []string {
 	return out
 }
 
+// devices counts the devices of class that node publishes.
+func (d *Inventory) devices(node, class string) int {
+	n := 0
+	for _, dev := range d.byNode[node] {
+		if dev.classes[class] {
+			n++
+		}
+	}
+	return n
+}
+
 // lacks says why node n's devices cannot satisfy the claim of DRA step s, or "":
 // too few devices of a class, or, for a co-located claim, no value of the
 // attribute that enough devices of every class share.
@@ -141,14 +152,8 @@ func (d *Inventory) lacks(s *plan.Step, n *corev1.Node) string {
 		asked[r.Class] += r.Count
 	}
 	for _, class := range classes {
-		have := 0
-		for _, dev := range devs {
-			if dev.classes[class] {
-				have++
-			}
-		}
-		if have < asked[class] {
-			short = append(short, fmt.Sprintf("%d %s devices, %d asked", have, class, asked[class]))
+		if have := d.devices(n.Name, class); have < asked[class] {
+			short = append(short, fmt.Sprintf("%s: %d, %d asked", class, have, asked[class]))
 		}
 	}
 	if len(short) > 0 {

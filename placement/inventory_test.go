@@ -90,7 +90,7 @@ func TestLacksPCIeRootPairs(t *testing.T) {
 	if why := on("apart").Reason; !strings.Contains(why, "room for only 0 of its 8 groups of 1 gpu.nvidia.com and 4 efa.networking.k8s.aws devices that share a resource.kubernetes.io/pcieRoot") {
 		t.Errorf("apart: %q", why)
 	}
-	if why := on("few").Reason; !strings.Contains(why, "16 efa.networking.k8s.aws devices, 32 asked") {
+	if why := on("few").Reason; !strings.Contains(why, "efa.networking.k8s.aws: 16, 32 asked") {
 		t.Errorf("few: %q", why)
 	}
 }

@@ -33,7 +33,8 @@ type Placement struct {
 	// advertise enough allocatable of everything it asks for.
 	Fit []string `json:"fit"`
 	// EFA is the EFA interfaces per node the step asks for: for sdk.EFAAll, the
-	// count every node it targets advertises.
+	// count every node it targets advertises (or, when the step claims them
+	// through DRA, publishes in its ResourceSlices).
 	EFA int  `json:"efa,omitempty"`
 	OK  bool `json:"ok"`
 	// Reason says why the step cannot be placed.
@@ -122,6 +123,34 @@ func placeStep(f *plan.Flow, s *plan.Step, nodes []corev1.Node, inv *Inventory) 
 		}
 	}
 
+	// A step that claims every EFA interface through DRA (sdk.EFAAll) asks as
+	// many as its nodes' ResourceSlices publish, which must be the same on every
+	// node it targets, as the device plugin's count must.
+	if class, ok := efaClass(s); ok && s.EFAAll {
+		counts := map[int][]string{}
+		for _, n := range targeted {
+			v := inv.devices(n.Name, class)
+			counts[v] = append(counts[v], n.Name)
+		}
+		if len(counts) > 1 {
+			p.Reason = fmt.Sprintf("the %d nodes it targets publish different numbers of EFA interfaces of DeviceClass %s in their ResourceSlices (%s): a partial or mixed rollout of the EFA DRA driver; fix those nodes, or narrow the step's node selector to nodes that agree",
+				len(targeted), class, byCount(counts))
+			return p
+		}
+		for v := range counts {
+			if v == 0 {
+				p.Reason = fmt.Sprintf("sdk.EFAAll(): %s no EFA interfaces of DeviceClass %s in ResourceSlices; is the EFA DRA driver running?", theNodes(len(targeted), "publishes", "publish"), class)
+				return p
+			}
+			resolved, ok := withEFA(s, v)
+			if !ok {
+				p.Reason = fmt.Sprintf("sdk.EFAAll(): the nodes it targets publish %d EFA interfaces, which the %d groups of its claim cannot share evenly; ask a count with sdk.EFA(n)", v, len(s.DRA.Constraints))
+				return p
+			}
+			p.EFA, s = v, &resolved
+		}
+	}
+
 	// Every node a step with EFA targets must advertise the same EFA count; a
 	// step that claims its EFA through DRA asks the ResourceSlices instead.
 	if s.EFA > 0 && !claimed {
@@ -131,18 +160,14 @@ func placeStep(f *plan.Flow, s *plan.Step, nodes []corev1.Node, inv *Inventory) 
 			counts[q.Value()] = append(counts[q.Value()], n.Name)
 		}
 		if len(counts) > 1 {
-			var parts []string
-			for _, v := range slices.Sorted(maps.Keys(counts)) {
-				parts = append(parts, fmt.Sprintf("%d on %s", v, strings.Join(counts[v], ", ")))
-			}
 			p.Reason = fmt.Sprintf("the %d nodes it targets advertise different numbers of EFA interfaces (%s): a partial or mixed rollout of the EFA device plugin; fix those nodes, or narrow the step's node selector to nodes that agree",
-				len(targeted), strings.Join(parts, "; "))
+				len(targeted), byCount(counts))
 			return p
 		}
 		if s.EFAAll && len(counts) == 1 {
 			for v := range counts {
 				if v == 0 {
-					p.Reason = fmt.Sprintf("sdk.EFAAll(): none of the %d nodes it targets advertises %s; is the EFA device plugin running?", len(targeted), plan.ResourceEFA)
+					p.Reason = fmt.Sprintf("sdk.EFAAll(): %s no %s; is the EFA device plugin running?", theNodes(len(targeted), "advertises", "advertise"), plan.ResourceEFA)
 					return p
 				}
 				p.EFA = int(v)
@@ -246,9 +271,74 @@ func resourceQuantity(n int64) *resource.Quantity {
 	return resource.NewQuantity(n, resource.DecimalSI)
 }
 
+// theNodes is the subject "the node it targets" or "the n nodes it targets" with
+// its verb, in the form one or several take.
+func theNodes(n int, one, several string) string {
+	if n == 1 {
+		return "the node it targets " + one
+	}
+	return fmt.Sprintf("the %d nodes it targets %s", n, several)
+}
+
+// byCount lists nodes by a count they have: "4 on b; 8 on a, c".
+func byCount[N int | int64](counts map[N][]string) string {
+	var parts []string
+	for _, v := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%d on %s", v, strings.Join(counts[v], ", ")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// efaClass returns the DeviceClass of the EFA interfaces step s claims through
+// DRA, and whether it claims any.
+func efaClass(s *plan.Step) (string, bool) {
+	if s.DRA == nil {
+		return "", false
+	}
+	for _, r := range s.DRA.Requests {
+		if isEFARequest(r) {
+			return r.Class, true
+		}
+	}
+	return "", false
+}
+
+// isEFARequest reports whether r is a claim's request for EFA interfaces: efa, or
+// efa-<i> of a pair with GPUs.
+func isEFARequest(r plan.DeviceRequest) bool {
+	return r.Name == plan.DeviceRequestEFA || strings.HasPrefix(r.Name, plan.DeviceRequestEFA+"-")
+}
+
+// withEFA returns s asking efa EFA interfaces instead of its own count: in its
+// requests and limits, or in its claim, whose requests of EFA interfaces share
+// them as they shared the count s asks. It reports false when they cannot share
+// efa evenly.
+func withEFA(s *plan.Step, efa int) (plan.Step, bool) {
+	out := *s
+	out.EFA = efa
+	v := strconv.Itoa(efa)
+	out.Requests, out.Limits = setQuantity(s.Requests, plan.ResourceEFA, v), setQuantity(s.Limits, plan.ResourceEFA, v)
+	if s.DRA == nil || s.EFA == 0 {
+		return out, true
+	}
+	d := *s.DRA
+	d.Requests = slices.Clone(s.DRA.Requests)
+	for i, r := range d.Requests {
+		if !isEFARequest(r) {
+			continue
+		}
+		if r.Count*efa%s.EFA != 0 || r.Count*efa < s.EFA {
+			return out, false
+		}
+		d.Requests[i].Count = r.Count * efa / s.EFA
+	}
+	out.DRA = &d
+	return out, true
+}
+
 // Resolve returns f with the EFA count of each sdk.EFAAll step replaced by the one
-// the cluster's nodes advertise (r's, which Plan made of f), and notes saying
-// which changed. f is not changed.
+// the cluster's nodes advertise, or with DRA publish in their ResourceSlices (r's,
+// which Plan made of f), and notes saying which changed. f is not changed.
 func Resolve(f *plan.Flow, r *Report) (*plan.Flow, []string) {
 	out := *f
 	out.Steps = slices.Clone(f.Steps)
@@ -259,10 +349,12 @@ func Resolve(f *plan.Flow, r *Report) (*plan.Flow, []string) {
 		if !s.EFAAll || p.EFA == 0 || p.EFA == s.EFA {
 			continue
 		}
+		resolved, ok := withEFA(s, p.EFA)
+		if !ok {
+			continue // Plan refused the step
+		}
 		notes = append(notes, fmt.Sprintf("%s: sdk.EFAAll() asks the %d EFA interfaces the cluster's %s nodes advertise (the catalog says %d)", s.Name, p.EFA, s.InstanceType, s.EFA))
-		s.EFA = p.EFA
-		v := strconv.Itoa(p.EFA)
-		s.Requests, s.Limits = setQuantity(s.Requests, plan.ResourceEFA, v), setQuantity(s.Limits, plan.ResourceEFA, v)
+		*s = resolved
 	}
 	return &out, notes
 }

@@ -14,7 +14,9 @@ var (
 // group (Neuron with EFA by resource.aws.com/devicegroup<N>_id, GPUs with EFA by
 // resource.kubernetes.io/pcieRoot). Every pod of the step, every node of a
 // multi-node step included, gets a claim of its own. The step must ask for
-// Neuron devices, EFA or GPUs.
+// Neuron devices, EFA or GPUs; DRA given as the flow's default leaves the steps
+// that ask none (or take the default's devices away with Trainium(0) and EFA(0))
+// be, as does a step's own DRA whose devices --set takes away.
 func DRA() Option { return dra{} }
 
 type dra struct{}

@@ -1,16 +1,58 @@
 // Package sdk is what a flow program imports: a flow, its steps, and the options
 // that say what each step runs, in which order, and what it needs.
 //
+// A flow program declares its flow and hands it to cli.Main, which gives the
+// program its commands (compile, validate, run, check...):
+//
+//	package main
+//
+//	import (
+//		"fmt"
+//		"time"
+//
+//		"github.com/manifoldflow/manifold/cli"
+//		"github.com/manifoldflow/manifold/sdk"
+//	)
+//
+//	var flow = sdk.NewFlow("neuron-train",
+//		sdk.Image("registry.example.com/ml/neuron-train:v1"), // this program, built into an image
+//		sdk.Param("epochs", "3"),
+//	).
+//		Step("prepare", sdk.Run(prepare), sdk.CPU("4"), sdk.Memory("16Gi")).
+//		Step("train", sdk.After("prepare"),
+//			sdk.Image("public.ecr.aws/neuron/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.29.1-ubuntu24.04"),
+//			sdk.Command("torchrun", "--nproc_per_node=32", "train.py", "--epochs", "$(MANIFOLD_PARAM_EPOCHS)"),
+//			sdk.InstanceType("trn1.32xlarge"), sdk.Trainium(16), sdk.EFA(8), sdk.EFAWiring(),
+//			sdk.Nodes(2), sdk.Retry(2), sdk.Timeout(6*time.Hour)).
+//		Step("evaluate", sdk.Run(evaluate), sdk.After("train"),
+//			sdk.InstanceType("inf2.xlarge"), sdk.Inferentia(1))
+//
+//	func prepare(ctx *sdk.Context) error {
+//		fmt.Println("preparing for", ctx.Param("epochs"), "epochs")
+//		return ctx.Put("shards", []string{"shard-000", "shard-001"})
+//	}
+//
+//	func evaluate(ctx *sdk.Context) error {
+//		var shards []string
+//		if err := ctx.Get("prepare", "shards", &shards); err != nil {
+//			return err
+//		}
+//		fmt.Println("evaluated on", len(shards), "shards")
+//		return nil
+//	}
+//
+//	func main() { cli.Main(flow) }
+//
+// Then `go run . validate` checks it, `go run . run` runs it on this machine, and
+// `go run . compile --target argo` writes it for Argo Workflows (or job, jobset,
+// airflow).
+//
 // Options are values applied in order; the last one of a kind wins, and options
 // that add to a list (After, Env, Toleration, Label, Volume…) accumulate. A step
-// option given to NewFlow is the default for every step of that flow. Options never
-// validate: the compile package checks the whole flow at once and reports every
-// error with its path.
-//
-//	var flow = sdk.NewFlow("neuron-train", sdk.Image("registry.example.com/ml/train:v1")).
-//		Step("prepare", sdk.Run(prepare), sdk.CPU("4")).
-//		Step("train", sdk.After("prepare"), sdk.Command("torchrun", "train.py"),
-//			sdk.InstanceType("trn1.32xlarge"), sdk.Trainium(16), sdk.EFA(8))
+// option given to NewFlow is the default for every step of that flow; a step's own
+// option replaces it, and Trainium(0), Inferentia(0) and EFA(0) take a default's
+// devices away. Options never validate: the compile package checks the whole flow
+// at once and reports every error with its path.
 package sdk
 
 import "time"
@@ -241,6 +283,8 @@ func (s StepSpec) clone() StepSpec {
 	c.Retry = clonePtr(s.Retry)
 	c.RetryBackoff = clonePtr(s.RetryBackoff)
 	c.Timeout = clonePtr(s.Timeout)
+	c.DRA = clonePtr(s.DRA)
+	c.Claims = cloneSlice(s.Claims)
 	return c
 }
 

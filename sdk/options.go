@@ -140,7 +140,9 @@ func (o gpuVendor) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o gpuVendor) String() string        { return fmt.Sprintf("GPUVendor(%q)", string(o)) }
 
 // Trainium requests n whole Neuron devices (aws.amazon.com/neuron) and tolerates the
-// aws.amazon.com/neuron taint.
+// aws.amazon.com/neuron taint. Trainium(0) on a step takes away a count that the
+// flow gives as its default (or, through --set, that the step's code asks): the
+// step then asks no Neuron devices. Where there is no such count, 0 is an error.
 func Trainium(n int) Option { return trainium(n) }
 
 type trainium int
@@ -150,7 +152,9 @@ func (o trainium) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o trainium) String() string        { return fmt.Sprintf("Trainium(%d)", int(o)) }
 
 // Inferentia requests n Inferentia devices. It is another name for Trainium: both are
-// Neuron devices (aws.amazon.com/neuron); a step gives one or the other.
+// Neuron devices (aws.amazon.com/neuron); a step gives one or the other, and either
+// replaces the other given as the flow's default or in the step's code (--set).
+// Inferentia(0) takes a default's devices away, as Trainium(0) does.
 func Inferentia(n int) Option { return inferentia(n) }
 
 type inferentia int
@@ -159,7 +163,10 @@ func (o inferentia) applyStep(s *StepSpec) { s.Inferentia = new(int(o)) }
 func (o inferentia) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o inferentia) String() string        { return fmt.Sprintf("Inferentia(%d)", int(o)) }
 
-// EFA requests n Elastic Fabric Adapter interfaces (vpc.amazonaws.com/efa).
+// EFA requests n Elastic Fabric Adapter interfaces (vpc.amazonaws.com/efa). EFA(0)
+// takes away a count (or EFAAll) that the flow gives as its default, or that the
+// step's code asks under --set; with it goes the wiring that EFAWiring on a lower
+// layer adds. Where there is no such count, 0 is an error.
 func EFA(n int) Option { return efa(n) }
 
 type efa int
@@ -211,7 +218,9 @@ func (o efaArch) String() string        { return fmt.Sprintf("EFAArch(%q)", stri
 
 // Resource requests n of any extended resource (a domain-prefixed name such as
 // "example.com/fpga"), as both request and limit. A later Resource of the same name
-// replaces the earlier one.
+// replaces the earlier one. Resource of aws.amazon.com/neuron or
+// vpc.amazonaws.com/efa is another way to write Trainium or EFA, and 0 takes a
+// default away as they do.
 func Resource(name string, n int64) Option { return resourceOpt{name, n} }
 
 type resourceOpt struct {

@@ -18,6 +18,8 @@ import (
 
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
+
+	"github.com/manifoldflow/manifold/runtimes/display"
 )
 
 // LoadOptions configure Load.
@@ -124,7 +126,7 @@ func Load(ctx context.Context, o LoadOptions) error {
 			return err
 		}
 	}
-	log.printf("loading %s into %d nodes of kind cluster %s", o.Image, len(list), name)
+	log.printf("loading %s into %s of kind cluster %s", o.Image, display.Count(len(list), "node"), name)
 	var wg sync.WaitGroup
 	errs := make([]error, len(list))
 	for i, n := range list {

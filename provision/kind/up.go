@@ -39,6 +39,7 @@ import (
 	"sigs.k8s.io/kind/pkg/cluster"
 
 	"github.com/manifoldflow/manifold/provision/nodeshape"
+	"github.com/manifoldflow/manifold/runtimes/display"
 )
 
 // DefaultTimeout bounds each wait of Up: for the nodes to be Ready, and for each
@@ -203,7 +204,7 @@ func settle(ctx context.Context, cl *clients, name string, o Options, nodes int,
 	if !o.Watch || len(shapes) == 0 {
 		return nil
 	}
-	log.printf("keeping the simulated capacity of %d workers until interrupted", len(shapes))
+	log.printf("keeping the simulated capacity of %s until interrupted", display.Count(len(shapes), "worker"))
 	return nodeshape.Keep(ctx, cl.client, shapes, func(node string, err error) {
 		if err != nil {
 			log.printf("%s: could not apply %s again: %v", node, shapes[node].InstanceType, err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -141,6 +142,100 @@ func TestCheckEFARollout(t *testing.T) {
 		got := pod.Spec.Containers[0].Resources.Limits[plan.ResourceEFA]
 		if got.Value() != 8 || !strings.HasPrefix(pod.Spec.NodeName, "check-") {
 			t.Errorf("pod %s asks %s EFA on node %s; want 8 on check-a or check-b", pod.Name, got.String(), pod.Spec.NodeName)
+		}
+	}
+}
+
+// publishDRA gives node name the ResourceSlices of the Neuron and EFA DRA drivers,
+// as the simulated cluster's trn2 nodes have: 16 Neuron devices and efa EFA
+// interfaces, all in one devicegroup16 group. A second call replaces the EFA
+// interfaces.
+func publishDRA(t *testing.T, c *simcluster.Cluster, name string, efa int) {
+	t.Helper()
+	group := map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
+		simcluster.DeviceGroupAttribute(16): {StringValue: new(name + "-g16-0")},
+	}
+	for driver, n := range map[string]int{simcluster.DriverNeuron: 16, simcluster.DriverEFA: efa} {
+		sl := &resourcev1.ResourceSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: name + "-" + driver},
+			Spec: resourcev1.ResourceSliceSpec{
+				Driver: driver, NodeName: new(name),
+				Pool: resourcev1.ResourcePool{Name: name, Generation: int64(efa), ResourceSliceCount: 1},
+			},
+		}
+		for i := range n {
+			sl.Spec.Devices = append(sl.Spec.Devices, resourcev1.Device{Name: fmt.Sprintf("dev%d", i), Attributes: group})
+		}
+		slices := c.Client.ResourceV1().ResourceSlices()
+		_ = slices.Delete(context.Background(), sl.Name, metav1.DeleteOptions{})
+		if _, err := slices.Create(context.Background(), sl, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = slices.Delete(context.Background(), sl.Name, metav1.DeleteOptions{}) })
+	}
+}
+
+// TestCheckDRAEFAAll: a step that claims all 16 Neuron devices and every EFA
+// interface (sdk.EFAAll) through DRA, on two nodes whose ResourceSlices publish 8
+// EFA interfaces and none (a partial rollout of the EFA DRA driver): check fails
+// closed and names the counts; once both publish 8, sdk.EFAAll() resolves to 8,
+// not the catalog's 16, and the run's claims are allocated 8.
+func TestCheckDRAEFAAll(t *testing.T) {
+	c := simcluster.Shared(t)
+	ctx := context.Background()
+	if err := c.InstallNeuronDRA(ctx, "trn2.48xlarge"); err != nil { // the DeviceClasses
+		t.Fatal(err)
+	}
+	ns := c.Namespace(t)
+	const pool = "manifold.dev.test/pool"
+	for _, name := range []string{"check-dra-a", "check-dra-b"} {
+		addFakeNode(t, c, name, map[string]string{plan.LabelInstanceType: checkType, corev1.LabelTopologyZone: simcluster.Zone, pool: "dra-efaall"}, nil)
+		setEFA(t, c, name, 0)
+		untilReady(t, c, name)
+	}
+	publishDRA(t, c, "check-dra-a", 8)
+	publishDRA(t, c, "check-dra-b", 0)
+	f := sdk.NewFlow("kube-dra-efa", sdk.Image("example.com/flow:v1")).
+		Step("train", sdk.Command("train"), sdk.InstanceType(checkType), sdk.NodeSelector(pool, "dra-efaall"),
+			sdk.Trainium(16), sdk.EFAAll(), sdk.DRA(), sdk.Nodes(2))
+	p := compileFlow(t, f)
+	if s := p.Steps[0]; s.EFA != 16 || s.DRA == nil {
+		t.Fatalf("the step claims %d EFA interfaces (DRA %v); the test expects the catalog's 16, claimed", s.EFA, s.DRA)
+	}
+	o := options(c, ns, t.TempDir())
+
+	wantUnplaceable(t, p, o, "the 2 nodes it targets publish different numbers of EFA interfaces of DeviceClass efa.networking.k8s.aws in their ResourceSlices (0 on check-dra-b; 8 on check-dra-a)")
+
+	publishDRA(t, c, "check-dra-b", 8)
+	report, err := kube.Check(ctx, p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !report.OK || report.Steps[0].EFA != 8 || strings.Join(report.Steps[0].Fit, ",") != "check-dra-a,check-dra-b" {
+		t.Fatalf("check once both nodes publish 8: %+v; want ok on check-dra-a and check-dra-b, EFA 8", report.Steps[0])
+	}
+
+	claims := watchClaims(t, c, ns)
+	r := runFlow(t, ctx, p, o)
+	if r.err != nil {
+		t.Fatalf("run: %v", r.err)
+	}
+	if !strings.Contains(r.out.String(), "train: sdk.EFAAll() asks the 8 EFA interfaces the cluster's trn1n.32xlarge nodes advertise (the catalog says 16)") {
+		t.Errorf("the run does not say EFAAll resolved to the cluster's count")
+	}
+	got := claims.all()
+	if len(got) != 2 {
+		t.Fatalf("%d allocated claims, want one per node of the step (2)", len(got))
+	}
+	for _, claim := range got {
+		efa := 0
+		for _, res := range claim.Status.Allocation.Devices.Results {
+			if res.Driver == simcluster.DriverEFA {
+				efa++
+			}
+		}
+		if efa != 8 {
+			t.Errorf("claim %s: allocated %d EFA interfaces; want 8", claim.Name, efa)
 		}
 	}
 }
