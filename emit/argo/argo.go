@@ -258,19 +258,25 @@ func WorkflowTemplate(f *plan.Flow) (*wfv1.WorkflowTemplate, field.ErrorList) {
 		dag.Tasks = append(dag.Tasks, tk)
 	}
 
+	return &wfv1.WorkflowTemplate{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "argoproj.io/v1alpha1", Kind: "WorkflowTemplate"},
+		ObjectMeta: objectMeta(f, emit.Name(emit.MaxNameLength, f.Name)),
+		Spec:       spec,
+	}, nil
+}
+
+// objectMeta is the metadata of f's object called name: in the namespace where
+// every step runs, labelled as part of Manifold and of the flow.
+func objectMeta(f *plan.Flow, name string) metav1.ObjectMeta {
 	var namespace string
 	if len(f.Steps) > 0 {
 		namespace = f.Steps[0].Namespace
 	}
-	return &wfv1.WorkflowTemplate{
-		TypeMeta: metav1.TypeMeta{APIVersion: "argoproj.io/v1alpha1", Kind: "WorkflowTemplate"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      emit.Name(emit.MaxNameLength, f.Name),
-			Namespace: namespace,
-			Labels:    map[string]string{plan.LabelPartOf: plan.PartOf, plan.LabelFlow: f.Name},
-		},
-		Spec: spec,
-	}, nil
+	return metav1.ObjectMeta{
+		Name:      name,
+		Namespace: namespace,
+		Labels:    map[string]string{plan.LabelPartOf: plan.PartOf, plan.LabelFlow: f.Name},
+	}
 }
 
 // check returns what f asks that an Argo workflow cannot carry: a "{{" where

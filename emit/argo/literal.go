@@ -171,18 +171,10 @@ func Literals(f *plan.Flow) *corev1.ConfigMap {
 	if _, ok := carried(f); !ok {
 		return nil
 	}
-	var namespace string
-	if len(f.Steps) > 0 {
-		namespace = f.Steps[0].Namespace
-	}
 	return &corev1.ConfigMap{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      LiteralsName(f.Name),
-			Namespace: namespace,
-			Labels:    map[string]string{plan.LabelPartOf: plan.PartOf, plan.LabelFlow: f.Name},
-		},
-		Data: map[string]string{BracesKey: "{{"},
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: objectMeta(f, LiteralsName(f.Name)),
+		Data:       map[string]string{BracesKey: "{{"},
 	}
 }
 

@@ -37,14 +37,7 @@ type workflowRun struct {
 // steps' containers read "{{" from.
 func prepareLiterals(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstructured.Unstructured) {
 	t.Helper()
-	for _, o := range objs {
-		if o.GetKind() != "ConfigMap" {
-			continue
-		}
-		if _, err := c.Create(context.Background(), o, ns); err != nil {
-			t.Fatalf("the API server refused the ConfigMap %s: %v", o.GetName(), err)
-		}
-	}
+	createKind(t, c, ns, objs, "ConfigMap")
 }
 
 // runWorkflow creates the WorkflowTemplate of objs (argo target output) in ns,
