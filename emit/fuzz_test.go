@@ -1,11 +1,13 @@
 package emit_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/manifoldflow/manifold/compile"
@@ -15,6 +17,7 @@ import (
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/emit/jobset"
 	"github.com/manifoldflow/manifold/harness/argopod"
+	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -135,49 +138,61 @@ func FuzzFlowOptions(f *testing.F) {
 	})
 }
 
-// FuzzArgoTemplating: a value reaches the pod Argo runs byte for byte, though
-// Argo substitutes {{...}} in templates: an env value and an argument, after
-// Argo's own substitution (internal/argopod), are what the flow said; or, for a
-// value Argo would read as a tag, the argo target refuses it at its path.
+// FuzzArgoTemplating: a value reaches the container of the pod Argo runs byte
+// for byte, though Argo substitutes {{...}} in templates: a command's argument,
+// a variable, a foreach item and a param's default, after Argo's own
+// substitution (harness/argopod), are given to the container by the kubelet as
+// the job target's are (argopod.Expanded, with the argo target's ConfigMap);
+// and no "{{" but Argo's own tags, which the target writes, is left in the
+// WorkflowTemplate.
 func FuzzArgoTemplating(f *testing.F) {
 	for _, s := range []string{"{{workflow.name}}", "{{=sprig.trunc(1, 'x')}}", "{{ inputs.parameters.item }}", "{% raw %}{{x}}{% endraw %}",
-		"$(A)", "$$(A)", "{{", "}}", "{{}}", "{{item}}", "a{{b}}c{{", "\\{{x}}"} {
+		"$(A)", "$$(A)", "{{", "}}", "{{}}", "{{item}}", "a{{b}}c{{", "\\{{x}}", "$({{x", "$(a{{b)", "${{", "{{$\xc3\xa9", "{{$(MANIFOLD_PARAM_P)"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		p, errs := compile.Compile(sdk.NewFlow("f", sdk.Image("example.com/flow:v1")).
-			Step("s", sdk.Command("echo", s), sdk.Env("V", s), sdk.Foreach("x", "y")), compile.Options{})
+		p, errs := compile.Compile(sdk.NewFlow("f", sdk.Image("example.com/flow:v1"), sdk.Param("p", s)).
+			Step("s", sdk.Command("echo", s), sdk.Env("V", s), sdk.Foreach("x", s)), compile.Options{})
 		if len(errs) > 0 {
 			return // not UTF-8, say: compile refuses it with a path (FuzzFlowOptions)
 		}
 		wt, errs := argo.WorkflowTemplate(p)
-		for _, e := range errs {
-			if e.Type != field.ErrorTypeInvalid || !strings.HasPrefix(e.Field, "steps[s].") || !strings.Contains(s, "{{") {
-				t.Fatalf("the argo target refuses %q: %v", s, e)
-			}
+		if len(errs) > 0 {
+			t.Fatalf("the argo target refuses %q: %v", s, errs)
 		}
-		if len(errs) == 0 {
-			checkArgoPod(t, wt, s)
-		}
+		checkArgoPod(t, p, wt, s)
 	})
 }
 
-func checkArgoPod(t *testing.T, wt *wfv1.WorkflowTemplate, s string) {
+// argoTags are the template tags the argo target writes itself.
+var argoTags = []string{"{{workflow.parameters.p}}", "{{inputs.parameters.item}}", "{{inputs.parameters.index}}", "{{item.value}}", "{{item.index}}"}
+
+func checkArgoPod(t *testing.T, p *plan.Flow, wt *wfv1.WorkflowTemplate, s string) {
 	t.Helper()
+	data, err := json.Marshal(wt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	for _, tag := range argoTags {
+		text = strings.ReplaceAll(text, tag, "")
+	}
+	if strings.Contains(text, "{{") {
+		t.Errorf("%q: the WorkflowTemplate holds a {{ that Argo would take for a tag: %s", s, data)
+	}
 	pod, err := argopod.Resolve(wt, argo.TaskName("s"), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := pod.Spec.Containers[0]
-	if len(c.Command) != 2 || c.Command[1] != s {
-		t.Errorf("argument %q reaches Argo's pod as %q", s, c.Command)
+	got, err := argopod.Expanded(pod.Spec.Containers[0], argo.Literals(p))
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, e := range c.Env {
-		if e.Name == "V" && e.Value != s {
-			t.Errorf("env value %q reaches Argo's pod as %q", s, e.Value)
-		}
-		if e.Name == "MANIFOLD_ITEM" && e.Value != "y" {
-			t.Errorf("item %q, want y", e.Value)
-		}
+	want, err := argopod.Expanded(job.Jobs(p, p.Step("s"))[1].Spec.Template.Spec.Containers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%q: the kubelet gives Argo's container other values than the Job's (-job +argo):\n%s", s, diff)
 	}
 }

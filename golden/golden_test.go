@@ -46,8 +46,8 @@ func TestMain(m *testing.M) {
 }
 
 // variants are golden directories of examples compiled with flags or a
-// manifold.toml: the artifact stores and a Kueue queue, which no example sets
-// itself (its own directory shows that a flow without them emits what it always
+// manifold.toml: the artifact stores, a Kueue queue and values holding "{{",
+// which no example sets itself (its own directory shows that a flow without them emits what it always
 // did).
 var variants = map[string]struct {
 	example string
@@ -58,6 +58,10 @@ var variants = map[string]struct {
 	"hello.s3":              {example: "hello", args: []string{"--artifacts", "s3://ml-artifacts/flows"}},
 	"foreach.volume":        {example: "foreach", args: []string{"--artifacts", "pvc://shared-artifacts"}},
 	"neuron-train.s3-minio": {example: "neuron-train", args: []string{"--artifacts", "s3://ml-artifacts", "--artifacts-endpoint", "http://minio.storage:9000"}},
+	// "{{" in a param's default and in every step's variables: Argo would take
+	// it for a template tag, so the argo target carries it through its ConfigMap.
+	"hello.braces": {example: "hello", args: []string{"--param", "name={{ user }} $(HOME) $$(X)"},
+		config: "[env]\nNOTE = \"{{workflow.name}} $(MANIFOLD_PARAM_NAME) ${{\"\n"},
 }
 
 // goldens returns the names of the golden directories, in order: one per
@@ -173,9 +177,10 @@ func TestGoldenDirsMatchExamples(t *testing.T) {
 	}
 }
 
-// kubeFiles are the golden files of the Kubernetes-shaped targets, and the
-// ResourceClaimTemplates the argo and airflow targets put beside their own.
-var kubeFiles = []string{"*.job.yaml", "*.jobset.yaml", "*" + emit.ClaimsFileSuffix}
+// kubeFiles are the golden files of the Kubernetes-shaped targets, the
+// ResourceClaimTemplates the argo and airflow targets put beside their own, and
+// the argo target's ConfigMap.
+var kubeFiles = []string{"*.job.yaml", "*.jobset.yaml", "*" + emit.ClaimsFileSuffix, "*" + argo.LiteralsFileSuffix}
 
 func kubeGoldens(t *testing.T) []string {
 	t.Helper()
@@ -216,6 +221,8 @@ func TestGoldenKubernetesDecodeStrictly(t *testing.T) {
 				obj = &jobsetv1.JobSet{}
 			case emit.ResourceClaimTemplateAPIVersion + " ResourceClaimTemplate":
 				obj = &resourcev1.ResourceClaimTemplate{}
+			case "v1 ConfigMap":
+				obj = &corev1.ConfigMap{}
 			default:
 				t.Fatalf("%s document %d: unexpected %s %s", path, i, meta.APIVersion, meta.Kind)
 			}
@@ -258,7 +265,8 @@ func TestGoldenAcceptedByArgoLint(t *testing.T) {
 // (internal/argopod, which leaves out what Argo adds for its executor), or, for a
 // multi-node step, the pod in the JobSet its resource template creates (less the
 // mechanisms' differences, see multiNodePods). Empty and absent lists compare
-// equal, since both serialize to nothing.
+// equal, since both serialize to nothing. Beside the argo target's ConfigMap, the
+// containers are compared as the kubelet fills them in (argopod.Expanded).
 func TestGoldenArgoPodsAreJobPods(t *testing.T) {
 	paths, err := filepath.Glob(filepath.Join("testdata", "*", "*.argo.yaml"))
 	if err != nil || len(paths) == 0 {
@@ -273,6 +281,7 @@ func TestGoldenArgoPodsAreJobPods(t *testing.T) {
 		if err := yaml.UnmarshalStrict(documents(data)[0], &wt); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
+		literals := literalsBeside(t, path)
 		jobPath := strings.TrimSuffix(path, ".argo.yaml") + ".job.yaml"
 		jobData, err := os.ReadFile(jobPath)
 		if err != nil {
@@ -319,6 +328,16 @@ func TestGoldenArgoPodsAreJobPods(t *testing.T) {
 				}
 			}
 			argopod.RunIDs(t, fmt.Sprintf("%s: step %s item %d", path, step, item), &want, &got)
+			if literals != nil {
+				// Values holding "{{" are written otherwise on Argo; the
+				// kubelet gives the container the same bytes.
+				if want.Spec.Containers[0], err = argopod.Expanded(want.Spec.Containers[0]); err == nil {
+					got.Spec.Containers[0], err = argopod.Expanded(got.Spec.Containers[0], literals)
+				}
+				if err != nil {
+					t.Fatalf("%s: step %s item %d: %v", path, step, item, err)
+				}
+			}
 			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("%s: step %s item %d: Argo's pod differs from Job %s's (-job +argo):\n%s", path, step, item, j.Name, diff)
 			}
@@ -327,6 +346,24 @@ func TestGoldenArgoPodsAreJobPods(t *testing.T) {
 			t.Errorf("%s holds no Jobs", jobPath)
 		}
 	}
+}
+
+// literalsBeside returns the ConfigMap of the argo golden file path's flow,
+// nil when it has none.
+func literalsBeside(t *testing.T, path string) *corev1.ConfigMap {
+	t.Helper()
+	data, err := os.ReadFile(strings.TrimSuffix(path, ".argo.yaml") + argo.LiteralsFileSuffix)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm corev1.ConfigMap
+	if err := yaml.UnmarshalStrict(documents(data)[0], &cm); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return &cm
 }
 
 // multiNodePods returns the pod of multi-node Job j of the job target, and the pod

@@ -29,6 +29,12 @@
 //     node alone), never a retryStrategy: a retry of the template would create an
 //     object of a name that exists. A JobSet needs the JobSet controller; either
 //     way the workflow's service account needs RBAC to create and get the objects;
+//   - "{{": Argo reads it as a template tag wherever it is, so a command,
+//     variable, param default or foreach item that holds one is written with
+//     each "{{" as $(MANIFOLD_BRACES), which the kubelet expands in the
+//     container from <flow>.literals.yaml, a ConfigMap applied beside the
+//     WorkflowTemplate (see Carry); an image, annotation or volume path, which
+//     the kubelet does not expand, cannot hold one;
 //   - DRA: a step's pod claims (resourceClaims) reach its pod through
 //     podSpecPatch, its container's through the container template, and a
 //     multi-node step's through its object's pod template; the
@@ -99,11 +105,12 @@ func (Target) Name() string { return "argo" }
 
 // Outputs names the files Emit may write for flow: see emit.Target.
 func (Target) Outputs(flow string) []string {
-	return []string{flow + ".argo.yaml", flow + emit.ClaimsFileSuffix}
+	return []string{flow + ".argo.yaml", flow + LiteralsFileSuffix, flow + emit.ClaimsFileSuffix}
 }
 
 // Emit writes <flow>.argo.yaml: the WorkflowTemplate, then the CronWorkflow when
-// the flow has a schedule; and <flow>.claims.yaml (emit.ClaimsFile) when a step has
+// the flow has a schedule; <flow>.literals.yaml, the ConfigMap (Literals), when a
+// value holds "{{"; and <flow>.claims.yaml (emit.ClaimsFile) when a step has
 // DRA devices. A WorkflowTemplate of more than the flow's ArgoMaxBytes is an
 // error, found once it is written.
 func (Target) Emit(f *plan.Flow, create emit.Create) field.ErrorList {
@@ -129,6 +136,9 @@ func (Target) Emit(f *plan.Flow, create emit.Create) field.ErrorList {
 	}
 	if limit >= 0 && size > limit {
 		return field.ErrorList{tooLarge(f, size, limit)}
+	}
+	if errs := literalsFile(create, f); len(errs) > 0 {
+		return errs
 	}
 	return emit.ClaimsFile(create, f)
 }
@@ -202,6 +212,7 @@ func WorkflowTemplate(f *plan.Flow) (*wfv1.WorkflowTemplate, field.ErrorList) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	f, literal := carried(f)
 	// The pods of the container steps; a multi-node step's pods are inside the
 	// object its resource template creates.
 	pods := make([]corev1.PodTemplateSpec, len(f.Steps))
@@ -209,13 +220,16 @@ func WorkflowTemplate(f *plan.Flow) (*wfv1.WorkflowTemplate, field.ErrorList) {
 	for i := range f.Steps {
 		if s := &f.Steps[i]; s.Nodes <= 1 {
 			pods[i] = emit.Pod(f, s, PodOptions(s))
+			if literal {
+				withBraces(f.Name, &pods[i].Spec)
+			}
 			// Argo creates the pod itself, so Kueue admits it as a plain pod
 			// (its pod integration), by the pod's own queue label.
 			pods[i].Labels = emit.Queued(pods[i].Labels, s)
 			containerPods = append(containerPods, pods[i])
 		}
 	}
-	spec, shared := workflowSpec(f, containerPods, len(containerPods) < len(f.Steps))
+	spec, shared := workflowSpec(f, containerPods, len(containerPods) < len(f.Steps), literal)
 
 	// Each step has a template and a task, a multi-node step up to three.
 	dag := &wfv1.DAGTemplate{Tasks: make([]wfv1.DAGTask, 0, len(f.Steps))}
@@ -224,7 +238,7 @@ func WorkflowTemplate(f *plan.Flow) (*wfv1.WorkflowTemplate, field.ErrorList) {
 	for i := range f.Steps {
 		s := &f.Steps[i]
 		if s.Nodes > 1 {
-			ts, tks, err := multiNode(f, s)
+			ts, tks, err := multiNode(f, s, literal)
 			if err != nil {
 				return nil, field.ErrorList{field.InternalError(stepPath(s), err)}
 			}
@@ -244,28 +258,32 @@ func WorkflowTemplate(f *plan.Flow) (*wfv1.WorkflowTemplate, field.ErrorList) {
 		dag.Tasks = append(dag.Tasks, tk)
 	}
 
+	return &wfv1.WorkflowTemplate{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "argoproj.io/v1alpha1", Kind: "WorkflowTemplate"},
+		ObjectMeta: objectMeta(f, emit.Name(emit.MaxNameLength, f.Name)),
+		Spec:       spec,
+	}, nil
+}
+
+// objectMeta is the metadata of f's object called name: in the namespace where
+// every step runs, labelled as part of Manifold and of the flow.
+func objectMeta(f *plan.Flow, name string) metav1.ObjectMeta {
 	var namespace string
 	if len(f.Steps) > 0 {
 		namespace = f.Steps[0].Namespace
 	}
-	return &wfv1.WorkflowTemplate{
-		TypeMeta: metav1.TypeMeta{APIVersion: "argoproj.io/v1alpha1", Kind: "WorkflowTemplate"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      emit.Name(emit.MaxNameLength, f.Name),
-			Namespace: namespace,
-			Labels:    map[string]string{plan.LabelPartOf: plan.PartOf, plan.LabelFlow: f.Name},
-		},
-		Spec: spec,
-	}, nil
+	return metav1.ObjectMeta{
+		Name:      name,
+		Namespace: namespace,
+		Labels:    map[string]string{plan.LabelPartOf: plan.PartOf, plan.LabelFlow: f.Name},
+	}
 }
 
-// check returns what f asks that an Argo workflow cannot carry.
+// check returns what f asks that an Argo workflow cannot carry: a "{{" where
+// Argo substitutes template tags and nothing Kubernetes reads can stand in for
+// it. (Commands, variables, params and foreach items hold any "{{": see Carry.)
 func check(f *plan.Flow) field.ErrorList {
 	var errs field.ErrorList
-	for i := range f.Params {
-		p := &f.Params[i]
-		errs = append(errs, noTags(field.NewPath("params").Key(p.Name).Child("value"), p.Value)...)
-	}
 	for i := range f.Steps {
 		s := &f.Steps[i]
 		at := stepPath(s)
@@ -273,34 +291,28 @@ func check(f *plan.Flow) field.ErrorList {
 			errs = append(errs, field.Invalid(at.Child("namespace"), s.Namespace, fmt.Sprintf(
 				"an Argo workflow runs every step in its own namespace, and step %s runs in %q; give every step the same namespace", f.Steps[0].Name, f.Steps[0].Namespace)))
 		}
-		errs = append(errs, noTags(at.Child("image"), s.Image)...)
-		for j, arg := range s.Command {
-			errs = append(errs, noTags(at.Child("command").Index(j), arg)...)
-		}
-		for _, e := range s.Env {
-			errs = append(errs, noTags(at.Child("env").Key(e.Name), e.Value)...)
-		}
+		errs = append(errs, noTags(at.Child("image"), s.Image,
+			"the kubelet pulls the image as named, without expanding $(NAME) in it, so nothing can stand in for the \"{{\"; name the image without \"{{\"")...)
 		for _, a := range s.Annotations {
-			errs = append(errs, noTags(at.Child("annotations").Key(a.Key), a.Value)...)
-		}
-		for j, item := range s.Foreach {
-			errs = append(errs, noTags(at.Child("foreach").Index(j), item)...)
+			errs = append(errs, noTags(at.Child("annotations").Key(a.Key), a.Value,
+				"a pod's annotation is written as it is, with nothing to read \"{{\" from instead; pass the value as a variable (sdk.Env), which the argo target carries as written, or compile with --target job, jobset or airflow")...)
 		}
 		for j, v := range s.Volumes {
-			errs = append(errs, noTags(at.Child("volumes").Index(j).Child("path"), v.Path)...)
+			errs = append(errs, noTags(at.Child("volumes").Index(j).Child("path"), v.Path,
+				"the kubelet mounts at the path as written, without expanding $(NAME) in it, so nothing can stand in for the \"{{\"; choose a path without \"{{\"")...)
 		}
 	}
 	return errs
 }
 
-// noTags refuses a value holding "{{": Argo would read it as a template tag and
-// substitute it, or refuse the workflow, instead of passing it on as written.
-func noTags(at *field.Path, value string) field.ErrorList {
+// noTags refuses a value holding "{{", which Argo would read as a template tag
+// and substitute, or refuse the workflow over, instead of passing it on; why
+// says why nothing can stand in for it there, and what to do.
+func noTags(at *field.Path, value, why string) field.ErrorList {
 	if !strings.Contains(value, "{{") {
 		return nil
 	}
-	return field.ErrorList{field.Invalid(at, value,
-		"Argo reads \"{{\" as the start of a template tag, so the value would not reach the pod as written; leave out \"{{\" (a shell can build it: $(printf '%s' '{''{'))")}
+	return field.ErrorList{field.Invalid(at, value, "Argo reads \"{{\" as the start of a template tag, so the value would not reach the pod as written: "+why)}
 }
 
 func stepPath(s *plan.Step) *field.Path { return field.NewPath("steps").Key(s.Name) }
@@ -366,7 +378,7 @@ type shared struct {
 // (a multi-node step's) takes the workflow-level fields too, so when resources is
 // set no nodeSelector is shared: a step's accelerator instance type would strand
 // the executor on (or away from, with no toleration) nodes it has no use for.
-func workflowSpec(f *plan.Flow, pods []corev1.PodTemplateSpec, resources bool) (wfv1.WorkflowSpec, shared) {
+func workflowSpec(f *plan.Flow, pods []corev1.PodTemplateSpec, resources, literal bool) (wfv1.WorkflowSpec, shared) {
 	spec := wfv1.WorkflowSpec{Entrypoint: Entrypoint}
 	for _, p := range f.Params {
 		spec.Arguments.Parameters = append(spec.Arguments.Parameters, wfv1.Parameter{Name: p.Name, Value: wfv1.AnyStringPtr(p.Value)})
@@ -403,8 +415,12 @@ func workflowSpec(f *plan.Flow, pods []corev1.PodTemplateSpec, resources bool) (
 	sh.container.Image = mostCommon(pods, func(p *corev1.PodTemplateSpec) string { return main(p).Image })
 	sh.container.ImagePullPolicy = mostCommon(pods, func(p *corev1.PodTemplateSpec) corev1.PullPolicy { return main(p).ImagePullPolicy })
 	// Every step's environment starts with the params' variables, the same for all
-	// steps on Argo.
-	if n := len(f.Params); n > 0 {
+	// steps on Argo, after BracesEnv when the flow carries "{{".
+	n := len(f.Params)
+	if literal {
+		n++
+	}
+	if n > 0 {
 		sh.container.Env = main(&pods[0]).Env[:n:n]
 	}
 	if !reflect.DeepEqual(sh.container, corev1.Container{}) {

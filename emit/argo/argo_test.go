@@ -155,26 +155,6 @@ func TestScheduleIsCronWorkflow(t *testing.T) {
 	}
 }
 
-func TestTemplateTagsAreRefused(t *testing.T) {
-	p := mustCompile(t, sdk.NewFlow("f", sdk.Image("busybox"), sdk.Param("p", "{{workflow.name}}")).
-		Step("a", sdk.Command("echo", "{{ x }}"), sdk.Env("V", "a{{b"), sdk.Foreach("ok", "{{item}}"),
-			sdk.Annotation("example.com/n", "{{")))
-	_, errs := emit.Files(argo.Target{}, p)
-	want := field.ErrorList{
-		field.Invalid(field.NewPath("params").Key("p").Child("value"), nil, ""),
-		field.Invalid(field.NewPath("steps").Key("a").Child("command").Index(1), nil, ""),
-		field.Invalid(field.NewPath("steps").Key("a").Child("env").Key("V"), nil, ""),
-		field.Invalid(field.NewPath("steps").Key("a").Child("annotations").Key("example.com/n"), nil, ""),
-		field.Invalid(field.NewPath("steps").Key("a").Child("foreach").Index(1), nil, ""),
-	}
-	if diff := cmp.Diff(want, errs, cmpIgnoreDetail); diff != "" {
-		t.Fatalf("errors (-want +got):\n%s", diff)
-	}
-	if !strings.Contains(errs[0].Detail, "template tag") {
-		t.Errorf("the error does not say why: %s", errs[0].Detail)
-	}
-}
-
 func TestOneNamespace(t *testing.T) {
 	p := mustCompile(t, sdk.NewFlow("f", sdk.Image("busybox")).
 		Step("a", sdk.Command("true"), sdk.Namespace("one")).Step("b", sdk.Command("true"), sdk.Namespace("two")))

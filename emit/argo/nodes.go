@@ -60,12 +60,17 @@ const jobGrace = 5 * time.Minute
 // A resource template is not retried: a retry would create an object of the same
 // name, which exists. The nodes are retried by the object itself (the JobSet's
 // failurePolicy.maxRestarts, the Job's backoffLimitPerIndex).
-func multiNode(f *plan.Flow, s *plan.Step) ([]wfv1.Template, []wfv1.DAGTask, error) {
+func multiNode(f *plan.Flow, s *plan.Step, literal bool) ([]wfv1.Template, []wfv1.DAGTask, error) {
 	o := PodOptions(s)
 	if f.ArgoMultiNode != plan.ArgoJob {
 		// One JobSet holds every foreach item, each a replicated job.
 		o.Item = nil
 		js := jobset.Build(f, s, runName(jobset.MaxName(s), f, s, ""), o)
+		if literal {
+			for i := range js.Spec.ReplicatedJobs {
+				withBraces(f.Name, &js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec)
+			}
+		}
 		m, err := manifest(f, js)
 		if err != nil {
 			return nil, nil, err
@@ -86,6 +91,9 @@ func multiNode(f *plan.Flow, s *plan.Step) ([]wfv1.Template, []wfv1.DAGTask, err
 		max -= len("-" + strconv.Itoa(len(s.Foreach)-1)) // the longest index Argo puts there
 	}
 	j := job.New(f, s, runName(max, f, s, index), o)
+	if literal {
+		withBraces(f.Name, &j.Spec.Template.Spec)
+	}
 	jm, err := manifest(f, j)
 	if err != nil {
 		return nil, nil, err
@@ -141,8 +149,7 @@ func resourceTemplate(name, manifest, success, failure string) wfv1.Template {
 // template's own JSON, so a param or item spliced in as it stands could end the
 // manifest's string early. Each is read instead through toJson, which quotes and
 // escapes it for the manifest: "{{workflow.parameters.p}}" becomes
-// {{=toJson(workflow.parameters['p'])}}. (The check refuses "{{" in every other
-// value.)
+// {{=toJson(workflow.parameters['p'])}}. (No other value holds "{{": see Carry.)
 func manifest(f *plan.Flow, obj any) (string, error) {
 	data, err := encode.JSON(obj, "")
 	if err != nil {

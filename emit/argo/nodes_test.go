@@ -89,6 +89,10 @@ func multiNodeFlows() map[string]*sdk.Flow {
 		"digit-step": sdk.NewFlow("digits", sdk.Image("busybox")).
 			Step("1st", sdk.Command("true"), sdk.Nodes(2)).Step("2nd", sdk.Command("true"), sdk.After("1st"), sdk.Nodes(2)),
 	}
+	// "{{" in a param's default, an item, a variable and an argument.
+	flows["braces"] = sdk.NewFlow("braces", sdk.Image("busybox"), sdk.Param("p", "{{workflow.name}} $(X)")).
+		Step("a", sdk.Command("echo", "{{ x }}", "$$(X)${{"), sdk.Env("V", "$(MANIFOLD_PARAM_P){{item}}"),
+			sdk.Foreach("{{inputs.parameters.item}}", "b"), sdk.Nodes(2))
 	for i, s := range adversarial {
 		flows[fmt.Sprintf("adversarial-%d", i)] = sdk.NewFlow("adv", sdk.Image("busybox"), sdk.Param("p", s)).
 			Step("a", sdk.Command("sh", "-c", s, s), sdk.Env("VALUE", s), sdk.Annotation("example.com/note", s),
@@ -459,7 +463,13 @@ func checkObjects(t *testing.T, what string, p *plan.Flow, s *plan.Step, docs []
 			t.Fatalf("%s: %v", what, err)
 		}
 		named(js.Name, jobset.MaxName(s))
-		if diff := cmp.Diff(jobset.Build(p, s, js.Name, emit.PodOptions{}), &js); diff != "" {
+		want := jobset.Build(p, s, js.Name, emit.PodOptions{})
+		for i := range want.Spec.ReplicatedJobs {
+			if i < len(js.Spec.ReplicatedJobs) {
+				expanded(t, p, &want.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec, &js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec)
+			}
+		}
+		if diff := cmp.Diff(want, &js); diff != "" {
 			t.Errorf("%s: step %s: not the jobset target's JobSet (-jobset +argo):\n%s", what, s.Name, diff)
 		}
 		return
@@ -480,11 +490,35 @@ func checkObjects(t *testing.T, what string, p *plan.Flow, s *plan.Step, docs []
 			o.Item = emit.ItemAt(s, i)
 		}
 		want := job.New(p, s, j.Name, o)
+		expanded(t, p, &want.Spec.Template.Spec, &j.Spec.Template.Spec)
 		if diff := cmp.Diff(want, &j); diff != "" {
 			t.Errorf("%s: step %s item %d: not the job target's Job (-job +argo):\n%s", what, s.Name, i, diff)
 		}
 		if diff := cmp.Diff(job.Service(want), &svc); diff != "" {
 			t.Errorf("%s: step %s item %d: not the job target's Service (-job +argo):\n%s", what, s.Name, i, diff)
+		}
+	}
+}
+
+// expanded puts the containers of want, a target's pod, and got, the argo
+// target's for it, as the kubelet fills them in (argopod.Expanded), when p
+// holds "{{": the argo target writes such values otherwise, and the containers
+// must get the same bytes.
+func expanded(t *testing.T, p *plan.Flow, want, got *corev1.PodSpec) {
+	t.Helper()
+	cm := argo.Literals(p)
+	if cm == nil {
+		return
+	}
+	var err error
+	for i := range want.Containers {
+		if want.Containers[i], err = argopod.Expanded(want.Containers[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range got.Containers {
+		if got.Containers[i], err = argopod.Expanded(got.Containers[i], cm); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

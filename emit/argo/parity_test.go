@@ -29,6 +29,9 @@ func parityFlows() map[string]*sdk.Flow {
 			Step("a", sdk.Command("true"), sdk.ImagePullSecret("one")).
 			Step("b", sdk.Command("true"), sdk.ImagePullSecret("two"), sdk.ImagePullSecret("three")).
 			Step("c", sdk.Command("true")),
+		// "{{" in every value the target carries: the kubelet gives the
+		// container the value's own bytes.
+		"literals": literalFlow(),
 		// One step: nothing is shared.
 		"single": sdk.NewFlow("single", sdk.Param("p", "v")).
 			Step("only", sdk.Image("busybox"), sdk.Command("true"), sdk.Foreach("x")),
@@ -51,7 +54,9 @@ func parityFlows() map[string]*sdk.Flow {
 // command, ARGO_* variables and Argo's own pod labels and annotations. The one
 // difference of Manifold's own is Kueue's labels of a queued step, which are on
 // the pod that Argo creates bare and on the Job that the job target makes. Empty and
-// absent lists compare equal, since both serialize to nothing.
+// absent lists compare equal, since both serialize to nothing. A flow whose values
+// hold "{{" has its container compared as the kubelet fills it in
+// (argopod.Expanded): the same bytes reach the process.
 func TestPodParity(t *testing.T) {
 	for name, f := range lintFlows() {
 		t.Run(name, func(t *testing.T) {
@@ -73,6 +78,17 @@ func TestPodParity(t *testing.T) {
 					// the pod itself, by the labels the Job carries on the job target.
 					want.Labels = emit.Queued(want.Labels, s)
 					argopod.RunIDs(t, fmt.Sprintf("step %s item %d", s.Name, item), &want, &got)
+					if cm := argo.Literals(p); cm != nil {
+						// Values holding "{{" are written otherwise; the same
+						// bytes reach the container.
+						want.Spec.Containers[0], err = argopod.Expanded(want.Spec.Containers[0])
+						if err == nil {
+							got.Spec.Containers[0], err = argopod.Expanded(got.Spec.Containers[0], cm)
+						}
+						if err != nil {
+							t.Fatalf("step %s: %v", s.Name, err)
+						}
+					}
 					if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 						t.Errorf("step %s item %d: Argo's pod differs from the Job's (-job +argo):\n%s", s.Name, item, diff)
 					}

@@ -14,6 +14,11 @@
 //
 // For a resource template (a multi-node step) it works out the manifest the
 // executor creates, after the controller's substitution, and the pods in it.
+//
+// Canonical and Expanded work out what the kubelet makes of a container's
+// variables, command and arguments ($(NAME) expansion, variables read from a
+// ConfigMap), so that a pod of the argo target, which writes a value holding
+// "{{" otherwise, can be compared with another target's.
 package argopod
 
 import (

@@ -16,7 +16,8 @@ import (
 // TestScheduledAccepted creates the output of scheduled flows on the API server,
 // with strict field validation: the job target's CronJob (of a one-step flow)
 // and the argo target's WorkflowTemplate and CronWorkflow, in both
-// argo_multi_node modes for a flow with a multi-node step. Nothing runs: the
+// argo_multi_node modes for a flow with a multi-node step, and with them the
+// ConfigMap of a flow whose values hold "{{". Nothing runs: the
 // schedule is hours away. The examples' own outputs are created (and run) by
 // TestExamples.
 func TestScheduledAccepted(t *testing.T) {
@@ -28,6 +29,13 @@ func TestScheduledAccepted(t *testing.T) {
 		Step("prepare", sdk.Command("prepare")).
 		Step("train", sdk.After("prepare"), sdk.Command("torchrun", "train.py"), sdk.Nodes(2),
 			sdk.InstanceType("trn1.32xlarge"), sdk.Trainium(16), sdk.EFA(8), sdk.Retry(1))
+	// "{{" in every value the argo target carries, on a single-node step and a
+	// multi-node one: its ConfigMap is created too.
+	braced := sdk.NewFlow("braced", sdk.Image("registry.example.com/ml/train:v1"), sdk.Schedule("0 5 * * *"),
+		sdk.Param("note", "{{ note }}")).
+		Step("prepare", sdk.Command("prepare", "{{workflow.name}}"), sdk.Env("V", "$(MANIFOLD_PARAM_NOTE){{x}}"), sdk.Foreach("{{item}}", "b")).
+		Step("train", sdk.After("prepare"), sdk.Command("torchrun", "{{ x }}"), sdk.Env("V", "{{"), sdk.Nodes(2),
+			sdk.Foreach("{{a}}", "b"), sdk.InstanceType("trn1.32xlarge"), sdk.Trainium(16), sdk.EFA(8))
 	cases := []struct {
 		name   string
 		flow   *sdk.Flow
@@ -39,6 +47,8 @@ func TestScheduledAccepted(t *testing.T) {
 		{"nightly/argo", nightly, "", argo.Target{}, []string{"WorkflowTemplate", "CronWorkflow"}},
 		{"weekly-train/argo", train, "", argo.Target{}, []string{"WorkflowTemplate", "CronWorkflow"}},
 		{"weekly-train/argo-job", train, "job", argo.Target{}, []string{"WorkflowTemplate", "CronWorkflow"}},
+		{"braced/argo", braced, "", argo.Target{}, []string{"WorkflowTemplate", "CronWorkflow", "ConfigMap"}},
+		{"braced/argo-job", braced, "job", argo.Target{}, []string{"WorkflowTemplate", "CronWorkflow", "ConfigMap"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -32,7 +32,16 @@ type workflowRun struct {
 	name, uid, phase string
 }
 
+// prepareLiterals creates, in namespace ns, the ConfigMaps among objs, as a
+// user applies <flow>.literals.yaml beside the WorkflowTemplate: the one its
+// steps' containers read "{{" from.
+func prepareLiterals(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstructured.Unstructured) {
+	t.Helper()
+	createKind(t, c, ns, objs, "ConfigMap")
+}
+
 // runWorkflow creates the WorkflowTemplate of objs (argo target output) in ns,
+// with the PersistentVolumeClaims, ResourceClaimTemplates and ConfigMap it needs,
 // submits a Workflow that refers to it, and waits until Argo's controller ends
 // the Workflow (simcluster.RunWorkflow).
 func runWorkflow(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstructured.Unstructured) *workflowRun {
@@ -50,6 +59,7 @@ func runWorkflow(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstruc
 	}
 	preparePVCs(t, c, ns, templatePods(t, wt))
 	prepareClaims(t, c, ns, objs)
+	prepareLiterals(t, c, ns, objs)
 	if _, err := c.Create(ctx, wt, ns); err != nil {
 		t.Fatalf("the API server refused the WorkflowTemplate: %v", err)
 	}

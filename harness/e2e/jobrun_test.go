@@ -273,12 +273,18 @@ func preparePVCs(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstruc
 // output: the templates its DRA steps' pods claim from.
 func prepareClaims(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstructured.Unstructured) {
 	t.Helper()
+	createKind(t, c, ns, objs, "ResourceClaimTemplate")
+}
+
+// createKind creates, in namespace ns, the objects of kind among objs.
+func createKind(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstructured.Unstructured, kind string) {
+	t.Helper()
 	for _, o := range objs {
-		if o.GetKind() != "ResourceClaimTemplate" {
+		if o.GetKind() != kind {
 			continue
 		}
 		if _, err := c.Create(context.Background(), o, ns); err != nil {
-			t.Fatalf("the API server refused the ResourceClaimTemplate %s: %v", o.GetName(), err)
+			t.Fatalf("the API server refused the %s %s: %v", kind, o.GetName(), err)
 		}
 	}
 }

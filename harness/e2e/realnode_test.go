@@ -10,17 +10,22 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/manifoldflow/manifold/compile"
+	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/harness/exampletest"
 	"github.com/manifoldflow/manifold/harness/s3test"
 	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/sdk"
 )
 
 // realNodeConfig is a manifold.toml that sends every step to the real nodes.
@@ -276,6 +281,109 @@ func TestRealNodeArgo(t *testing.T) {
 					t.Errorf("step %s pod %s has no container %s: %v", step, p.Name, n, names)
 				}
 			}
+		}
+	}
+}
+
+// The values TestRealNodeArgoLiterals gives a step, each with what its
+// container must get: what the kubelet makes of the value on every target
+// ("$$" is "$", a reference to no variable stays as written).
+var (
+	literalParam = [2]string{"{{workflow.parameters.p}} {{ p }} $(NOPE)", "{{workflow.parameters.p}} {{ p }} $(NOPE)"}
+	literalItems = [][2]string{{"{{item}}", "{{item}}"}, {"{{workflow.name}} $(X) $$(X)", "{{workflow.name}} $(X) $(X)"}}
+	literalEnv   = map[string][2]string{
+		"V1": {"{{workflow.name}} {{ x }}", "{{workflow.name}} {{ x }}"},
+		"V2": {"$(MANIFOLD_PARAM_P)/{{inputs.parameters.item}}/$(NOPE)/$$(X)/${{y}}\n", literalParam[1] + "/{{inputs.parameters.item}}/$(NOPE)/$(X)/${{y}}\n"},
+	}
+	literalArgs = [][2]string{
+		{"{{workflow.name}}", "{{workflow.name}}"},
+		{"{{ x }}", "{{ x }}"},
+		{"$(NOPE) $$(X) ${{y}} $({{z", "$(NOPE) $(X) ${{y}} $({{z"},
+		{"a{{b}}c{{ \t'\"\\ ü ✓", "a{{b}}c{{ \t'\"\\ ü ✓"},
+		{"{{=sprig.trunc(1, 'x')}}", "{{=sprig.trunc(1, 'x')}}"},
+		{"{{item}}=$(MANIFOLD_ITEM)", ""}, // the item's own, below
+	}
+)
+
+// TestRealNodeArgoLiterals: values holding "{{" (which Argo reads as a template
+// tag), "$(...)" (which the kubelet expands) and other bytes reach the
+// container under Argo's real workflow-controller, executor and a real kubelet
+// as on the other targets: a param's default, foreach items, variables and
+// command arguments, which a busybox step writes to a host directory that the
+// test reads back. The ConfigMap the argo target writes beside the
+// WorkflowTemplate is created first, as a user applies it.
+func TestRealNodeArgoLiterals(t *testing.T) {
+	c := simcluster.Shared(t)
+	node := c.RealNode(t)
+	c.PushBusybox(t, "busybox:1.37")
+	ns := c.Namespace(t)
+	c.ArgoExecutor(t, ns)
+	store := t.TempDir()
+	c.HostPathClaim(t, ns, "out", store)
+
+	// The step writes each value to a file of its item's directory.
+	script := `d=/out/$MANIFOLD_INDEX && mkdir -p $d && printf %s "$MANIFOLD_PARAM_P" >$d/param && printf %s "$MANIFOLD_ITEM" >$d/item && ` +
+		`printf %s "$V1" >$d/V1 && printf %s "$V2" >$d/V2 && n=0 && for a in "$@"; do printf %s "$a" >$d/arg$n; n=$((n+1)); done`
+	command := []string{"sh", "-c", script, "sh"}
+	for _, a := range literalArgs {
+		command = append(command, a[0])
+	}
+	var items []string
+	for _, it := range literalItems {
+		items = append(items, it[0])
+	}
+	flow := sdk.NewFlow("braces", sdk.Image("busybox:1.37"), sdk.Param("p", literalParam[0]), sdk.HostNetwork(true),
+		sdk.NodeSelector(simcluster.LabelRealNode, "true"), sdk.Toleration(simcluster.LabelRealNode, "", "NoSchedule")).
+		Step("write", sdk.Command(command...), sdk.Env("V1", literalEnv["V1"][0]), sdk.Env("V2", literalEnv["V2"][0]),
+			sdk.Foreach(items...), sdk.Volume("out", "/out"))
+	p, errs := compile.Compile(flow, compile.Options{})
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	files, errs := emit.Files(argo.Target{}, p)
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	var objs []*unstructured.Unstructured
+	for _, f := range files {
+		o, err := simcluster.Decode(f.Data)
+		if err != nil {
+			t.Fatalf("%s: %v", f.Name, err)
+		}
+		objs = append(objs, o...)
+	}
+	if len(files) != 2 || files[1].Name != "braces"+argo.LiteralsFileSuffix {
+		t.Fatalf("the argo target wrote %d files; want the WorkflowTemplate's and the ConfigMap's", len(files))
+	}
+
+	wr := runWorkflow(t, c, ns, objs)
+	if wr.phase != "Succeeded" {
+		t.Fatalf("Workflow %s ended %s: %v", wr.name, wr.phase, wr.failed)
+	}
+	for i, item := range literalItems {
+		want := map[string]string{"param": literalParam[1], "item": item[1]}
+		for name, v := range literalEnv {
+			want[name] = v[1]
+		}
+		for j, a := range literalArgs {
+			want["arg"+strconv.Itoa(j)] = a[1]
+		}
+		want["arg"+strconv.Itoa(len(literalArgs)-1)] = "{{item}}=" + item[1]
+		for name, v := range want {
+			data, err := os.ReadFile(filepath.Join(store, strconv.Itoa(i), name))
+			if err != nil {
+				t.Errorf("item %d: %v", i, err)
+			} else if string(data) != v {
+				t.Errorf("item %d: the container got %s = %q, want %q", i, name, data, v)
+			}
+		}
+	}
+	if n := len(wr.pods["write"]); n != len(literalItems) {
+		t.Errorf("%d pods ran the step, want one per item", n)
+	}
+	for _, pod := range wr.pods["write"] {
+		if pod.Spec.NodeName != node.Name {
+			t.Errorf("pod %s ran on %s, not the real node %s", pod.Name, pod.Spec.NodeName, node.Name)
 		}
 	}
 }

@@ -43,6 +43,7 @@ import (
 	_ "k8s.io/kubernetes/pkg/apis/resource/install"
 	"k8s.io/kubernetes/pkg/registry/batch/cronjob"
 	"k8s.io/kubernetes/pkg/registry/batch/job"
+	"k8s.io/kubernetes/pkg/registry/core/configmap"
 	"k8s.io/kubernetes/pkg/registry/core/service"
 	"k8s.io/kubernetes/pkg/registry/resource/resourceclaimtemplate"
 	"sigs.k8s.io/yaml"
@@ -56,6 +57,7 @@ var kinds = map[schema.GroupVersionKind]struct {
 	{Group: "batch", Version: "v1", Kind: "Job"}:     {"jobs", job.Strategy},
 	{Group: "batch", Version: "v1", Kind: "CronJob"}: {"cronjobs", cronjob.Strategy},
 	{Group: "", Version: "v1", Kind: "Service"}:      {"services", service.Strategy},
+	{Group: "", Version: "v1", Kind: "ConfigMap"}:    {"configmaps", configmap.Strategy},
 	// Without a namespace client the strategy refuses admin access, which
 	// Manifold never asks.
 	{Group: "resource.k8s.io", Version: "v1", Kind: "ResourceClaimTemplate"}: {"resourceclaimtemplates", resourceclaimtemplate.NewStrategy(nil)},

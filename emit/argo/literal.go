@@ -1,0 +1,204 @@
+package argo
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/plan"
+)
+
+// Argo's controller substitutes "{{...}}" tags throughout a template, twice
+// (workflow/common/util.go's SubstituteParams: globals, then inputs, over the
+// text the first pass made), and the workflow's params and withItems items are
+// substituted into templates as text that the next pass reads again. A "{{"
+// that a step's value holds would be taken for a tag. Argo never reads what a
+// pod's variable takes from a ConfigMap, though: the kubelet resolves
+// valueFrom.configMapKeyRef when it starts the container. And the kubelet
+// expands $(NAME) in a container's variables, command and arguments. So the argo
+// target writes a value holding "{{" with each "{{" as $(MANIFOLD_BRACES), a
+// variable that every step's container takes first, from the flow's ConfigMap
+// (Literals), whose one key holds "{{"; the kubelet turns it back into "{{" in
+// the container. The rest of the value is rewritten so that the kubelet's
+// expansion of it is what the kubelet makes of the value as written on the
+// other targets: a $(NAME) reference stays one, "$$" stays "$$", and a "$" that
+// the kubelet keeps as it is is escaped where a "$(" written after it would
+// otherwise change its meaning (Carry).
+//
+// Params and foreach items are carried the same way: a param's default and
+// each item are written with $(MANIFOLD_BRACES), Argo passes them on as text,
+// and they reach the pod in MANIFOLD_PARAM_<NAME> and MANIFOLD_ITEM, whose
+// values the kubelet expands.
+const (
+	// BracesEnv is the variable that holds "{{" in the container of every step
+	// of a flow that carries one.
+	BracesEnv = "MANIFOLD_BRACES"
+	// BracesKey is the key of the flow's ConfigMap that holds "{{".
+	BracesKey = "braces"
+	// LiteralsFileSuffix ends the name of the file that holds the flow's
+	// ConfigMap: <flow>.literals.yaml, written only when a value holds "{{".
+	// Apply it beside the WorkflowTemplate, in its namespace: a step's
+	// container does not start without it.
+	LiteralsFileSuffix = ".literals.yaml"
+)
+
+// braces is what a "{{" of a value becomes.
+const braces = "$(" + BracesEnv + ")"
+
+// Carry returns s written so that it holds no "{{" and so that the kubelet's
+// expansion of the result, with BracesEnv defined as "{{", is its expansion of
+// s, whatever the other variables are. A value without "{{" is returned as it
+// is.
+//
+// The kubelet reads a value left to right: "$$" is a "$"; "$(NAME)" is the
+// variable NAME's value, or "$(NAME)" itself when there is no such variable;
+// "$(" without a ")" after it is kept as it is, and so is a "$" before any
+// other byte, together with that byte (which it writes as a rune of its own,
+// so a "$" before a byte of a multi-byte character changes that character).
+// Carry keeps every reference and each "$" with its byte as written, except
+// where the result would read otherwise: a "$(" without ")", and a "$" before
+// "{", become "$$(" and "$${"; a reference whose name holds "{{", which names
+// no variable (no variable's name holds "{"), becomes the text it expands to.
+func Carry(s string) string {
+	if !strings.Contains(s, "{{") {
+		return s
+	}
+	var b strings.Builder
+	text := func(t string) {
+		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(t, "$", "$$"), "{{", braces))
+	}
+	for i := 0; i < len(s); {
+		j := strings.IndexByte(s[i:], '$')
+		if j < 0 {
+			text(s[i:])
+			break
+		}
+		text(s[i : i+j])
+		i += j
+		if i+1 == len(s) { // a "$" at the end stays
+			b.WriteByte('$')
+			break
+		}
+		switch next := s[i+1]; next {
+		case '$':
+			b.WriteString("$$")
+			i += 2
+		case '(':
+			end := strings.IndexByte(s[i+2:], ')')
+			switch {
+			case end < 0: // kept as it is; a ")" written later would close it
+				b.WriteString("$$(")
+				i += 2
+			case strings.Contains(s[i+2:i+2+end], "{{"):
+				b.WriteString("$$(")
+				text(s[i+2 : i+2+end])
+				b.WriteByte(')')
+				i += end + 3
+			default:
+				b.WriteString(s[i : i+end+3])
+				i += end + 3
+			}
+		case '{':
+			// "${" is kept as it is; the "{" may begin a "{{", written as a
+			// reference, so the "$" is written as "$$".
+			b.WriteString("$$")
+			i++
+		default:
+			b.WriteString(s[i : i+2])
+			i += 2
+		}
+	}
+	return b.String()
+}
+
+// carried returns f with every value the argo target writes through the
+// kubelet's expansion Carried (the params' defaults, and each step's command,
+// variables and foreach items), and whether any value held "{{". f itself is
+// never changed: a changed slice is a copy.
+func carried(f *plan.Flow) (*plan.Flow, bool) {
+	out := *f
+	changed := false
+	carry := func(values []string) []string {
+		if !slices.ContainsFunc(values, hasTag) {
+			return values
+		}
+		changed = true
+		c := make([]string, len(values))
+		for i, v := range values {
+			c[i] = Carry(v)
+		}
+		return c
+	}
+	if slices.ContainsFunc(f.Params, func(p plan.Param) bool { return hasTag(p.Value) }) {
+		changed = true
+		out.Params = slices.Clone(f.Params)
+		for i := range out.Params {
+			out.Params[i].Value = Carry(out.Params[i].Value)
+		}
+	}
+	out.Steps = slices.Clone(f.Steps)
+	for i := range out.Steps {
+		s := &out.Steps[i]
+		s.Command = carry(s.Command)
+		s.Foreach = carry(s.Foreach)
+		if slices.ContainsFunc(s.Env, func(e plan.EnvVar) bool { return hasTag(e.Value) }) {
+			changed = true
+			s.Env = slices.Clone(s.Env)
+			for j := range s.Env {
+				s.Env[j].Value = Carry(s.Env[j].Value)
+			}
+		}
+	}
+	if !changed {
+		return f, false
+	}
+	return &out, true
+}
+
+func hasTag(s string) bool { return strings.Contains(s, "{{") }
+
+// LiteralsName is the name of the ConfigMap of the flow called flow.
+func LiteralsName(flow string) string { return emit.Name(emit.MaxNameLength, flow, "literals") }
+
+// Literals returns the ConfigMap that holds "{{" for the steps of f, in the
+// namespace of its WorkflowTemplate, or nil when no value of f holds one.
+func Literals(f *plan.Flow) *corev1.ConfigMap {
+	if _, ok := carried(f); !ok {
+		return nil
+	}
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: objectMeta(f, LiteralsName(f.Name)),
+		Data:       map[string]string{BracesKey: "{{"},
+	}
+}
+
+// literalsFile writes <flow>.literals.yaml when f has a ConfigMap.
+func literalsFile(create emit.Create, f *plan.Flow) field.ErrorList {
+	cm := Literals(f)
+	if cm == nil {
+		return nil
+	}
+	return emit.YAMLStream(create, f.Name+LiteralsFileSuffix,
+		fmt.Sprintf("The ConfigMap of flow %s, generated by manifold: apply it beside its WorkflowTemplate; its steps' containers read \"{{\" from it, which Argo would take for a template tag.", f.Name),
+		slices.Values([]any{cm}))
+}
+
+// withBraces puts BracesEnv, read from the flow's ConfigMap, first in the
+// environment of every container of spec, before every variable whose value
+// may refer to it.
+func withBraces(flow string, spec *corev1.PodSpec) {
+	v := corev1.EnvVar{Name: BracesEnv, ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: LiteralsName(flow)},
+		Key:                  BracesKey,
+	}}}
+	for i := range spec.Containers {
+		c := &spec.Containers[i]
+		c.Env = append([]corev1.EnvVar{v}, c.Env...)
+	}
+}
