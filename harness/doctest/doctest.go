@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"unicode"
 )
 
 // Modes of a block, from its comment.
@@ -228,4 +229,95 @@ func Find(root, test string) (Block, error) {
 		return Block{}, fmt.Errorf("%d blocks of the docs are marked <!-- doctest: e2e %s -->; want one", len(found), test)
 	}
 	return found[0], nil
+}
+
+// Link is a markdown link of a page.
+type Link struct {
+	Target string
+	Line   int
+}
+
+var (
+	linkRE     = regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
+	codeSpanRE = regexp.MustCompile("`[^`]*`")
+)
+
+// Links returns the targets of the inline links of a markdown page, outside
+// code blocks and code spans.
+func Links(text string) []Link {
+	var links []Link
+	fence := ""
+	for i, line := range strings.Split(text, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if fence != "" {
+			if strings.HasPrefix(trimmed, fence) {
+				fence = ""
+			}
+			continue
+		}
+		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
+			fence = trimmed[:3]
+			continue
+		}
+		line = codeSpanRE.ReplaceAllString(line, "``")
+		for _, m := range linkRE.FindAllStringSubmatch(line, -1) {
+			links = append(links, Link{Target: m[1], Line: i + 1})
+		}
+	}
+	return links
+}
+
+// Anchors returns the anchors GitHub gives the headings of a markdown page: the
+// heading's text without its markup, lower-cased, with spaces as hyphens and
+// every character but letters, digits, hyphens and underscores left out; a
+// repeated anchor gets -1, -2, … after it.
+func Anchors(text string) map[string]bool {
+	anchors := map[string]bool{}
+	seen := map[string]int{}
+	fence := ""
+	for _, line := range strings.Split(text, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if fence != "" {
+			if strings.HasPrefix(trimmed, fence) {
+				fence = ""
+			}
+			continue
+		}
+		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
+			fence = trimmed[:3]
+			continue
+		}
+		m := headingRE.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		a := Anchor(m[1])
+		if n := seen[a]; n > 0 {
+			anchors[fmt.Sprintf("%s-%d", a, n)] = true
+		} else {
+			anchors[a] = true
+		}
+		seen[a]++
+	}
+	return anchors
+}
+
+var (
+	headingRE = regexp.MustCompile(`^#{1,6}\s+(.*?)\s*#*\s*$`)
+	mdLinkRE  = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
+)
+
+// Anchor returns GitHub's anchor of one heading's text.
+func Anchor(heading string) string {
+	heading = mdLinkRE.ReplaceAllString(heading, "$1")
+	var b strings.Builder
+	for _, r := range strings.ToLower(heading) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

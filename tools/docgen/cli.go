@@ -8,6 +8,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/manifoldflow/manifold/cli"
+	"github.com/manifoldflow/manifold/harness/doctest"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -31,7 +32,7 @@ func CLIReference() ([]byte, error) {
 	fmt.Fprintf(&b, "fails, 2 when the command line is wrong, 130 when a run is interrupted.\n\n")
 	b.WriteString("| command | what it does |\n|---|---|\n")
 	walk(app.Commands, program, func(path string, c *ucli.Command) {
-		fmt.Fprintf(&b, "| [`%s`](#%s) | %s |\n", path, anchor(path), cell(c.Usage))
+		fmt.Fprintf(&b, "| [`%s`](#%s) | %s |\n", path, doctest.Anchor(path), cell(c.Usage))
 	})
 	b.WriteString("\n")
 	walk(app.Commands, program, func(path string, c *ucli.Command) {
@@ -55,7 +56,7 @@ func CLIReference() ([]byte, error) {
 		if len(c.Subcommands) > 0 {
 			b.WriteString("Commands:")
 			for _, s := range visibleCommands(c.Subcommands) {
-				fmt.Fprintf(&b, " [`%s`](#%s)", s.Name, anchor(path+" "+s.Name))
+				fmt.Fprintf(&b, " [`%s`](#%s)", s.Name, doctest.Anchor(path+" "+s.Name))
 			}
 			b.WriteString(".\n\n")
 		}
@@ -194,20 +195,6 @@ func sentence(text string) string {
 		return text
 	}
 	return strings.ToUpper(text[:1]) + text[1:]
-}
-
-// anchor is GitHub's anchor of a heading (see harness/doctest).
-func anchor(heading string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(heading) {
-		switch {
-		case r == ' ':
-			b.WriteByte('-')
-		case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
 
 // generatedNote is the first line of a generated page.
