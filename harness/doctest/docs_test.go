@@ -137,9 +137,8 @@ func TestShellExamples(t *testing.T) {
 						sh := exec.Command("sh", "-c", expand(s.Command))
 						sh.Dir, sh.Env = work, env
 						out, _ := sh.CombinedOutput()
-						got := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-						if strings.Join(got, "\n") != strings.Join(s.Output, "\n") {
-							t.Errorf("%s: $ %s printed\n%s\nwhere the page shows\n%s", b, s.Command, strings.Join(got, "\n"), strings.Join(s.Output, "\n"))
+						if !doctest.Matches(s.Output, string(out)) {
+							t.Errorf("%s: $ %s printed\n%s\nwhere the page shows\n%s", b, s.Command, out, strings.Join(s.Output, "\n"))
 						}
 					}
 					return

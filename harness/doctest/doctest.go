@@ -6,7 +6,7 @@
 // transcript: commands and what they print). An HTML comment on the line before
 // the fence (blank lines between are allowed) says how it is tested:
 //
-//	<!-- doctest: output -->          run each "$ " command; what it prints must be the lines after it
+//	<!-- doctest: output -->          run each "$ " command; what it prints must be the lines after it (see Matches)
 //	<!-- doctest: e2e TestName -->    run by TestName in harness/e2e, which reads the block itself
 //	<!-- doctest: skip REASON -->     not run here, for the reason given
 //
@@ -319,5 +319,50 @@ func Anchor(heading string) string {
 			b.WriteRune(r)
 		}
 	}
+	return b.String()
+}
+
+// Matches tells whether out, what a transcript's command printed, is what the
+// page shows (want, its lines). The page may elide: a line that is only "…"
+// stands for any number of lines, and "…" within a line for any text; a time of
+// day (13:40:26.555), a run ID (20261202-134026-b17ca4) and a duration after
+// "in " (14ms, 3.3s) stand for any other.
+func Matches(want []string, out string) bool {
+	var re strings.Builder
+	re.WriteString(`\A`)
+	for _, l := range want {
+		if strings.TrimSpace(l) == "…" {
+			re.WriteString(`(?:[^\n]*\n)*?`)
+			continue
+		}
+		re.WriteString(linePattern(l))
+		re.WriteString(`\n`)
+	}
+	re.WriteString(`\z`)
+	out = strings.TrimRight(out, "\n") + "\n"
+	return regexp.MustCompile(re.String()).MatchString(out)
+}
+
+var variable = regexp.MustCompile(`…|\b\d\d:\d\d:\d\d\.\d{3}\b|\b\d{8}-\d{6}-[0-9a-f]{6}\b|\bin \d+(?:\.\d+)?(?:µs|ms|s|m)\b`)
+
+// linePattern is the regular expression of one line of a transcript.
+func linePattern(line string) string {
+	var b strings.Builder
+	last := 0
+	for _, m := range variable.FindAllStringIndex(line, -1) {
+		b.WriteString(regexp.QuoteMeta(line[last:m[0]]))
+		switch v := line[m[0]:m[1]]; {
+		case v == "…":
+			b.WriteString(`[^\n]*`)
+		case strings.HasPrefix(v, "in "):
+			b.WriteString(`in [0-9.]+(?:µs|ms|s|m)`)
+		case strings.Contains(v, ":"):
+			b.WriteString(`\d\d:\d\d:\d\d\.\d{3}`)
+		default:
+			b.WriteString(`\d{8}-\d{6}-[0-9a-f]{6}`)
+		}
+		last = m[1]
+	}
+	b.WriteString(regexp.QuoteMeta(line[last:]))
 	return b.String()
 }
