@@ -246,25 +246,34 @@ var (
 // code blocks and code spans.
 func Links(text string) []Link {
 	var links []Link
-	fence := ""
-	for i, line := range strings.Split(text, "\n") {
-		trimmed := strings.TrimSpace(line)
-		if fence != "" {
-			if strings.HasPrefix(trimmed, fence) {
-				fence = ""
-			}
-			continue
-		}
-		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
-			fence = trimmed[:3]
-			continue
-		}
+	for i, line := range prose(text) {
 		line = codeSpanRE.ReplaceAllString(line, "``")
 		for _, m := range linkRE.FindAllStringSubmatch(line, -1) {
 			links = append(links, Link{Target: m[1], Line: i + 1})
 		}
 	}
 	return links
+}
+
+// prose returns the lines of a markdown page with those of fenced code blocks
+// (and their fences) left empty, so that a line's index is its place.
+func prose(text string) []string {
+	lines := strings.Split(text, "\n")
+	fence := ""
+	for i, line := range lines {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case fence != "":
+			if strings.HasPrefix(trimmed, fence) {
+				fence = ""
+			}
+			lines[i] = ""
+		case strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~"):
+			fence = trimmed[:3]
+			lines[i] = ""
+		}
+	}
+	return lines
 }
 
 // Anchors returns the anchors GitHub gives the headings of a markdown page: the
@@ -274,19 +283,7 @@ func Links(text string) []Link {
 func Anchors(text string) map[string]bool {
 	anchors := map[string]bool{}
 	seen := map[string]int{}
-	fence := ""
-	for _, line := range strings.Split(text, "\n") {
-		trimmed := strings.TrimSpace(line)
-		if fence != "" {
-			if strings.HasPrefix(trimmed, fence) {
-				fence = ""
-			}
-			continue
-		}
-		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
-			fence = trimmed[:3]
-			continue
-		}
+	for _, line := range prose(text) {
 		m := headingRE.FindStringSubmatch(line)
 		if m == nil {
 			continue
