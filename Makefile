@@ -1,7 +1,7 @@
 # The test command is `make test`: formatting, vet, then every test.
 GO ?= go
 
-.PHONY: test fmt-check vet tools airflow moto sim-tools sim golden bench fuzz
+.PHONY: test fmt-check vet tools airflow moto sim-tools sim golden docs bench fuzz
 
 # Tests find the checkers built here through MANIFOLD_KUBEVALIDATE and
 # MANIFOLD_ARGOLINT, the Airflow environment through MANIFOLD_AIRFLOW_PYTHON and
@@ -64,6 +64,11 @@ vet:
 # Rewrite the golden files; read `git diff golden/` before committing.
 golden:
 	$(GO) test ./golden -update
+
+# Rewrite the reference pages generated from the code (docs/reference/: the
+# command line and manifold.toml); tools/docgen's test fails while they are stale.
+docs:
+	$(GO) run ./tools/docgen
 
 # One table of every performance figure against its goal: whole compiles of the
 # 12-step example and of 10,000 generated steps, per-step cost, output size and

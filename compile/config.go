@@ -50,16 +50,36 @@ const ConfigFile = "manifold.toml"
 //	[device_classes]
 //	neuron = "neuron.aws.com"
 type Config struct {
-	Namespace        string             `toml:"namespace"`
-	Image            string             `toml:"image"`
-	Entrypoint       string             `toml:"entrypoint"`
-	ServiceAccount   string             `toml:"service_account"`
-	ImagePullPolicy  string             `toml:"image_pull_policy"`
-	ImagePullSecrets []string           `toml:"image_pull_secrets"`
-	Labels           map[string]string  `toml:"labels"`
-	Annotations      map[string]string  `toml:"annotations"`
-	NodeSelector     map[string]string  `toml:"node_selector"`
-	Tolerations      []ConfigToleration `toml:"tolerations"`
+	// Namespace is the namespace of every step that names none, as
+	// sdk.Namespace on the flow.
+	Namespace string `toml:"namespace"`
+	// Image is the image of every step that names none, as sdk.Image on the
+	// flow; image build pushes to it when --tag names no other.
+	Image string `toml:"image"`
+	// Entrypoint is the path of the flow program in a Run step's image; the
+	// step's container runs `<entrypoint> step <step>`. Default:
+	// /usr/local/bin/<flow name>.
+	Entrypoint string `toml:"entrypoint"`
+	// ServiceAccount is the service account of every step's pods that names
+	// none, as sdk.ServiceAccount on the flow.
+	ServiceAccount string `toml:"service_account"`
+	// ImagePullPolicy is the pull policy of every step's container that names
+	// none (Always, IfNotPresent or Never), as sdk.ImagePullPolicy.
+	ImagePullPolicy string `toml:"image_pull_policy"`
+	// ImagePullSecrets are Secrets every step's pods pull their images with, as
+	// sdk.ImagePullSecret on the flow.
+	ImagePullSecrets []string `toml:"image_pull_secrets"`
+	// Labels are labels of every step's pods, as sdk.Label on the flow.
+	Labels map[string]string `toml:"labels"`
+	// Annotations are annotations of every step's pods, as sdk.Annotation on
+	// the flow.
+	Annotations map[string]string `toml:"annotations"`
+	// NodeSelector is added to every step's node selector, as sdk.NodeSelector
+	// on the flow.
+	NodeSelector map[string]string `toml:"node_selector"`
+	// Tolerations are added to every step's pods, as sdk.Toleration on the
+	// flow.
+	Tolerations []ConfigToleration `toml:"tolerations"`
 	// Env is environment every step's container gets, as sdk.Env on the flow
 	// (a step's own variable of the same name wins).
 	Env map[string]string `toml:"env"`
@@ -109,10 +129,15 @@ type Config struct {
 // ConfigToleration is a toleration in manifold.toml. Operator defaults to Equal
 // when a value is given and to Exists otherwise.
 type ConfigToleration struct {
-	Key      string `toml:"key"`
+	// Key is the taint's key.
+	Key string `toml:"key"`
+	// Operator is Equal or Exists.
 	Operator string `toml:"operator"`
-	Value    string `toml:"value"`
-	Effect   string `toml:"effect"`
+	// Value is the taint's value, for Equal.
+	Value string `toml:"value"`
+	// Effect is the taint's effect: NoSchedule, PreferNoSchedule or NoExecute;
+	// empty for all.
+	Effect string `toml:"effect"`
 }
 
 // DefaultEntrypoint is the path of the flow binary in its image when manifold.toml

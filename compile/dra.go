@@ -21,9 +21,12 @@ import (
 //	efa = "efa.networking.k8s.aws"
 //	gpu = "gpu.nvidia.com"
 type ConfigDeviceClasses struct {
+	// Neuron is the DeviceClass of Neuron devices (default neuron.aws.com).
 	Neuron string `toml:"neuron"`
-	EFA    string `toml:"efa"`
-	GPU    string `toml:"gpu"`
+	// EFA is the DeviceClass of EFA interfaces (default efa.networking.k8s.aws).
+	EFA string `toml:"efa"`
+	// GPU is the DeviceClass of NVIDIA GPUs (default gpu.nvidia.com).
+	GPU string `toml:"gpu"`
 }
 
 // deviceClasses are the DeviceClasses of one compile.
