@@ -256,7 +256,10 @@ func (c *Cluster) start(ctx context.Context, bin string, nodes []NodeGroup) erro
 	if err := c.startArgo(ctx, apiPort); err != nil {
 		return err
 	}
-	return c.waitReady(ctx)
+	if err := c.waitReady(ctx); err != nil {
+		return err
+	}
+	return c.waitArgo(ctx)
 }
 
 // run starts the tool name with args and env as a process of the cluster.

@@ -209,6 +209,45 @@ func (c *Cluster) startArgo(ctx context.Context, apiPort int) error {
 	}, "LEADER_ELECTION_DISABLE=true", "DEFAULT_REQUEUE_TIME=1s", "KUBECONFIG="+c.Kubeconfig)
 }
 
+// waitArgo waits until Argo's controller runs Workflows from WorkflowTemplates:
+// a Workflow submitted before its informers have seen a template ends in Error
+// ("workflowtemplates … not found"), so a probe template with one suspend step
+// that resumes at once is submitted until a Workflow of it succeeds.
+func (c *Cluster) waitArgo(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	const probe = "simcluster-probe"
+	tmpl := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "WorkflowTemplate",
+		"metadata": map[string]any{"name": probe},
+		"spec": map[string]any{
+			"entrypoint": "resume",
+			"templates":  []any{map[string]any{"name": "resume", "suspend": map[string]any{"duration": "0"}}},
+		},
+	}}
+	if _, err := c.Create(ctx, tmpl, ArgoNamespace); err != nil {
+		return err
+	}
+	for {
+		wf, err := c.RunWorkflow(ctx, ArgoNamespace, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+			"metadata": map[string]any{"generateName": probe + "-"},
+			"spec":     map[string]any{"workflowTemplateRef": map[string]any{"name": probe}},
+		}})
+		if err != nil {
+			return fmt.Errorf("waiting for Argo's controller: %w", err)
+		}
+		phase, _, _ := unstructured.NestedString(wf.Object, "status", "phase")
+		if phase == "Succeeded" {
+			return c.Dynamic.Resource(WorkflowGVR).Namespace(ArgoNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		}
+		msg, _, _ := unstructured.NestedString(wf.Object, "status", "message")
+		if !strings.Contains(msg, "not found") {
+			return fmt.Errorf("Argo's probe Workflow %s ended %s: %s", wf.GetName(), phase, msg)
+		}
+	}
+}
+
 // Resources of the controllers' kinds.
 var (
 	JobSetGVR   = schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}
