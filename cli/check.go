@@ -34,7 +34,7 @@ func checkCommand(flow *sdk.Flow) *ucli.Command {
 			&ucli.StringFlag{Name: "kubeconfig", Usage: "the kubeconfig `FILE` (default: $KUBECONFIG, then ~/.kube/config)"},
 			&ucli.StringFlag{Name: "context", Usage: "the kubeconfig `CONTEXT` (default: its current context)"},
 			&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "print a `FORMAT`: table or json"},
-		}, flowFlags()...),
+		}, append(limitFlags(""), flowFlags()...)...),
 		Action: func(c *ucli.Context) error {
 			if err := noArgs(c); err != nil {
 				return err
@@ -43,11 +43,17 @@ func checkCommand(flow *sdk.Flow) *ucli.Command {
 			if format != "table" && format != "json" {
 				return usageErr("--output %q: choose table or json", format)
 			}
+			if err := checkLimits(c); err != nil {
+				return err
+			}
 			p, err := load(c, flow)
 			if err != nil {
 				return err
 			}
-			report, err := kube.Check(c.Context, p, kube.Options{Kubeconfig: c.String("kubeconfig"), Context: c.String("context")})
+			report, err := kube.Check(c.Context, p, kube.Options{
+				Kubeconfig: c.String("kubeconfig"), Context: c.String("context"),
+				QPS: float32(c.Float64("qps")), Burst: c.Int("burst"),
+			})
 			if err != nil {
 				return &exitError{code: ExitUnreachable, err: err}
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"runtime"
@@ -25,7 +26,7 @@ import (
 
 // kubeFlags are run's flags for running on a cluster.
 func kubeFlags() []ucli.Flag {
-	return []ucli.Flag{
+	return append([]ucli.Flag{
 		&ucli.BoolFlag{Name: "kube", Usage: "run on the Kubernetes cluster of the kubeconfig instead of this machine"},
 		&ucli.StringFlag{Name: "kubeconfig", Usage: "with --kube: the kubeconfig `FILE` (default: $KUBECONFIG, then ~/.kube/config)"},
 		&ucli.StringFlag{Name: "context", Usage: "with --kube: the kubeconfig `CONTEXT` (default: its current context)"},
@@ -37,11 +38,31 @@ func kubeFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "image", Usage: "with --kube: build the flow's image for its Run steps and push it as `REF` (default: the flow's sdk.Image, else manifold.toml's image; on a kind context it is loaded into the cluster instead)"},
 		&ucli.BoolFlag{Name: "no-check", Usage: "with --kube: do not check first that the cluster's nodes can take every step (see check)"},
 		&ucli.DurationFlag{Name: "pending-timeout", DefaultText: "none: wait", Usage: "with --kube: fail a step whose pods cannot be scheduled for `DURATION`"},
+	}, limitFlags("with --kube: ")...)
+}
+
+// limitFlags are the flags that limit the requests made to the API server;
+// usage begins each flag's usage.
+func limitFlags(usage string) []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.Float64Flag{Name: "qps", Value: kube.DefaultQPS, Usage: usage + "make at most `N` requests a second to the API server, on average"},
+		&ucli.IntFlag{Name: "burst", Value: kube.DefaultBurst, Usage: usage + "let requests to the API server come in bursts of up to `N` above --qps"},
 	}
 }
 
+// checkLimits refuses --qps and --burst values client-go cannot take.
+func checkLimits(c *ucli.Context) error {
+	if q := c.Float64("qps"); q <= 0 || q > math.MaxFloat32 {
+		return usageErr("--qps %v: give a positive number of requests a second", q)
+	}
+	if b := c.Int("burst"); b < 1 {
+		return usageErr("--burst %d: give a whole number of requests, 1 or more", b)
+	}
+	return nil
+}
+
 // kubeOnly are the flags that mean nothing without --kube.
-var kubeOnly = []string{"kubeconfig", "context", "namespace", "as", "keep", "pending-grace", "pending-timeout", "no-check", "no-build", "image"}
+var kubeOnly = []string{"kubeconfig", "context", "namespace", "as", "keep", "pending-grace", "pending-timeout", "no-check", "no-build", "image", "qps", "burst"}
 
 // checkKubeFlags refuses flags that belong to the other runtime.
 func checkKubeFlags(c *ucli.Context) error {
@@ -62,6 +83,9 @@ func checkKubeFlags(c *ucli.Context) error {
 		}
 		if d := c.Duration("pending-timeout"); d < 0 {
 			return usageErr("--pending-timeout %s: give a positive duration, or leave it out to wait", d)
+		}
+		if err := checkLimits(c); err != nil {
+			return err
 		}
 		if id := c.String("run-id"); c.IsSet("run-id") {
 			if err := runid.Check(id); err != nil {
@@ -108,6 +132,8 @@ func runKube(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
 		PendingGrace:   c.Duration("pending-grace"),
 		PendingTimeout: c.Duration("pending-timeout"),
 		NoCheck:        c.Bool("no-check"),
+		QPS:            float32(c.Float64("qps")),
+		Burst:          c.Int("burst"),
 		Force:          forceContext(c.Context),
 		Stdout:         c.App.Writer,
 		Stderr:         c.App.ErrWriter,

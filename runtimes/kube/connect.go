@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,7 +56,7 @@ func connect(ctx context.Context, o Options) (*cluster, error) {
 		return nil, fmt.Errorf("kubeconfig context %s: %w", name, err)
 	}
 	rc = rest.CopyConfig(rc)
-	rc.QPS, rc.Burst = 50, 100
+	rc.QPS, rc.Burst = cmp.Or(o.QPS, DefaultQPS), cmp.Or(o.Burst, DefaultBurst)
 	c := &cluster{config: rc, context: name, host: rc.Host}
 	if c.namespace = o.Namespace; c.namespace == "" {
 		if c.namespace, _, err = cc.Namespace(); err != nil {

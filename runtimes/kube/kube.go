@@ -62,6 +62,13 @@ const (
 	DefaultPendingGrace = 2 * time.Minute
 	// DefaultCleanupTimeout bounds the wait for a run's objects to be deleted.
 	DefaultCleanupTimeout = 2 * time.Minute
+	// DefaultQPS and DefaultBurst limit the requests a run or check makes to the
+	// API server: client-go's token bucket, DefaultQPS requests a second on
+	// average with bursts of DefaultBurst. The runner watches rather than polls,
+	// so these bound the creation and deletion of a wide fan-out; they leave room
+	// for the cluster's own controllers on a shared API server.
+	DefaultQPS   = 50
+	DefaultBurst = 100
 )
 
 // Options say which cluster a flow runs on, and how.
@@ -93,6 +100,10 @@ type Options struct {
 	// CleanupTimeout bounds the wait for deleted objects to be gone
 	// (DefaultCleanupTimeout when 0).
 	CleanupTimeout time.Duration
+	// QPS and Burst limit the requests made to the API server (DefaultQPS and
+	// DefaultBurst when 0).
+	QPS   float32
+	Burst int
 	// NoCheck skips checking, before anything is created, that the cluster's nodes
 	// can take every step (Check).
 	NoCheck bool

@@ -65,3 +65,25 @@ func TestServedKueue(t *testing.T) {
 		t.Errorf("kueueServed = %v, %v; want true once Kueue runs", ok, err)
 	}
 }
+
+// TestRequestLimits: the client a run or check makes is limited as Options say,
+// and by DefaultQPS and DefaultBurst when they say nothing.
+func TestRequestLimits(t *testing.T) {
+	sc := simcluster.Shared(t)
+	for _, tt := range []struct {
+		qps   float32
+		burst int
+		want  [2]float64
+	}{
+		{0, 0, [2]float64{DefaultQPS, DefaultBurst}},
+		{7.5, 9, [2]float64{7.5, 9}},
+	} {
+		c, err := connect(context.Background(), Options{Kubeconfig: sc.Kubeconfig, QPS: tt.qps, Burst: tt.burst})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := [2]float64{float64(c.config.QPS), float64(c.config.Burst)}; got != tt.want {
+			t.Errorf("Options{QPS: %v, Burst: %d}: the client's QPS and burst are %v, want %v", tt.qps, tt.burst, got, tt.want)
+		}
+	}
+}
