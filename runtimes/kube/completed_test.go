@@ -143,3 +143,22 @@ func TestJobSetCompleted(t *testing.T) {
 		}
 	}
 }
+
+// TestPodOwners: the run's pods are indexed by the labels that name their Job
+// and their JobSet, and by nothing else.
+func TestPodOwners(t *testing.T) {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
+		batchv1.JobNameLabel: "greet-1", jobsetv1.JobSetNameKey: "greet", "app": "x",
+	}}}
+	keys, err := podOwners(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{batchv1.JobNameLabel + "=greet-1", jobsetv1.JobSetNameKey + "=greet"}
+	if !slices.Equal(keys, want) {
+		t.Errorf("podOwners = %q, want %q", keys, want)
+	}
+	if keys, _ := podOwners(&corev1.Pod{}); len(keys) != 0 {
+		t.Errorf("a pod of no Job: podOwners = %q, want none", keys)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/manifoldflow/manifold/plan"
 )
@@ -29,8 +30,10 @@ type watcher struct {
 }
 
 type nsWatch struct {
-	jobs     batchlisters.JobLister
-	pods     corelisters.PodLister
+	jobs batchlisters.JobLister
+	// pods holds the run's pods, indexed by the Job or JobSet they belong to
+	// (podOwnerIndex).
+	pods     cache.Indexer
 	services corelisters.ServiceLister
 	jobSets  cache.GenericLister // nil unless the run creates JobSets
 	// workloads holds every Kueue Workload of the namespace (Kueue does not copy
@@ -55,14 +58,19 @@ func watch(ctx context.Context, c *cluster, namespaces []string, jobSets, worklo
 	for _, ns := range namespaces {
 		f := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithNamespace(ns), informers.WithTweakListOptions(tweak))
 		nw := &nsWatch{}
-		for _, inf := range []cache.SharedIndexInformer{f.Batch().V1().Jobs().Informer(), f.Core().V1().Pods().Informer(), f.Core().V1().Services().Informer()} {
+		podInformer := f.Core().V1().Pods().Informer()
+		if err := podInformer.AddIndexers(cache.Indexers{podOwnerIndex: podOwners}); err != nil {
+			cancel()
+			return nil, err
+		}
+		for _, inf := range []cache.SharedIndexInformer{f.Batch().V1().Jobs().Informer(), podInformer, f.Core().V1().Services().Informer()} {
 			if _, err := inf.AddEventHandler(handler); err != nil {
 				cancel()
 				return nil, err
 			}
 			synced = append(synced, inf.HasSynced)
 		}
-		nw.jobs, nw.pods, nw.services = f.Batch().V1().Jobs().Lister(), f.Core().V1().Pods().Lister(), f.Core().V1().Services().Lister()
+		nw.jobs, nw.pods, nw.services = f.Batch().V1().Jobs().Lister(), podInformer.GetIndexer(), f.Core().V1().Services().Lister()
 		f.Start(ctx.Done())
 		if jobSets {
 			df := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.dynamic, 0, ns, tweak)
@@ -132,9 +140,38 @@ func (w *watcher) jobSet(ns, name string) *unstructured.Unstructured {
 	return u
 }
 
-// pods returns the cached pods of ns whose labels have key=value.
+// podOwnerIndex indexes the run's cached pods by the labels that name their Job
+// and JobSet, key=value, so that a unit finds its pods without going through
+// every pod of the run at every change.
+const podOwnerIndex = "owner-label"
+
+// podOwnerLabels are the labels podOwnerIndex indexes.
+var podOwnerLabels = []string{batchv1.JobNameLabel, jobsetv1.JobSetNameKey}
+
+func podOwners(obj any) ([]string, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, nil
+	}
+	var keys []string
+	for _, key := range podOwnerLabels {
+		if v, ok := p.Labels[key]; ok {
+			keys = append(keys, key+"="+v)
+		}
+	}
+	return keys, nil
+}
+
+// pods returns the cached pods of ns whose label key (one of podOwnerLabels)
+// is value.
 func (w *watcher) pods(ns, key, value string) []*corev1.Pod {
-	ps, _ := w.ns[ns].pods.Pods(ns).List(labels.SelectorFromSet(labels.Set{key: value}))
+	objs, _ := w.ns[ns].pods.ByIndex(podOwnerIndex, key+"="+value)
+	ps := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			ps = append(ps, p)
+		}
+	}
 	return ps
 }
 
@@ -162,8 +199,8 @@ func (w *watcher) left() []string {
 				out = append(out, "Service "+ns+"/"+s.Name)
 			}
 		}
-		if ps, err := nw.pods.Pods(ns).List(labels.Everything()); err == nil {
-			for _, p := range ps {
+		for _, o := range nw.pods.List() {
+			if p, ok := o.(*corev1.Pod); ok {
 				out = append(out, "Pod "+ns+"/"+p.Name)
 			}
 		}
