@@ -97,5 +97,16 @@ func Chain(n int) *sdk.Flow {
 	return f
 }
 
-// ChainStep is the name of step i of Chain.
+// FanOut is a flow of n Command steps that run `true`, s000, s001, …, none
+// waiting for another, each asking a sliver of CPU and memory: what the
+// runtimes' load benchmarks run.
+func FanOut(n int) *sdk.Flow {
+	f := sdk.NewFlow("fan-out", sdk.Image("registry.example.com/chain:v1"), sdk.CPU("1m"), sdk.Memory("1Mi"))
+	for i := range n {
+		f.Step(ChainStep(i), sdk.Command("true"))
+	}
+	return f
+}
+
+// ChainStep is the name of step i of Chain and FanOut.
 func ChainStep(i int) string { return fmt.Sprintf("s%03d", i) }

@@ -3,6 +3,7 @@ package kube_test
 import (
 	"context"
 	"fmt"
+	goruntime "runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -56,6 +57,59 @@ func BenchmarkStepLatency(b *testing.B) {
 	slices.Sort(gaps)
 	b.ReportMetric(float64(gaps[len(gaps)/2].Microseconds())/1000, "ms-median-to-successor")
 	b.ReportMetric(float64(gaps[len(gaps)*9/10].Microseconds())/1000, "ms-p90-to-successor")
+}
+
+// BenchmarkRunAtScale runs, with run --kube on the simulated cluster's kwok
+// nodes, a fan-out of 1,000 independent steps and a chain of 100, with the
+// default client limits, and reports steps a second end to end (the run, from
+// its start to its end, objects cleaned up included) and the process's peak
+// heap in use while it ran (sampled every 10 ms).
+func BenchmarkRunAtScale(b *testing.B) {
+	c := simcluster.Shared(b)
+	for _, tc := range []struct {
+		name string
+		f    *sdk.Flow
+	}{{"fan-out-1000", testflows.FanOut(1000)}, {"chain-100", testflows.Chain(100)}} {
+		b.Run(tc.name, func(b *testing.B) {
+			ns := c.Namespace(b)
+			p := compileFlow(b, tc.f)
+			var peak uint64
+			b.ResetTimer()
+			start := time.Now()
+			for i := range b.N {
+				goruntime.GC()
+				stop := make(chan struct{})
+				sampled := make(chan uint64)
+				go func() {
+					var m goruntime.MemStats
+					var top uint64
+					tick := time.NewTicker(10 * time.Millisecond)
+					defer tick.Stop()
+					for {
+						goruntime.ReadMemStats(&m)
+						top = max(top, m.HeapInuse)
+						select {
+						case <-stop:
+							sampled <- top
+							return
+						case <-tick.C:
+						}
+					}
+				}()
+				o := options(c, ns, b.TempDir())
+				o.RunID = fmt.Sprintf("scale-%d-%d", time.Now().UnixNano(), i)
+				_, err := kube.Run(context.Background(), p, o)
+				close(stop)
+				peak = max(peak, <-sampled)
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			elapsed := time.Since(start)
+			b.ReportMetric(float64(len(p.Steps)*b.N)/elapsed.Seconds(), "steps/s")
+			b.ReportMetric(float64(peak)/(1<<20), "MiB-peak-heap")
+		})
+	}
 }
 
 // stepTimes is when watches of their own first saw, per step, its Job, its pod
