@@ -150,14 +150,16 @@ func allHex(v string) bool {
 }
 
 // argCredential returns what argument i of argv looks like, if it looks like a
-// credential: by its shape, or as the value of a flag whose name says it is
-// secret (--aws-secret-access-key KEY, --token=KEY).
+// credential: by its shape, or as the value of a flag or key whose name says it
+// is secret (--aws-secret-access-key KEY, --token=KEY, aws_secret_access_key KEY).
 func argCredential(argv []string, i int) (credential, bool) {
 	arg := argv[i]
 	name := ""
 	if flag, value, ok := strings.Cut(arg, "="); ok && strings.HasPrefix(flag, "-") {
 		name, arg = flag, value
-	} else if i > 0 && strings.HasPrefix(argv[i-1], "-") && !strings.Contains(argv[i-1], "=") {
+	} else if i > 0 && !strings.ContainsAny(argv[i-1], "= \t") {
+		// The argument before: a flag (--token KEY), or a key as aws configure
+		// set takes one (aws_secret_access_key KEY).
 		name = argv[i-1]
 	}
 	return detectCredential(strings.TrimLeft(name, "-"), arg)

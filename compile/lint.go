@@ -126,12 +126,12 @@ func lintCredentials(p *plan.Flow) []Warning {
 			}
 		}
 		for _, kv := range s.Labels {
-			if c, ok := detectCredential("", kv.Value); ok {
+			if c, ok := detectCredential(kv.Key, kv.Value); ok {
 				add(at.Child("labels").Key(kv.Key), kv.Value, c, labelAdvice)
 			}
 		}
 		for _, kv := range s.Annotations {
-			if c, ok := detectCredential("", kv.Value); ok {
+			if c, ok := detectCredential(kv.Key, kv.Value); ok {
 				add(at.Child("annotations").Key(kv.Key), kv.Value, c, labelAdvice)
 			}
 		}
