@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/manifoldflow/manifold/catalog"
+	"github.com/manifoldflow/manifold/internal/credential"
 	"github.com/manifoldflow/manifold/plan"
 )
 
@@ -94,9 +95,9 @@ func hasSelector(s *plan.Step, key string) bool {
 func lintCredentials(p *plan.Flow) []Warning {
 	var out []Warning
 	for _, prm := range p.Params {
-		if c, ok := detectCredential(prm.Name, prm.Value); ok {
+		if c, ok := credential.Detect(prm.Name, prm.Value); ok {
 			out = append(out, Warning{Field: field.NewPath("params").Key(prm.Name).String(),
-				Detail: "the value " + c.looks() + ": a param's value is written into every target's files and the run's record; pass the secret to the steps that need it with sdk.SecretEnv(name, secret, key) or sdk.Secret(secret), not as a param"})
+				Detail: "the value " + c.Looks() + ": a param's value is written into every target's files and the run's record; pass the secret to the steps that need it with sdk.SecretEnv(name, secret, key) or sdk.Secret(secret), not as a param"})
 		}
 	}
 	type found struct {
@@ -107,7 +108,7 @@ func lintCredentials(p *plan.Flow) []Warning {
 	for i := range p.Steps {
 		s := &p.Steps[i]
 		at := field.NewPath("steps").Key(s.Name)
-		add := func(path *field.Path, value string, c credential, advice string) {
+		add := func(path *field.Path, value string, c credential.Credential, advice string) {
 			// The same value at the same place in another step: one warning.
 			key := strings.TrimPrefix(path.String(), at.String()) + "\x00" + value
 			if f, ok := seen[key]; ok {
@@ -115,33 +116,33 @@ func lintCredentials(p *plan.Flow) []Warning {
 				return
 			}
 			seen[key] = &found{warning: len(out)}
-			out = append(out, Warning{Field: path.String(), Detail: c.looks() + ": " + advice})
+			out = append(out, Warning{Field: path.String(), Detail: c.Looks() + ": " + advice})
 		}
 		for _, e := range s.Env {
 			if e.SecretName != "" {
 				continue
 			}
-			if c, ok := detectCredential(e.Name, e.Value); ok {
+			if c, ok := credential.Detect(e.Name, e.Value); ok {
 				add(at.Child("env").Key(e.Name), e.Value, c, fmt.Sprintf("a plain variable is written into every target's files and shown to anyone who can read the pod; keep the value in a Kubernetes Secret and use sdk.SecretEnv(%q, secret, key), sdk.Secret(secret) for every key of it, or manifold.toml's secrets", e.Name))
 			}
 		}
 		for _, kv := range s.Labels {
-			if c, ok := detectCredential(kv.Key, kv.Value); ok {
+			if c, ok := credential.Detect(kv.Key, kv.Value); ok {
 				add(at.Child("labels").Key(kv.Key), kv.Value, c, labelAdvice)
 			}
 		}
 		for _, kv := range s.Annotations {
-			if c, ok := detectCredential(kv.Key, kv.Value); ok {
+			if c, ok := credential.Detect(kv.Key, kv.Value); ok {
 				add(at.Child("annotations").Key(kv.Key), kv.Value, c, labelAdvice)
 			}
 		}
 		for j := range s.Command {
-			if c, ok := argCredential(s.Command, j); ok {
+			if c, ok := credential.InArgs(s.Command, j); ok {
 				add(at.Child("command").Index(j), s.Command[j], c, "a command line is written into every target's files and shown to anyone who can read the pod; give the secret to the step as a variable with sdk.SecretEnv(name, secret, key) and write $(name) in the command")
 			}
 		}
 		for j, it := range s.Foreach {
-			if c, ok := detectCredential("", it); ok {
+			if c, ok := credential.Detect("", it); ok {
 				add(at.Child("foreach").Index(j), it, c, "foreach items are written into every target's files and the run's record; give the secret to the step with sdk.SecretEnv(name, secret, key) or sdk.Secret(secret), and let the items say which to use")
 			}
 		}
@@ -155,11 +156,3 @@ func lintCredentials(p *plan.Flow) []Warning {
 }
 
 const labelAdvice = "labels and annotations are written into every target's files and shown to anyone who can list pods; keep the value in a Kubernetes Secret and give it to the step with sdk.SecretEnv(name, secret, key) or sdk.Secret(secret)"
-
-// looks says what a credential looks like, without its value.
-func (c credential) looks() string {
-	if c.shown == "" {
-		return "looks like " + c.kind + " (value withheld)"
-	}
-	return "looks like " + c.kind + " (" + c.shown + ")"
-}
