@@ -134,12 +134,20 @@ func TestGoldenHoldNoCredential(t *testing.T) {
 			return err
 		}
 		n++
+		// An env entry spans two lines (name: N, then value: V): V is N's value.
+		lastName := ""
 		for i, line := range strings.Split(string(data), "\n") {
 			name, value, ok := strings.Cut(strings.TrimSpace(line), ":")
 			if !ok {
 				name, value = "", line
 			}
 			name = strings.Trim(name, `-"' `)
+			switch name {
+			case "name":
+				lastName = strings.Trim(strings.TrimSpace(value), `"',`)
+			case "value":
+				name = lastName
+			}
 			if c, ok := Detect(name, strings.Trim(strings.TrimSpace(value), `"',`)); ok {
 				t.Errorf("%s:%d: taken for %s: %s", path, i+1, c.Kind, line)
 			}
