@@ -54,11 +54,12 @@ var credentialShapes = []struct {
 	{regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@$]+:([^/\s@$({][^/\s@]*)@`), "a URL with a password", "", 0},
 }
 
-// literal reports whether a token is a value of 8 characters or more, not a
-// reference to one: $(TOKEN), ${TOKEN}, $TOKEN, {{ .token }} and <token> are left
-// alone, as the secret they stand for is not in the flow.
+// literal reports whether a token is a value, not a reference to one or a word:
+// 8 characters or more, among them a digit, as generated tokens have. $(TOKEN),
+// ${TOKEN}, $TOKEN, {{ .token }} and <token> are left alone, as the secret they
+// stand for is not in the flow, and so is prose ("Authorization: required").
 func literal(token string) bool {
-	return len(token) >= 8 && !strings.ContainsAny(token, "$(){}<>")
+	return len(token) >= 8 && !strings.ContainsAny(token, "$(){}<>") && strings.ContainsAny(token, "0123456789")
 }
 
 // secretWords are the words of a variable or flag name that say its value is
