@@ -148,7 +148,11 @@ func lintCredentials(p *plan.Flow) []Warning {
 		}
 	}
 	for _, f := range seen {
-		if n := len(f.others); n > 0 {
+		switch len(f.others) {
+		case 0:
+		case 1:
+			out[f.warning].Detail += fmt.Sprintf(" (step %s holds the same value, likely from the flow's defaults or manifold.toml)", f.others[0])
+		default:
 			out[f.warning].Detail += fmt.Sprintf(" (steps %s hold the same value, likely from the flow's defaults or manifold.toml)", strings.Join(f.others, ", "))
 		}
 	}
