@@ -105,6 +105,23 @@ func lintCredentials(p *plan.Flow) []Warning {
 		others  []string
 	}
 	seen := map[string]*found{}
+	// The steps of a flow share most of their values (its defaults, the
+	// config's): each name and value is read once.
+	type pair struct{ name, value string }
+	type result struct {
+		c  credential.Credential
+		ok bool
+	}
+	memo := map[pair]result{}
+	detect := func(name, value string) (credential.Credential, bool) {
+		k := pair{name, value}
+		r, done := memo[k]
+		if !done {
+			r.c, r.ok = credential.Detect(name, value)
+			memo[k] = r
+		}
+		return r.c, r.ok
+	}
 	for i := range p.Steps {
 		s := &p.Steps[i]
 		at := field.NewPath("steps").Key(s.Name)
@@ -122,17 +139,17 @@ func lintCredentials(p *plan.Flow) []Warning {
 			if e.SecretName != "" {
 				continue
 			}
-			if c, ok := credential.Detect(e.Name, e.Value); ok {
+			if c, ok := detect(e.Name, e.Value); ok {
 				add(at.Child("env").Key(e.Name), e.Value, c, fmt.Sprintf("a plain variable is written into every target's files and shown to anyone who can read the pod; keep the value in a Kubernetes Secret and use sdk.SecretEnv(%q, secret, key), sdk.Secret(secret) for every key of it, or manifold.toml's secrets", e.Name))
 			}
 		}
 		for _, kv := range s.Labels {
-			if c, ok := credential.Detect(kv.Key, kv.Value); ok {
+			if c, ok := detect(kv.Key, kv.Value); ok {
 				add(at.Child("labels").Key(kv.Key), kv.Value, c, labelAdvice)
 			}
 		}
 		for _, kv := range s.Annotations {
-			if c, ok := credential.Detect(kv.Key, kv.Value); ok {
+			if c, ok := detect(kv.Key, kv.Value); ok {
 				add(at.Child("annotations").Key(kv.Key), kv.Value, c, labelAdvice)
 			}
 		}
@@ -142,7 +159,7 @@ func lintCredentials(p *plan.Flow) []Warning {
 			}
 		}
 		for j, it := range s.Foreach {
-			if c, ok := credential.Detect("", it); ok {
+			if c, ok := detect("", it); ok {
 				add(at.Child("foreach").Index(j), it, c, "foreach items are written into every target's files and the run's record; give the secret to the step with sdk.SecretEnv(name, secret, key) or sdk.Secret(secret), and let the items say which to use")
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/manifoldflow/manifold/compile"
+	"github.com/manifoldflow/manifold/harness/benchflow"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -201,4 +202,18 @@ func TestCompileErrorsWithholdCredentials(t *testing.T) {
 			t.Errorf("%s: holds the credential", e.Error())
 		}
 	}
+}
+
+// BenchmarkLint lints a generated flow of 10,000 steps, as compile and validate
+// do after every compile; it reports ns/step.
+func BenchmarkLint(b *testing.B) {
+	p, errs := compile.Compile(benchflow.Flow(benchflow.Chain, 10000, benchflow.Options{}), compile.Options{})
+	if len(errs) > 0 {
+		b.Fatal(errs.ToAggregate())
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		compile.Lint(p)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(p.Steps)), "ns/step")
 }

@@ -124,6 +124,9 @@ func keyLike(v string) bool {
 // name is the variable or flag the value is given to, "" for none: under a name
 // such as AWS_SECRET_ACCESS_KEY or HF_TOKEN, a key-like value counts too.
 func Detect(name, value string) (Credential, bool) {
+	if len(value) < minShape || !hinted(value) {
+		return detectByName(name, value)
+	}
 	for _, shape := range credentialShapes {
 		m := shape.re.FindStringSubmatchIndex(value)
 		if m == nil {
@@ -135,6 +138,32 @@ func Detect(name, value string) (Credential, bool) {
 		shown := string(shape.re.ExpandString(nil, shape.shown, value, m))
 		return Credential{Kind: shape.kind, Shown: shown}, true
 	}
+	return detectByName(name, value)
+}
+
+// minShape is the length of the shortest value a shape matches: a URL with a
+// password, a://u:p@.
+const minShape = 8
+
+// hints are what every value of some shape holds, lower-cased: a value that
+// holds none is no shape's, and the expressions need not read it. Most values
+// (paths, numbers, names) hold none, which keeps the lint of a flow of many
+// steps cheap.
+var hints = []string{"akia", "asia", "private key", "gh", "xox", "hf_", "eyj", "bearer", "authorization", "://"}
+
+func hinted(value string) bool {
+	lower := strings.ToLower(value)
+	for _, h := range hints {
+		if strings.Contains(lower, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// detectByName is Detect for a value of no shape: a key-like value under a
+// secret's name.
+func detectByName(name, value string) (Credential, bool) {
 	if name == "" || !secretName(name) {
 		return Credential{}, false
 	}

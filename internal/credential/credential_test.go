@@ -43,6 +43,7 @@ func TestDetectCredential(t *testing.T) {
 		{value: "Authorization: Bearer abc.def-ghi_jkl0", kind: "bearer token"},
 		{value: "Authorization: Basic dXNlcjpwYXNzd29yZA==", kind: "Authorization header"},
 		{value: "https://trainer:s3cr3tpass@git.example.com/ml/repo.git", kind: "URL with a password", shown: ""},
+		{value: "s3://u:p@h", kind: "URL with a password"},
 		{name: "HF_TOKEN", value: "AbCdEfGhIjKlMnOpQrStUv0123", kind: "generated value"},
 		{name: "WANDB_API_KEY", value: "0123456789abcdef0123456789abcdef01234567", kind: "generated value"},
 		{name: "DB_PASSWORD", value: "Xk29sLq0Pz8Wm3Nv7Rt1", kind: "generated value"},
