@@ -11,7 +11,7 @@ import (
 )
 
 // strictFlag makes the flow's warnings errors.
-var strictFlag = &ucli.BoolFlag{Name: "strict", Usage: "treat warnings (EFA that falls back to TCP, and the like) as errors"}
+var strictFlag = &ucli.BoolFlag{Name: "strict", Usage: "treat warnings (EFA that falls back to TCP, values that look like credentials, and the like) as errors"}
 
 // lint prints p's warnings to stderr, one per line. With --strict (where the
 // command has it) they are errors: printed as such, and the command fails before

@@ -85,7 +85,7 @@ func showRun(out io.Writer, rec *record.Record, tasks []record.Task) error {
 	fmt.Fprintf(out, "started %s, took %s\n", rec.Start.Local().Format(time.DateTime), span(rec.State, rec.Start, rec.End))
 	var params []string
 	for _, name := range slices.Sorted(maps.Keys(rec.Params)) {
-		params = append(params, name+"="+rec.Params[name])
+		params = append(params, name+"="+record.Shown(name, rec.Params[name]))
 	}
 	if len(params) > 0 {
 		fmt.Fprintf(out, "params %s\n", strings.Join(params, " "))
@@ -114,7 +114,7 @@ func showRun(out io.Writer, rec *record.Record, tasks []record.Task) error {
 		if !t.Start.IsZero() {
 			dur = span(t.State, t.Start, t.End)
 		}
-		row := []string{t.Label(), t.Item, string(t.State), strconv.Itoa(t.Attempts), dur, exit}
+		row := []string{t.Label(), record.Shown("", t.Item), string(t.State), strconv.Itoa(t.Attempts), dur, exit}
 		if nodes {
 			row = append(row, t.Node)
 		}

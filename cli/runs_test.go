@@ -148,3 +148,41 @@ func table(t *testing.T, out, first string) []map[string]string {
 	}
 	return rows
 }
+
+// TestRunsShowWithholdsCredentials: runs show prints params and items as the
+// record keeps them, except those that look like credentials.
+func TestRunsShowWithholdsCredentials(t *testing.T) {
+	t.Chdir(t.TempDir())
+	const token = "AbCdEfGhIjKlMnOpQrStUv0123"
+	const jwt = "eyJhbGciOiJIUzI1NiJ9" + ".eyJzdWIiOiJ0cmFpbmVyIn0.c2lnbmF0dXJlLW9mLXRoZS10b2tlbg"
+	start := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	rec := record.Record{Flow: "quiet", ID: "run-1", State: record.Succeeded, Start: start, End: start.Add(time.Second),
+		Params: map[string]string{"api-token": token, "epochs": "3"},
+		Steps:  []record.StepInfo{{Name: "fan", Items: 2}}}
+	dir := filepath.Join(record.DefaultRoot, rec.ID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := record.WriteRecord(dir, rec); err != nil {
+		t.Fatal(err)
+	}
+	for i, item := range []string{"shard-a", jwt} {
+		if err := record.WriteTask(dir, record.Task{Step: "fan", Index: new(i), Item: item, State: record.Succeeded, Attempts: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	quiet := sdk.NewFlow("quiet", sdk.Image("registry.example.com/quiet:v1")).Step("fan", sdk.Command("true"), sdk.Foreach("a", "b"))
+	var stdout, stderr bytes.Buffer
+	if code := cli.Run(context.Background(), quiet, []string{"quiet", "runs", "show", rec.ID}, &stdout, &stderr); code != cli.ExitOK {
+		t.Fatalf("runs show: exit status %d; stderr:\n%s", code, stderr.String())
+	}
+	out := stdout.String()
+	if strings.Contains(out, token) || strings.Contains(out, jwt) {
+		t.Errorf("runs show prints a credential:\n%s", out)
+	}
+	for _, want := range []string{"api-token=(withheld)", "epochs=3", "shard-a", "eyJ… (withheld)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("runs show does not print %q:\n%s", want, out)
+		}
+	}
+}

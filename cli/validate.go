@@ -18,14 +18,14 @@ func validateCommand(flow *sdk.Flow) *ucli.Command {
 		Name:  "validate",
 		Usage: "check the flow and print its steps, and which targets can take it",
 		Description: "Checks every rule and prints every error with its path; exits 1 if there is any. Warnings\n" +
-			"(EFA that will fall back to TCP, and the like) are printed too.\n" +
+			"(EFA that will fall back to TCP, values that look like credentials, and the like) are printed too.\n" +
 			"Then says, for each target, whether it can express the flow (a scheduled flow of several\n" +
 			"steps has no Job form, say), and which targets can take it. A valid flow that some target\n" +
 			"cannot take still exits 0; --target T (repeatable, or a comma list) exits 1 when one of\n" +
 			"the targets named cannot take it, and --strict when any target cannot, or there is a warning.",
 		Flags: append([]ucli.Flag{
 			&ucli.StringSliceFlag{Name: "target", Aliases: []string{"t"}, Usage: "fail unless `TARGET` can express the flow: " + strings.Join(targetNames(), ", ") + ", or all (repeatable, or a comma list)"},
-			&ucli.BoolFlag{Name: "strict", Usage: "treat warnings (EFA that falls back to TCP, and the like) as errors, and fail unless every target can express the flow"},
+			&ucli.BoolFlag{Name: "strict", Usage: "treat warnings (EFA that falls back to TCP, values that look like credentials, and the like) as errors, and fail unless every target can express the flow"},
 		}, flowFlags()...),
 		Action: func(c *ucli.Context) error {
 			if err := noArgs(c); err != nil {

@@ -144,7 +144,7 @@ func Compile(f *sdk.Flow, o Options) (*plan.Flow, field.ErrorList) {
 	ordered, orderErrs := order(steps, stepsPath)
 	errs = append(errs, orderErrs...)
 	if len(errs) > 0 {
-		return nil, dedupe(errs)
+		return nil, redactErrors(dedupe(errs))
 	}
 	p.Steps = ordered
 	return p, nil

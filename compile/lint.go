@@ -2,10 +2,12 @@ package compile
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/manifoldflow/manifold/catalog"
+	"github.com/manifoldflow/manifold/internal/credential"
 	"github.com/manifoldflow/manifold/plan"
 )
 
@@ -21,14 +23,17 @@ type Warning struct {
 
 func (w Warning) Error() string { return w.Field + ": " + w.Detail }
 
-// Lint returns p's warnings, step by step: EFA that the pod will not use, and
-// multi-node steps whose traffic takes the slow road.
+// Lint returns p's warnings, step by step: EFA that the pod will not use,
+// multi-node steps whose traffic takes the slow road, and values that look like
+// credentials (an AWS key, a private key, a token) written where every target's
+// files, the run records and anyone who can read the pod see them. A warning
+// never holds such a value: at most the prefix its kind shares (AKIA…).
 func Lint(p *plan.Flow) []Warning {
 	var out []Warning
 	for i := range p.Steps {
 		out = append(out, lintStep(&p.Steps[i])...)
 	}
-	return out
+	return append(out, lintCredentials(p)...)
 }
 
 func lintStep(s *plan.Step) []Warning {
@@ -82,3 +87,93 @@ func hasSelector(s *plan.Step, key string) bool {
 	}
 	return false
 }
+
+// lintCredentials warns of every plain value of p that looks like a credential:
+// param values, and each step's environment, labels, annotations, command and
+// foreach items. A value that several steps hold alike (a flow default, or
+// manifold.toml's [env]) is one warning, at the first of them.
+func lintCredentials(p *plan.Flow) []Warning {
+	var out []Warning
+	for _, prm := range p.Params {
+		if c, ok := credential.Detect(prm.Name, prm.Value); ok {
+			out = append(out, Warning{Field: field.NewPath("params").Key(prm.Name).String(),
+				Detail: "the value " + c.Looks() + ": a param's value is written into every target's files and the run's record; pass the secret to the steps that need it with sdk.SecretEnv(name, secret, key) or sdk.Secret(secret), not as a param"})
+		}
+	}
+	type found struct {
+		warning int
+		others  []string
+	}
+	seen := map[string]*found{}
+	// The steps of a flow share most of their values (its defaults, the
+	// config's): each name and value is read once.
+	type pair struct{ name, value string }
+	type result struct {
+		c  credential.Credential
+		ok bool
+	}
+	memo := map[pair]result{}
+	detect := func(name, value string) (credential.Credential, bool) {
+		k := pair{name, value}
+		r, done := memo[k]
+		if !done {
+			r.c, r.ok = credential.Detect(name, value)
+			memo[k] = r
+		}
+		return r.c, r.ok
+	}
+	for i := range p.Steps {
+		s := &p.Steps[i]
+		at := field.NewPath("steps").Key(s.Name)
+		add := func(path *field.Path, value string, c credential.Credential, advice string) {
+			// The same value at the same place in another step: one warning.
+			key := strings.TrimPrefix(path.String(), at.String()) + "\x00" + value
+			if f, ok := seen[key]; ok {
+				f.others = append(f.others, s.Name)
+				return
+			}
+			seen[key] = &found{warning: len(out)}
+			out = append(out, Warning{Field: path.String(), Detail: c.Looks() + ": " + advice})
+		}
+		for _, e := range s.Env {
+			if e.SecretName != "" {
+				continue
+			}
+			if c, ok := detect(e.Name, e.Value); ok {
+				add(at.Child("env").Key(e.Name), e.Value, c, fmt.Sprintf("a plain variable is written into every target's files and shown to anyone who can read the pod; keep the value in a Kubernetes Secret and use sdk.SecretEnv(%q, secret, key), sdk.Secret(secret) for every key of it, or manifold.toml's secrets", e.Name))
+			}
+		}
+		for _, kv := range s.Labels {
+			if c, ok := detect(kv.Key, kv.Value); ok {
+				add(at.Child("labels").Key(kv.Key), kv.Value, c, labelAdvice)
+			}
+		}
+		for _, kv := range s.Annotations {
+			if c, ok := detect(kv.Key, kv.Value); ok {
+				add(at.Child("annotations").Key(kv.Key), kv.Value, c, labelAdvice)
+			}
+		}
+		for j := range s.Command {
+			if c, ok := credential.InArgs(s.Command, j); ok {
+				add(at.Child("command").Index(j), s.Command[j], c, "a command line is written into every target's files and shown to anyone who can read the pod; give the secret to the step as a variable with sdk.SecretEnv(name, secret, key) and write $(name) in the command")
+			}
+		}
+		for j, it := range s.Foreach {
+			if c, ok := detect("", it); ok {
+				add(at.Child("foreach").Index(j), it, c, "foreach items are written into every target's files and the run's record; give the secret to the step with sdk.SecretEnv(name, secret, key) or sdk.Secret(secret), and let the items say which to use")
+			}
+		}
+	}
+	for _, f := range seen {
+		switch len(f.others) {
+		case 0:
+		case 1:
+			out[f.warning].Detail += fmt.Sprintf(" (step %s holds the same value, likely from the flow's defaults or manifold.toml)", f.others[0])
+		default:
+			out[f.warning].Detail += fmt.Sprintf(" (steps %s hold the same value, likely from the flow's defaults or manifold.toml)", strings.Join(f.others, ", "))
+		}
+	}
+	return out
+}
+
+const labelAdvice = "labels and annotations are written into every target's files and shown to anyone who can list pods; keep the value in a Kubernetes Secret and give it to the step with sdk.SecretEnv(name, secret, key) or sdk.Secret(secret)"

@@ -390,10 +390,15 @@ func (o imagePullSecret) String() string {
 }
 
 // Env sets an environment variable. Variables keep the order of their first
-// declaration; a later one of the same name replaces the value.
+// declaration; a later one of the same name replaces the value. The value is
+// written into every target's files: give a credential with SecretEnv or Secret
+// instead (compile warns of a value that looks like one).
 func Env(name, value string) Option { return env{Name: name, Value: value} }
 
 // SecretEnv sets the environment variable name from key of the Secret secret.
+// Emitted files name the Secret and the key, never a value; a run on this
+// machine takes the value this environment has under name, and masks it in
+// what it writes.
 func SecretEnv(name, secret, key string) Option {
 	return env{Name: name, SecretName: secret, SecretKey: key}
 }

@@ -798,3 +798,69 @@ func TestLiveViewHeight(t *testing.T) {
 		t.Errorf("last drawing:\n%s", last)
 	}
 }
+
+// TestSecretsStayOutOfTheRecord: a Secret's value read from this environment
+// (sdk.SecretEnv) reaches the step, and a plain value that looks like a
+// credential too, but neither reaches the run's files (run.json, state.json,
+// the logs) nor what the runner prints, even when the step prints them.
+func TestSecretsStayOutOfTheRecord(t *testing.T) {
+	const secret = "q8Zr3kX/7vLm2+Pw9TnB4yHc6JdF1sGa0eUoRiWx"
+	const plain = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz01234567"
+	t.Setenv("API_TOKEN", secret)
+	flow := sdk.NewFlow("creds", sdk.Image("registry.example.com/creds:v1")).
+		Step("leak", sdk.SecretEnv("API_TOKEN", "api", "token"), sdk.Env("HF_TOKEN", plain),
+			sdk.Command("sh", "-c", `echo "len ${#API_TOKEN}"; echo "token $API_TOKEN"; echo "hf $HF_TOKEN" >&2; echo "failing with $API_TOKEN" >&2; exit 3`))
+	r := runFlow(t, context.Background(), flow, local.Options{})
+	if r.err == nil {
+		t.Fatal("the step exits 3, and the run succeeded")
+	}
+	for _, out := range []string{r.stdout, r.stderr, r.err.Error()} {
+		if strings.Contains(out, secret) || strings.Contains(out, plain) {
+			t.Errorf("the runner printed a secret:\n%s", out)
+		}
+	}
+	var files int
+	err := filepath.WalkDir(r.root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		files++
+		if bytes.Contains(data, []byte(secret)) || bytes.Contains(data, []byte(plain)) {
+			t.Errorf("%s holds a secret:\n%s", path, data)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files == 0 {
+		t.Fatal("the run wrote no files")
+	}
+	_, tasks, err := record.Read(r.root, r.res.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) != 1 || !strings.Contains(tasks[0].Error, "failing with ***") {
+		t.Errorf("recorded error: %+v, want the step's last line, masked", tasks)
+	}
+	dir := record.StateDir(filepath.Join(r.root, r.res.ID), "leak", -1)
+	stdout, err := os.ReadFile(filepath.Join(dir, record.StdoutLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The step got the value: 40 characters.
+	if want := "len 40\ntoken ***\n"; string(stdout) != want {
+		t.Errorf("stdout.log = %q, want %q", stdout, want)
+	}
+	stderr, err := os.ReadFile(filepath.Join(dir, record.StderrLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "hf ***\nfailing with ***\n"; string(stderr) != want {
+		t.Errorf("stderr.log = %q, want %q", stderr, want)
+	}
+}

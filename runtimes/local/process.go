@@ -14,6 +14,7 @@ import (
 
 	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/internal/atomicfile"
+	"github.com/manifoldflow/manifold/internal/credential"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/record"
 )
@@ -35,8 +36,11 @@ type outcome struct {
 
 // command returns the argv and environment of task t: the step's pod environment
 // from emit.Env, with $(NAME) references expanded as the kubelet expands them,
-// over this process's environment minus the variables Manifold sets.
-func (r *runner) command(t *task) (argv, env []string) {
+// over this process's environment minus the variables Manifold sets. secrets are
+// the values the runner must keep out of what it writes: those read from this
+// environment for the step's Secret variables (sdk.SecretEnv), and plain values
+// and arguments that look like credentials.
+func (r *runner) command(t *task) (argv, env, secrets []string) {
 	vars := map[string]string{
 		plan.EnvRunDir:    r.Dir,
 		plan.EnvArtifacts: t.artifacts,
@@ -61,6 +65,9 @@ func (r *runner) command(t *task) (argv, env []string) {
 			if v, ok := os.LookupEnv(e.Name); ok {
 				vars[e.Name] = v
 				names = append(names, e.Name)
+				if e.ValueFrom.SecretKeyRef != nil {
+					secrets = append(secrets, v)
+				}
 			}
 			continue
 		}
@@ -68,6 +75,9 @@ func (r *runner) command(t *task) (argv, env []string) {
 			names = append(names, e.Name)
 		}
 		vars[e.Name] = expand(e.Value, vars)
+		if _, ok := credential.Detect(e.Name, vars[e.Name]); ok {
+			secrets = append(secrets, vars[e.Name])
+		}
 	}
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
@@ -81,7 +91,12 @@ func (r *runner) command(t *task) (argv, env []string) {
 	for _, a := range t.Step.Command {
 		argv = append(argv, expand(a, vars))
 	}
-	return argv, env
+	for i := range argv {
+		if _, ok := credential.InArgs(argv, i); ok {
+			secrets = append(secrets, argv[i])
+		}
+	}
+	return argv, env, secrets
 }
 
 // managed reports whether name is a variable the runner sets for a step; a value
@@ -108,7 +123,8 @@ func (r *runner) attempt(ctx context.Context, t *task, n int) outcome {
 		defer stop()
 	}
 
-	argv, env := r.command(t)
+	argv, env, secrets := r.command(t)
+	red := newRedactor(secrets)
 	var cmd *exec.Cmd
 	if t.Step.Body == plan.BodyRun {
 		// The flow program runs the step, through the same `step NAME` contract
@@ -124,10 +140,12 @@ func (r *runner) attempt(ctx context.Context, t *task, n int) outcome {
 	if err := os.MkdirAll(t.artifacts, 0o755); err != nil {
 		return outcome{err: err}
 	}
-	outLog := &logFile{path: filepath.Join(t.stateDir, record.StdoutLog), attempt: n}
-	errLog := &logFile{path: filepath.Join(t.stateDir, record.StderrLog), attempt: n}
-	defer outLog.close()
-	defer errLog.close()
+	outFile := &logFile{path: filepath.Join(t.stateDir, record.StdoutLog), attempt: n}
+	errFile := &logFile{path: filepath.Join(t.stateDir, record.StderrLog), attempt: n}
+	defer outFile.close()
+	defer errFile.close()
+	// The logs, the lines shown and the error recorded hold no secret value.
+	outLog, errLog := red.writer(outFile), red.writer(errFile)
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return outcome{err: err}
@@ -144,12 +162,12 @@ func (r *runner) attempt(ctx context.Context, t *task, n int) outcome {
 	outW.Close()
 	errW.Close()
 	if err != nil {
-		return outcome{err: err}
+		return outcome{err: red.err(err)}
 	}
 
 	var copying sync.WaitGroup
-	stdout := &lines{emit: func(line string) { r.Disp.Output(t.Label, false, line) }}
-	stderr := &lines{emit: func(line string) { r.Disp.Output(t.Label, true, line) }}
+	stdout := &lines{emit: func(line string) { r.Disp.Output(t.Label, false, red.string(line)) }}
+	stderr := &lines{emit: func(line string) { r.Disp.Output(t.Label, true, red.string(line)) }}
 	copying.Go(func() { pump(outR, outLog, stdout) })
 	copying.Go(func() { pump(errR, errLog, stderr) })
 
@@ -176,14 +194,16 @@ func (r *runner) attempt(ctx context.Context, t *task, n int) outcome {
 	r.drain(&copying, outR, errR)
 	stdout.flush()
 	stderr.flush()
+	_ = outLog.Flush()
+	_ = errLog.Flush()
 
 	code := cmd.ProcessState.ExitCode()
-	o := outcome{exitCode: &code, lastErr: stderr.last}
+	o := outcome{exitCode: &code, lastErr: red.string(stderr.last)}
 	switch {
 	case stopped != nil:
 		o.err = stopped
 	case err != nil:
-		o.err = err
+		o.err = red.err(err)
 	}
 	// A write the step did not finish leaves a temporary file, never an artifact.
 	if _, err := atomicfile.RemoveTemps(t.artifacts); err != nil && o.err == nil {

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/manifoldflow/manifold/internal/atomicfile"
+	"github.com/manifoldflow/manifold/internal/credential"
 	"github.com/manifoldflow/manifold/runid"
 )
 
@@ -295,8 +296,18 @@ func Resumable(prev *Record, flow string, params map[string]string) error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(params)) {
 		if old, ok := prev.Params[name]; ok && old != params[name] {
-			return fmt.Errorf("run %s was made with --param %s=%s, not %s: resume it with the same params, or start a new run without --run-id", prev.ID, name, old, params[name])
+			return fmt.Errorf("run %s was made with --param %s=%s, not %s: resume it with the same params, or start a new run without --run-id", prev.ID, name, Shown(name, old), Shown(name, params[name]))
 		}
 	}
 	return nil
+}
+
+// Shown is a param's value (or, with name "", a foreach item) as output prints
+// it: withheld when it looks like a credential. The record keeps it as given, as
+// resuming compares params.
+func Shown(name, value string) string {
+	if c, ok := credential.Detect(name, value); ok {
+		return c.Withheld()
+	}
+	return value
 }

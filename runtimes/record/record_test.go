@@ -179,3 +179,16 @@ func TestLabel(t *testing.T) {
 		}
 	}
 }
+
+func TestResumableWithholdsCredentials(t *testing.T) {
+	const token = "AbCdEfGhIjKlMnOpQrStUv0123"
+	prev := &record.Record{Flow: "f", ID: "r1", Params: map[string]string{"hf-token": token, "epochs": "3"}}
+	err := record.Resumable(prev, "f", map[string]string{"hf-token": "XyZ0123456789AbCdEfGhIjK"})
+	if err == nil || strings.Contains(err.Error(), token) || strings.Contains(err.Error(), "XyZ0123456789AbCdEfGhIjK") {
+		t.Errorf("Resumable = %v, want an error that withholds both tokens", err)
+	}
+	err = record.Resumable(prev, "f", map[string]string{"epochs": "4"})
+	if err == nil || !strings.Contains(err.Error(), "--param epochs=3, not 4") {
+		t.Errorf("Resumable = %v, want an error that names both values", err)
+	}
+}
