@@ -382,6 +382,8 @@ func (c *cluster) explain(ctx context.Context, a ask, st metav1.Status, limitRan
 	case policyRE.MatchString(msg):
 		r.By = "the ValidatingAdmissionPolicy " + policyRE.FindStringSubmatch(msg)[1]
 		r.Todo = "change what the policy objects to, or ask the cluster's admins about it"
+	case strings.Contains(msg, "status unknown for quota"):
+		return r, fmt.Sprintf("step %s: a ResourceQuota of namespace %s is not counted yet (%s); its controller counts it shortly", r.Label, ns, msg)
 	case quotaRE.MatchString(msg):
 		m := quotaRE.FindStringSubmatch(msg)
 		r.By = "the ResourceQuota " + m[2] + " of namespace " + ns
