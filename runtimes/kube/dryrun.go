@@ -41,7 +41,8 @@ const (
 type Refusal struct {
 	// Step is the step, Label the step or its item (step[index]).
 	Step, Label string
-	// Object is what was refused: "Job NAME", "JobSet NAME", "pod of Job NAME".
+	// Object is what was refused: "Job NAME", "JobSet NAME", "pod of Job NAME"
+	// (the pod its controller would make).
 	Object string
 	// Field is the field at fault, when the cluster names it, or "".
 	Field string
@@ -169,7 +170,10 @@ func (c *cluster) dryRun(ctx context.Context, units []*unit) ([]Refusal, []strin
 			}
 			continue
 		}
-		refusals = append(refusals, r)
+		// A namespace that does not exist, say, refuses every object alike.
+		if !slices.ContainsFunc(refusals, func(o Refusal) bool { return o.Label == r.Label && o.By == r.By && o.Message == r.Message }) {
+			refusals = append(refusals, r)
+		}
 	}
 	return refusals, notes, nil
 }
@@ -229,7 +233,7 @@ func dryRunAsks(units []*unit, noPods map[string]bool) ([]ask, error) {
 		}
 		owner := u.objects[len(u.objects)-1].u
 		for _, pod := range podsOf(owner) {
-			if err := add(ask{gvr: podGVR, obj: pod, what: "pod (of " + u.kind + " " + u.name + ")", unit: u}); err != nil {
+			if err := add(ask{gvr: podGVR, obj: pod, what: "pod of " + u.kind + " " + u.name, unit: u}); err != nil {
 				return nil, err
 			}
 		}

@@ -133,6 +133,35 @@ func TestDryRunPodSecurity(t *testing.T) {
 		wantRefusal(t, byStep(t, refusals, "efa"), "pod", by, "securityContext.capabilities.add", "IPC_LOCK")
 		checkRefuses(t, p, o, "net", by)
 	})
+
+	// A step in a Kueue queue is created suspended: its Job is accepted, and
+	// its pods are judged only once Kueue admits it. The dry run of its pod
+	// answers before.
+	t.Run("kueue", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), simcluster.StartTimeout)
+		defer cancel()
+		if err := c.StartKueue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ns := c.LabelledNamespace(t, map[string]string{enforce: "baseline", simcluster.LabelKueue: "true"})
+		c.KueueQueue(t, ns, "training", gangQuota)
+		p := compileFlow(t, sdk.NewFlow("dry-kueue", sdk.Image("example.com/flow:v1"), sdk.Queue("training")).
+			Step("net", sdk.Command("true"), sdk.HostNetwork(true)))
+		for _, as := range []string{kube.AsJob, kube.AsJobSet} {
+			o := options(c, ns, t.TempDir())
+			o.As = as
+			r := byStep(t, refused(t, c, ns, p, o), "net")
+			wantRefusal(t, r, "pod of "+kindOf(as), enforce+"=baseline of namespace "+ns, "spec.hostNetwork", "host namespaces")
+		}
+	})
+}
+
+// kindOf is the kind a run as as creates.
+func kindOf(as string) string {
+	if as == kube.AsJobSet {
+		return "JobSet"
+	}
+	return "Job"
 }
 
 // untilRefused dry-runs a pod asking for memory in namespace ns until the
