@@ -428,7 +428,7 @@ func quotaFits(msg string) bool {
 		}
 		for _, kv := range strings.Split(rest, ",") {
 			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
-			if !ok {
+			if !ok || strings.Contains(k, ":") { // the next list ("used: …")
 				break
 			}
 			q, err := resource.ParseQuantity(v)

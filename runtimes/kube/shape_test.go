@@ -28,9 +28,9 @@ func unitsOf(t *testing.T, f *sdk.Flow, as string) (*plan.Flow, []*unit) {
 }
 
 // TestDryRunAsksOnePerShape: the Jobs (and pods) of a foreach step's items differ
-// only in their names and item, and are asked once; two steps are asked apart,
-// and so is a multi-node step's Service; a JobSet's replicated jobs are one pod
-// each, asked once when alike.
+// only in their names and item, and are asked once; two steps are asked apart;
+// a multi-node item's Service is asked once for all; a JobSet's replicated jobs
+// are one pod each, asked once when alike.
 func TestDryRunAsksOnePerShape(t *testing.T) {
 	f := sdk.NewFlow("shapes", sdk.Image("example.com/flow:v1")).
 		Step("fan", sdk.Command("true"), sdk.Foreach("a", "b", "c")).
@@ -41,7 +41,9 @@ func TestDryRunAsksOnePerShape(t *testing.T) {
 		want []string // what is asked, with how many objects each stands for
 	}{
 		{AsJob, []string{"Job fan 3", "pod fan 3", "Job other 1", "pod other 1", "Service wide 2", "Job wide 2", "pod wide 2"}},
-		{AsJobSet, []string{"JobSet fan 1", "pod fan 3", "JobSet other 1", "pod other 1", "JobSet wide 1", "pod wide 2"}},
+		// A multi-node item's pods find rank 0 under the name of their replicated
+		// job: they differ, and are asked apart.
+		{AsJobSet, []string{"JobSet fan 1", "pod fan 3", "JobSet other 1", "pod other 1", "JobSet wide 1", "pod wide 1", "pod wide 1"}},
 	} {
 		t.Run(tc.as, func(t *testing.T) {
 			_, units := unitsOf(t, f, tc.as)
