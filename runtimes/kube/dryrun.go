@@ -125,6 +125,9 @@ func (c *cluster) dryRun(ctx context.Context, units []*unit) ([]Refusal, []strin
 	}
 	rc := rest.CopyConfig(c.config)
 	rc.QPS, rc.Burst = dryRunQPS, dryRunQPS
+	// What admission only warns of (a Pod Security warn level) is said again
+	// when the run creates its objects.
+	rc.WarningHandler = rest.NoWarnings{}
 	dc, err := dynamic.NewForConfig(rc)
 	if err != nil {
 		return nil, nil, err
@@ -372,7 +375,17 @@ func (c *cluster) explain(ctx context.Context, a ask, st metav1.Status, limitRan
 		case "restricted":
 			r.Todo = "Manifold's pods do not set what the restricted level asks of every container (allowPrivilegeEscalation=false, every capability dropped, runAsNonRoot, a RuntimeDefault seccomp profile): run the flow in a namespace at the baseline or privileged level (--namespace, sdk.Namespace), or ask its admins to lower the level"
 		default:
-			r.Todo = "leave out what the level forbids (sdk.HostNetwork; sdk.EFAWiring's IPC_LOCK capability), or run the step in a namespace at the privileged level (--namespace, sdk.Namespace), or ask its admins to lower the level"
+			var what []string
+			if strings.Contains(msg, "hostNetwork=true") {
+				what = append(what, "sdk.HostNetwork")
+			}
+			if strings.Contains(msg, "IPC_LOCK") {
+				what = append(what, "sdk.EFAWiring, whose IPC_LOCK capability EFA needs")
+			}
+			if len(what) == 0 {
+				what = append(what, "what the level forbids")
+			}
+			r.Todo = "run the step in a namespace at the privileged level (--namespace, sdk.Namespace), ask its admins to lower the level, or leave out " + strings.Join(what, " and ")
 		}
 	case webhookRE.MatchString(msg):
 		name := webhookRE.FindStringSubmatch(msg)[1]
