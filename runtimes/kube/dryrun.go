@@ -312,15 +312,17 @@ func shape(obj *unstructured.Unstructured) (string, error) {
 var itemEnvRE = regexp.MustCompile(`("name":"(?:` + strings.Join(itemEnv, "|") + `)","value":)"(?:[^"\\]|\\.)*"`)
 
 var (
-	podSecurityRE = regexp.MustCompile(`violates PodSecurity "([a-z]+):[^"]*"`)
-	webhookRE     = regexp.MustCompile(`admission webhook "([^"]+)" denied the request`)
-	webhookCallRE = regexp.MustCompile(`failed calling webhook "([^"]+)"`)
-	webhookDryRE  = regexp.MustCompile(`admission webhook "([^"]+)" does not support dry run`)
-	policyRE      = regexp.MustCompile(`ValidatingAdmissionPolicy '([^']+)'`)
-	quotaRE       = regexp.MustCompile(`(exceeded|failed) quota: ([^,:]+)`)
-	limitRE       = regexp.MustCompile(`(maximum|minimum) \S+ usage per (Container|Pod)|max limit to request ratio per (Container|Pod)`)
-	forbiddenRE   = regexp.MustCompile(`^\S+ "[^"]*" is forbidden: `)
-	hostNSRE      = regexp.MustCompile(`\b(host(?:Network|PID|IPC))=true`)
+	podSecurityRE  = regexp.MustCompile(`violates PodSecurity "([a-z]+):[^"]*"`)
+	webhookRE      = regexp.MustCompile(`admission webhook "([^"]+)" denied the request`)
+	webhookCallRE  = regexp.MustCompile(`failed calling webhook "([^"]+)"`)
+	webhookDryRE   = regexp.MustCompile(`admission webhook "([^"]+)" does not support dry run`)
+	policyRE       = regexp.MustCompile(`ValidatingAdmissionPolicy '([^']+)'`)
+	quotaRE        = regexp.MustCompile(`(exceeded|failed) quota: ([^,:]+)`)
+	limitFieldRE   = regexp.MustCompile(`(?:maximum|minimum) (\S+) usage per \w+ is \S+?,? but (limit|request) is`)
+	quotaSpecifyRE = regexp.MustCompile(`must specify ([a-z.]+)`)
+	limitRE        = regexp.MustCompile(`(maximum|minimum) \S+ usage per (Container|Pod)|max limit to request ratio per (Container|Pod)`)
+	forbiddenRE    = regexp.MustCompile(`^\S+ "[^"]*" is forbidden: `)
+	hostNSRE       = regexp.MustCompile(`\b(host(?:Network|PID|IPC))=true`)
 )
 
 // podSecurityFields are the pod fields each Pod Security check judges.
@@ -408,9 +410,20 @@ func (c *cluster) explain(ctx context.Context, a ask, st metav1.Status, limitRan
 			return r, fmt.Sprintf("step %s: the ResourceQuota %s of namespace %s has no room for its %s now (%s); it waits for room once created", r.Label, m[2], ns, a.what, msg)
 		}
 		r.Todo = "ask less of it (sdk.CPU, sdk.Memory, --set), or ask the namespace's admins to raise the quota"
+		if m := quotaSpecifyRE.FindStringSubmatch(msg); m != nil {
+			fields = append(fields, "resources."+m[1])
+			r.Todo = "the quota counts " + m[1] + ", which every pod must then state: give the step one (sdk.CPU, sdk.Memory, or the flow's default)"
+		}
 	case limitRE.MatchString(msg):
 		r.By = c.limitRangeNames(ctx, ns, limitRanges)
-		r.Todo = "ask what the LimitRange allows (sdk.CPU, sdk.Memory, --set STEP.cpu=…), or ask the namespace's admins to change it"
+		r.Todo = "ask what the LimitRange allows (sdk.CPU, sdk.Memory, --set), or ask the namespace's admins to change it"
+		if m := limitFieldRE.FindStringSubmatch(msg); m != nil {
+			fields = append(fields, "resources."+m[2]+"s."+m[1])
+			option := map[string]string{"cpu": "cpu", "memory": "memory", "ephemeral-storage": "disk"}[m[1]]
+			if option != "" {
+				r.Todo = "ask what the LimitRange allows (--set " + u.Step.Name + "." + option + "=…), or ask the namespace's admins to change it"
+			}
+		}
 	case apierrors.IsNotFound(&apierrors.StatusError{ErrStatus: st}) && st.Details != nil && st.Details.Kind == "namespaces":
 		r.By = "the cluster at " + c.host
 		r.Todo = "create the namespace (`kubectl create namespace " + ns + "`), or pass --namespace"

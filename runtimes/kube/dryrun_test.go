@@ -190,8 +190,9 @@ func untilRefused(t *testing.T, c *simcluster.Cluster, ns, memory, want string) 
 }
 
 // TestDryRunLimitRangeAndQuota: a LimitRange whose maximum is under a step's
-// memory refuses its pod, and the refusal names it; a ResourceQuota the steps fit
-// in refuses nothing, and a flow of those steps runs.
+// memory refuses its pod, and the refusal names it; a ResourceQuota of CPU
+// requests refuses a step that states none, and one that states it and fits is
+// not refused: a flow of such steps runs.
 func TestDryRunLimitRangeAndQuota(t *testing.T) {
 	c := simcluster.Shared(t)
 	ns := c.Namespace(t)
@@ -211,23 +212,27 @@ func TestDryRunLimitRangeAndQuota(t *testing.T) {
 	untilRefused(t, c, ns, "2Gi", "maximum memory usage per Container is 1Gi")
 	untilQuotaCounted(t, c, ns, "room")
 
-	small := sdk.NewFlow("dry-limits", sdk.Image("example.com/flow:v1")).
-		Step("small", sdk.Command("true"), sdk.Memory("256Mi")).
-		Step("fan", sdk.Command("true"), sdk.Memory("512Mi"), sdk.Foreach("a", "b"), sdk.After("small"))
+	// A quota of requests.cpu wants every pod to state one.
 	o := options(c, ns, t.TempDir())
-	p := compileFlow(t, small.Step("big", sdk.Command("true"), sdk.Memory("2Gi")))
+	p := compileFlow(t, sdk.NewFlow("dry-nocpu", sdk.Image("example.com/flow:v1")).Step("nocpu", sdk.Command("true"), sdk.Memory("256Mi")))
+	wantRefusal(t, byStep(t, refused(t, c, ns, p, o), "nocpu"), "pod", "the ResourceQuota room of namespace "+ns, "resources.requests.cpu", "must specify requests.cpu")
+
+	steps := func(f *sdk.Flow) *sdk.Flow {
+		return f.Step("small", sdk.Command("true"), sdk.CPU("100m"), sdk.Memory("256Mi")).
+			Step("fan", sdk.Command("true"), sdk.CPU("100m"), sdk.Memory("512Mi"), sdk.Foreach("a", "b"), sdk.After("small"))
+	}
+	p = compileFlow(t, steps(sdk.NewFlow("dry-limits", sdk.Image("example.com/flow:v1"))).
+		Step("big", sdk.Command("true"), sdk.CPU("100m"), sdk.Memory("2Gi")))
 	refusals := refused(t, c, ns, p, o)
 	if len(refusals) != 1 {
 		t.Errorf("%d refusals; want that of big alone (the quota holds every step): %v", len(refusals), refusals)
 	}
-	wantRefusal(t, byStep(t, refusals, "big"), "pod", "the LimitRange mem-max of namespace "+ns, "", "maximum memory usage per Container is 1Gi, but limit is 2Gi")
+	wantRefusal(t, byStep(t, refusals, "big"), "pod", "the LimitRange mem-max of namespace "+ns, "resources.limits.memory", "maximum memory usage per Container is 1Gi, but limit is 2Gi")
 	checkRefuses(t, p, o, "big", "the LimitRange mem-max")
 
 	// The steps the LimitRange allows fit in the quota: the run goes on and
 	// succeeds.
-	p = compileFlow(t, sdk.NewFlow("dry-quota", sdk.Image("example.com/flow:v1")).
-		Step("small", sdk.Command("true"), sdk.Memory("256Mi")).
-		Step("fan", sdk.Command("true"), sdk.Memory("512Mi"), sdk.Foreach("a", "b"), sdk.After("small")))
+	p = compileFlow(t, steps(sdk.NewFlow("dry-quota", sdk.Image("example.com/flow:v1"))))
 	if r := runFlow(t, ctx, p, options(c, ns, t.TempDir())); r.err != nil {
 		t.Fatalf("a run the quota holds: %v", r.err)
 	}
