@@ -16,7 +16,9 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -384,5 +386,50 @@ func BenchmarkDryRun(b *testing.B) {
 			b.ReportMetric(float64(requests), "requests/dry-run")
 			b.ReportMetric(per/float64(len(p.Steps)*max(1, len(p.Steps[0].Foreach))), "ms/unit")
 		})
+	}
+}
+
+// TestDryRunWithoutPods: a user whom RBAC lets create Jobs but not pods (the Job
+// controller makes them) cannot dry-run the steps' pods: the run says so, dry-runs
+// its Jobs, and runs.
+func TestDryRunWithoutPods(t *testing.T) {
+	c := simcluster.Shared(t)
+	ns := c.Namespace(t)
+	ctx := context.Background()
+	if _, err := c.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "jobs-only"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "jobs-only"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods", "pods/log"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list"}},
+		// The run watches Services, and deletes what it made by label.
+		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"list", "watch", "deletecollection"}},
+		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"create", "get", "list", "watch", "delete", "deletecollection"}},
+	}}
+	if _, err := c.Client.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "jobs-only"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "jobs-only"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "jobs-only", Namespace: ns}},
+	}
+	if _, err := c.Client.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := c.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "jobs-only", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := options(c, ns, t.TempDir())
+	o.Kubeconfig = writeKubeconfig(t, c.Config.Host, c.Config.CAData, tok.Status.Token)
+	o.NoCheck = true // nor may it list nodes
+	p := compileFlow(t, sdk.NewFlow("dry-nopods", sdk.Image("example.com/flow:v1")).Step("only", sdk.Command("true")))
+	r := runFlow(t, ctx, p, o)
+	if r.err != nil {
+		t.Fatalf("run: %v", r.err)
+	}
+	if want := "the steps' pods in namespace " + ns + " were not dry-run: this user may not create pods there"; !strings.Contains(r.out.String(), want) {
+		t.Errorf("the run does not say %q", want)
 	}
 }
