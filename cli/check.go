@@ -28,11 +28,16 @@ func checkCommand(flow *sdk.Flow) *ucli.Command {
 			"Pending for ever: it is named with the reason. The nodes a step with EFA targets must all\n" +
 			"advertise the same number of EFA interfaces; a mixed or partial rollout fails closed, with the\n" +
 			"counts seen. sdk.EFAAll() resolves to that count.\n\n" +
+			"Then every object a run would create (as --as makes it, in --namespace), and each step's pod,\n" +
+			"is dry-run on the cluster (dryRun=All): a step that admission refuses (Pod Security, a LimitRange,\n" +
+			"a ResourceQuota, a webhook) is named with the field and what refused it. Nothing is created.\n\n" +
 			"Exit status: 0 when every step can be placed, 1 when one cannot, 2 when the cluster cannot be\n" +
 			"asked (unreachable, or no RBAC to list nodes). run --kube makes the same check first.",
 		Flags: append([]ucli.Flag{
 			&ucli.StringFlag{Name: "kubeconfig", Usage: "the kubeconfig `FILE` (default: $KUBECONFIG, then ~/.kube/config)"},
 			&ucli.StringFlag{Name: "context", Usage: "the kubeconfig `CONTEXT` (default: its current context)"},
+			&ucli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: "the `NAMESPACE` of steps without their own, where the dry run asks (default: the context's, or default)"},
+			&ucli.StringFlag{Name: "as", Value: kube.AsJob, Usage: "dry-run each step as a `KIND`: job or jobset, as run --kube --as would create it"},
 			&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "print a `FORMAT`: table or json"},
 		}, append(limitFlags(""), flowFlags()...)...),
 		Action: func(c *ucli.Context) error {
@@ -50,8 +55,12 @@ func checkCommand(flow *sdk.Flow) *ucli.Command {
 			if err != nil {
 				return err
 			}
+			if as := c.String("as"); as != kube.AsJob && as != kube.AsJobSet {
+				return usageErr("--as %q: choose %s or %s", as, kube.AsJob, kube.AsJobSet)
+			}
 			report, err := kube.Check(c.Context, p, kube.Options{
 				Kubeconfig: c.String("kubeconfig"), Context: c.String("context"),
+				Namespace: c.String("namespace"), As: c.String("as"),
 				QPS: float32(c.Float64("qps")), Burst: c.Int("burst"),
 			})
 			if err != nil {
@@ -99,6 +108,9 @@ func printReport(c *ucli.Context, r *placement.Report) error {
 	}
 	if err := writeTable(c.App.Writer, rows); err != nil {
 		return err
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(c.App.ErrWriter, "note: %s\n", n)
 	}
 	for _, p := range r.Unplaceable() {
 		fmt.Fprintf(c.App.ErrWriter, "step %s cannot be placed: %s\n", p.Step, p.Reason)

@@ -36,7 +36,7 @@ func kubeFlags() []ucli.Flag {
 		&ucli.DurationFlag{Name: "pending-grace", Value: kube.DefaultPendingGrace, Usage: "with --kube: report pods the scheduler cannot place after `DURATION`; fail pods that cannot get their image after it"},
 		&ucli.BoolFlag{Name: "no-build", Usage: "with --kube: do not build the flow's image for its Run steps; their image must already hold this program"},
 		&ucli.StringFlag{Name: "image", Usage: "with --kube: build the flow's image for its Run steps and push it as `REF` (default: the flow's sdk.Image, else manifold.toml's image; on a kind context it is loaded into the cluster instead)"},
-		&ucli.BoolFlag{Name: "no-check", Usage: "with --kube: do not check first that the cluster's nodes can take every step (see check)"},
+		&ucli.BoolFlag{Name: "no-check", Usage: "with --kube: do not check first that the cluster's nodes can take every step (see check); the dry run of what the run creates is made all the same"},
 		&ucli.DurationFlag{Name: "pending-timeout", DefaultText: "none: wait", Usage: "with --kube: fail a step whose pods cannot be scheduled for `DURATION`"},
 	}, limitFlags("with --kube: ")...)
 }

@@ -50,6 +50,9 @@ type Report struct {
 	Steps     []Placement `json:"steps"`
 	// OK is set when every step can be placed.
 	OK bool `json:"ok"`
+	// Notes are what the check could not ask (such as the dry run of pods this
+	// user may not create), one line each.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Unplaceable returns the placements of the steps that cannot be placed.

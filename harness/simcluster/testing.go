@@ -63,6 +63,13 @@ func (c *Cluster) Namespace(t testing.TB) string {
 	return c.namespace(t, nil)
 }
 
+// LabelledNamespace creates a namespace for t with labels (such as a Pod
+// Security level, pod-security.kubernetes.io/enforce), as Namespace does.
+func (c *Cluster) LabelledNamespace(t testing.TB, labels map[string]string) string {
+	t.Helper()
+	return c.namespace(t, labels)
+}
+
 // KueueNamespace starts Kueue (StartKueue) if it is not running, then creates a
 // namespace for t whose Jobs, JobSets and pods Kueue manages, as Namespace does.
 func (c *Cluster) KueueNamespace(t testing.TB) string {

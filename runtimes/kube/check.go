@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/manifoldflow/manifold/placement"
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runid"
 )
 
 // Check compares every step of f with the nodes of the cluster o names, before
@@ -20,12 +23,48 @@ import (
 // advertise must be the same on all of them; a mixed or partial rollout fails
 // closed. The error is for a cluster that cannot be reached or does not let this
 // user list its nodes.
+//
+// Then, as run does, it dry-runs on the cluster (dryRun=All) every object a run
+// of f as o.As in o's namespace would create, and each step's pod: a step that
+// admission refuses (Pod Security, a LimitRange, a ResourceQuota, a webhook) is
+// reported with the refusal, which names the field and what refused it.
 func Check(ctx context.Context, f *plan.Flow, o Options) (*placement.Report, error) {
+	if o.As == "" {
+		o.As = AsJob
+	}
+	if o.As != AsJob && o.As != AsJobSet {
+		return nil, fmt.Errorf("--as %q: choose %s or %s", o.As, AsJob, AsJobSet)
+	}
 	c, err := connect(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	return c.check(ctx, f)
+	report, err := c.check(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	if o.As == AsJobSet {
+		if err := c.served(jobSetGVR, "install the JobSet controller, or check with --as job"); err != nil {
+			return nil, err
+		}
+	}
+	rp, _ := placement.Resolve(f, report)
+	rp.Run, rp.Schedule = runid.New(time.Now()), ""
+	units, errs := plan2units(rp, o.As, c.namespace)
+	if len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	refusals, notes, err := c.dryRun(ctx, units)
+	if err != nil {
+		return nil, err
+	}
+	report.Notes = append(report.Notes, notes...)
+	for _, r := range refusals {
+		if i := slices.IndexFunc(rp.Steps, func(s plan.Step) bool { return s.Name == r.Step }); i >= 0 {
+			report.Refuse(i, r.Reason())
+		}
+	}
+	return report, nil
 }
 
 // errNodesForbidden is what check returns, wrapped, when RBAC refuses to list

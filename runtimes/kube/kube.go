@@ -105,7 +105,8 @@ type Options struct {
 	QPS   float32
 	Burst int
 	// NoCheck skips checking, before anything is created, that the cluster's nodes
-	// can take every step (Check).
+	// can take every step (Check). The dry run of what the run creates, which
+	// lets admission refuse it before it exists, is made all the same.
 	NoCheck bool
 	// Force, when it ends while an interrupted run deletes its objects, stops the
 	// wait: Run returns at once and names what was left.
@@ -195,7 +196,8 @@ type runner struct {
 // nil only when every step succeeded; with a Result it says which steps failed and
 // why, or that ctx interrupted the run (ErrInterrupted). Without a Result nothing
 // was created: the cluster could not be reached, or cannot run the flow (a missing
-// namespace or API, or RBAC refusal), and the error says what to do.
+// namespace or API, RBAC refusal, or admission that refuses a dry run of what the
+// run would create: RefusedError), and the error says what to do.
 func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	if o.As == "" {
 		o.As = AsJob
@@ -295,6 +297,16 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Admission answers for everything the run will create before any of it
+	// exists, --no-check or not: a dry run creates nothing.
+	refusals, dryNotes, err := c.dryRun(ctx, toCreate(filepath.Join(root, id), units))
+	if err != nil {
+		return nil, err
+	}
+	if len(refusals) > 0 {
+		return nil, &RefusedError{Cluster: c.host, Refusals: refusals}
+	}
+	notes = append(notes, dryNotes...)
 	dir, lk, err := record.Open(root, id)
 	if err != nil {
 		return nil, err
@@ -360,6 +372,23 @@ func kindOf(as string) string {
 		return "JobSet"
 	}
 	return "Job"
+}
+
+// toCreate returns the units a run recorded in dir will create: all of them,
+// but for a resumed run those it recorded as succeeded (for the same item).
+func toCreate(dir string, units []*unit) []*unit {
+	if _, err := os.Stat(dir); err != nil {
+		return units
+	}
+	var out []*unit
+	for _, u := range units {
+		t, err := record.ReadTask(dir, u.Step.Name, u.Index)
+		if err == nil && t.State == record.Succeeded && (u.Index < 0 || t.Item == u.Step.Foreach[u.Index]) {
+			continue
+		}
+		out = append(out, u)
+	}
+	return out
 }
 
 // plan2units builds the run's objects with the target's emitter and groups them

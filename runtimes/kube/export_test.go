@@ -1,0 +1,31 @@
+package kube
+
+import (
+	"context"
+	"time"
+
+	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runid"
+)
+
+// DryRun makes the dry run a run of f with o (as Jobs) would make before it
+// creates anything, and returns the refusals and notes, and how many requests it
+// sent.
+func DryRun(ctx context.Context, f *plan.Flow, o Options) ([]Refusal, []string, int, error) {
+	c, err := connect(ctx, o)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	rp := *f
+	rp.Run = runid.New(time.Now())
+	units, errs := plan2units(&rp, AsJob, c.namespace)
+	if len(errs) > 0 {
+		return nil, nil, 0, errs.ToAggregate()
+	}
+	asks, err := dryRunAsks(units, nil)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	refusals, notes, err := c.dryRun(ctx, units)
+	return refusals, notes, len(asks), err
+}
