@@ -119,45 +119,49 @@ func Carry(s string) string {
 // carried returns f with every value the argo target writes through the
 // kubelet's expansion Carried (the params' defaults, and each step's command,
 // variables and foreach items), and whether any value held "{{". f itself is
-// never changed: a changed slice is a copy.
+// never changed: the flow it returns when one did is a copy.
 func carried(f *plan.Flow) (*plan.Flow, bool) {
-	out := *f
-	changed := false
+	if !holdsTag(f) {
+		return f, false
+	}
 	carry := func(values []string) []string {
-		if !slices.ContainsFunc(values, hasTag) {
-			return values
-		}
-		changed = true
-		c := make([]string, len(values))
-		for i, v := range values {
+		c := slices.Clone(values)
+		for i, v := range c {
 			c[i] = Carry(v)
 		}
 		return c
 	}
-	if slices.ContainsFunc(f.Params, func(p plan.Param) bool { return hasTag(p.Value) }) {
-		changed = true
-		out.Params = slices.Clone(f.Params)
-		for i := range out.Params {
-			out.Params[i].Value = Carry(out.Params[i].Value)
-		}
+	out := *f
+	out.Params = slices.Clone(f.Params)
+	for i := range out.Params {
+		out.Params[i].Value = Carry(out.Params[i].Value)
 	}
 	out.Steps = slices.Clone(f.Steps)
 	for i := range out.Steps {
 		s := &out.Steps[i]
-		s.Command = carry(s.Command)
-		s.Foreach = carry(s.Foreach)
-		if slices.ContainsFunc(s.Env, func(e plan.EnvVar) bool { return hasTag(e.Value) }) {
-			changed = true
-			s.Env = slices.Clone(s.Env)
-			for j := range s.Env {
-				s.Env[j].Value = Carry(s.Env[j].Value)
-			}
+		s.Command, s.Foreach = carry(s.Command), carry(s.Foreach)
+		s.Env = slices.Clone(s.Env)
+		for j := range s.Env {
+			s.Env[j].Value = Carry(s.Env[j].Value)
 		}
 	}
-	if !changed {
-		return f, false
-	}
 	return &out, true
+}
+
+// holdsTag reports whether a value of f that the argo target carries (see
+// carried) holds "{{"; a flow without one is written as it is, without a copy.
+func holdsTag(f *plan.Flow) bool {
+	if slices.ContainsFunc(f.Params, func(p plan.Param) bool { return hasTag(p.Value) }) {
+		return true
+	}
+	for i := range f.Steps {
+		s := &f.Steps[i]
+		if slices.ContainsFunc(s.Command, hasTag) || slices.ContainsFunc(s.Foreach, hasTag) ||
+			slices.ContainsFunc(s.Env, func(e plan.EnvVar) bool { return hasTag(e.Value) }) {
+			return true
+		}
+	}
+	return false
 }
 
 func hasTag(s string) bool { return strings.Contains(s, "{{") }
@@ -168,7 +172,7 @@ func LiteralsName(flow string) string { return emit.Name(emit.MaxNameLength, flo
 // Literals returns the ConfigMap that holds "{{" for the steps of f, in the
 // namespace of its WorkflowTemplate, or nil when no value of f holds one.
 func Literals(f *plan.Flow) *corev1.ConfigMap {
-	if _, ok := carried(f); !ok {
+	if !holdsTag(f) {
 		return nil
 	}
 	return &corev1.ConfigMap{
