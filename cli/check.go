@@ -55,8 +55,8 @@ func checkCommand(flow *sdk.Flow) *ucli.Command {
 			if err != nil {
 				return err
 			}
-			if as := c.String("as"); as != kube.AsJob && as != kube.AsJobSet {
-				return usageErr("--as %q: choose %s or %s", as, kube.AsJob, kube.AsJobSet)
+			if err := checkAs(c); err != nil {
+				return err
 			}
 			report, err := kube.Check(c.Context, p, kube.Options{
 				Kubeconfig: c.String("kubeconfig"), Context: c.String("context"),

@@ -50,6 +50,14 @@ func limitFlags(usage string) []ucli.Flag {
 	}
 }
 
+// checkAs refuses an --as that names neither kind of object.
+func checkAs(c *ucli.Context) error {
+	if as := c.String("as"); as != kube.AsJob && as != kube.AsJobSet {
+		return usageErr("--as %q: choose %s or %s", as, kube.AsJob, kube.AsJobSet)
+	}
+	return nil
+}
+
 // checkLimits refuses --qps and --burst values client-go cannot take.
 func checkLimits(c *ucli.Context) error {
 	if q := c.Float64("qps"); q <= 0 || q > math.MaxFloat32 {
@@ -72,8 +80,8 @@ func checkKubeFlags(c *ucli.Context) error {
 				return usageErr("--%s applies to runs on this machine, not to --kube runs", name)
 			}
 		}
-		if as := c.String("as"); as != kube.AsJob && as != kube.AsJobSet {
-			return usageErr("--as %q: choose %s or %s", as, kube.AsJob, kube.AsJobSet)
+		if err := checkAs(c); err != nil {
+			return err
 		}
 		if d := c.Duration("pending-grace"); d <= 0 {
 			return usageErr("--pending-grace %s: give a positive duration", d)

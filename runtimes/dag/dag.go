@@ -103,11 +103,11 @@ func (r *Run) Add(us ...*Unit) {
 // it succeeded (for the same item) u is Earlier and keeps that record; otherwise
 // a record left by that runner is stale, and is written anew as pending.
 func (r *Run) Resume(u *Unit) error {
-	prev, err := record.ReadTask(r.Dir, u.Step.Name, u.Index)
+	prev, earlier, err := Earlier(r.Dir, u)
 	if err != nil {
 		return err
 	}
-	if prev.State == record.Succeeded && prev.Item == u.rec.Item {
+	if earlier {
 		u.rec, u.Earlier = prev, true
 		return nil
 	}
@@ -116,6 +116,17 @@ func (r *Run) Resume(u *Unit) error {
 		return record.WriteTask(r.Dir, u.rec)
 	}
 	return nil
+}
+
+// Earlier returns what an earlier runner of the run kept in dir recorded of
+// unit u, and whether u succeeded then, for the same item: such a unit is not
+// run again.
+func Earlier(dir string, u *Unit) (record.Task, bool, error) {
+	prev, err := record.ReadTask(dir, u.Step.Name, u.Index)
+	if err != nil {
+		return prev, false, err
+	}
+	return prev, prev.State == record.Succeeded && prev.Item == u.rec.Item, nil
 }
 
 // Task returns a copy of u's record.

@@ -29,11 +29,9 @@ import (
 // admission refuses (Pod Security, a LimitRange, a ResourceQuota, a webhook) is
 // reported with the refusal, which names the field and what refused it.
 func Check(ctx context.Context, f *plan.Flow, o Options) (*placement.Report, error) {
-	if o.As == "" {
-		o.As = AsJob
-	}
-	if o.As != AsJob && o.As != AsJobSet {
-		return nil, fmt.Errorf("--as %q: choose %s or %s", o.As, AsJob, AsJobSet)
+	var err error
+	if o.As, err = kindAs(o.As); err != nil {
+		return nil, err
 	}
 	c, err := connect(ctx, o)
 	if err != nil {

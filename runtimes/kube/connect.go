@@ -139,16 +139,11 @@ func (c *cluster) preflight(ctx context.Context, namespaces []string, as string,
 	for _, ns := range namespaces {
 		var refused []string
 		for _, a := range needs {
-			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-				ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Namespace: ns, Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource,
-				},
-			}}
-			got, err := c.client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+			ok, err := c.allowed(ctx, ns, a)
 			if err != nil {
-				return fmt.Errorf("asking the cluster at %s what this user may do: %w", c.host, err)
+				return err
 			}
-			if !got.Status.Allowed {
+			if !ok {
 				what := a.resource
 				if a.subresource != "" {
 					what += "/" + a.subresource
@@ -165,6 +160,20 @@ func (c *cluster) preflight(ctx context.Context, namespaces []string, as string,
 		}
 	}
 	return nil
+}
+
+// allowed asks the API server whether this user may do a in namespace ns.
+func (c *cluster) allowed(ctx context.Context, ns string, a access) (bool, error) {
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: ns, Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource,
+		},
+	}}
+	got, err := c.client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+	if err != nil {
+		return false, fmt.Errorf("asking the cluster at %s what this user may do: %w", c.host, err)
+	}
+	return got.Status.Allowed, nil
 }
 
 // served checks that the API server serves resource gvr, saying what to do when it

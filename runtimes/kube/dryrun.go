@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -111,7 +110,7 @@ func (c *cluster) dryRun(ctx context.Context, units []*unit) ([]Refusal, []strin
 	// dry-run them.
 	noPods := map[string]bool{}
 	for _, ns := range unitNamespaces(units) {
-		ok, err := c.allowed(ctx, ns, "create", "", "pods")
+		ok, err := c.allowed(ctx, ns, access{verb: "create", resource: "pods"})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -192,19 +191,6 @@ func unitNamespaces(units []*unit) []string {
 		}
 	}
 	return out
-}
-
-// allowed asks the API server whether this user may verb resource of group in
-// namespace ns.
-func (c *cluster) allowed(ctx context.Context, ns, verb, group, resource string) (bool, error) {
-	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: group, Resource: resource},
-	}}
-	got, err := c.client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
-	if err != nil {
-		return false, fmt.Errorf("asking the cluster at %s what this user may do: %w", c.host, err)
-	}
-	return got.Status.Allowed, nil
 }
 
 // dryRunAsks lists what to dry-run for units: each object, and each pod

@@ -199,11 +199,9 @@ type runner struct {
 // namespace or API, RBAC refusal, or admission that refuses a dry run of what the
 // run would create: RefusedError), and the error says what to do.
 func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
-	if o.As == "" {
-		o.As = AsJob
-	}
-	if o.As != AsJob && o.As != AsJobSet {
-		return nil, fmt.Errorf("--as %q: choose %s or %s", o.As, AsJob, AsJobSet)
+	var err error
+	if o.As, err = kindAs(o.As); err != nil {
+		return nil, err
 	}
 	if o.Root == "" {
 		o.Root = record.DefaultRoot
@@ -263,14 +261,11 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
-	var namespaces []string
+	namespaces := unitNamespaces(units)
 	var claims []claim
 	multiNode, queued := false, false
 	for _, u := range units {
 		queued = queued || u.Step.Queue != ""
-		if !slices.Contains(namespaces, u.ns) {
-			namespaces = append(namespaces, u.ns)
-		}
 		multiNode = multiNode || u.Step.Nodes > 1
 		for _, v := range u.Step.Volumes {
 			if cl := (claim{u.ns, v.Claim, u.Step.Name}); !slices.Contains(claims, cl) {
@@ -374,6 +369,18 @@ func kindOf(as string) string {
 	return "Job"
 }
 
+// kindAs returns the kind of object Options.As asks steps to be made as: AsJob
+// when it says nothing, or an error that says what to choose.
+func kindAs(as string) (string, error) {
+	switch as {
+	case "":
+		return AsJob, nil
+	case AsJob, AsJobSet:
+		return as, nil
+	}
+	return "", fmt.Errorf("--as %q: choose %s or %s", as, AsJob, AsJobSet)
+}
+
 // toCreate returns the units a run recorded in dir will create: all of them,
 // but for a resumed run those it recorded as succeeded (for the same item).
 func toCreate(dir string, units []*unit) []*unit {
@@ -382,8 +389,7 @@ func toCreate(dir string, units []*unit) []*unit {
 	}
 	var out []*unit
 	for _, u := range units {
-		t, err := record.ReadTask(dir, u.Step.Name, u.Index)
-		if err == nil && t.State == record.Succeeded && (u.Index < 0 || t.Item == u.Step.Foreach[u.Index]) {
+		if _, earlier, err := dag.Earlier(dir, u.Unit); err == nil && earlier {
 			continue
 		}
 		out = append(out, u)
