@@ -87,7 +87,9 @@ func TestKindWalkthrough(t *testing.T) {
 		case strings.HasPrefix(rest, "kind load "):
 			archive := filepath.Join(work, strings.TrimSpace(strings.TrimPrefix(rest, "kind load ")))
 			for _, n := range nodes {
-				importImage(t, n, archive)
+				if err := n.ImportImage(archive); err != nil {
+					t.Fatal(err)
+				}
 			}
 			continue
 		}
@@ -169,15 +171,4 @@ func kindKubeconfig(t *testing.T, from, ns string) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// importImage imports an image archive into node n's containerd, as `kind load
-// image-archive` does on each kind node.
-func importImage(t *testing.T, n *simcluster.Node, archive string) {
-	t.Helper()
-	sock := filepath.Join(n.Dir, "containerd", "containerd.sock")
-	out, err := exec.Command("ctr", "--address", sock, "--namespace", "k8s.io", "images", "import", "--all-platforms", "--digests", archive).CombinedOutput()
-	if err != nil {
-		t.Fatalf("importing %s into node %s: %v\n%s", archive, n.Name, err, out)
-	}
 }

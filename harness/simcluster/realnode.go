@@ -442,6 +442,17 @@ func (n *Node) removeSandboxes() error {
 	return errors.Join(errs...)
 }
 
+// ImportImage imports the image archive (docker save, or an OCI image
+// tarball) into the node's containerd, where its kubelet finds images, as
+// `kind load image-archive` does on each kind node.
+func (n *Node) ImportImage(archive string) error {
+	out, err := exec.Command("ctr", "--address", n.sock, "--namespace", "k8s.io", "images", "import", "--all-platforms", "--digests", archive).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("importing %s into node %s: %w\n%s", archive, n.Name, err, out)
+	}
+	return nil
+}
+
 // Processes returns the pids of the processes that belong to the node: its
 // containerd, kubelet and shims, and the containers' processes.
 func (n *Node) Processes() []int { return processesOf(n.Dir, n.cgroup) }
