@@ -20,9 +20,7 @@ func redactErrors(errs field.ErrorList) field.ErrorList {
 		}
 		if c, ok := credential.Detect(e.Field, v); ok {
 			e.BadValue = c.Withheld()
-			if strings.Contains(e.Detail, v) {
-				e.Detail = strings.ReplaceAll(e.Detail, v, c.Withheld())
-			}
+			e.Detail = strings.ReplaceAll(e.Detail, v, c.Withheld())
 		}
 	}
 	return errs
