@@ -80,6 +80,20 @@ func completed(j *batchv1.Job, pods []*corev1.Pod) bool {
 // controller marks it Completed only after the Job controller has marked each
 // Job Complete, seconds later.
 func jobSetCompleted(obj *unstructured.Unstructured, restarts int, pods []*corev1.Pod) bool {
+	// The pods first: until one has exited 0 there is no need to read the
+	// JobSet's spec, which is most of the times a unit is looked at.
+	done := map[string]bool{}
+	attempt := strconv.Itoa(restarts)
+	for _, p := range pods {
+		if p.Labels[jobsetv1.JobSetUIDKey] != string(obj.GetUID()) || p.Labels[jobsetconst.RestartsKey] != attempt ||
+			p.Spec.RestartPolicy == corev1.RestartPolicyAlways || !exitedZero(p) {
+			continue
+		}
+		done[p.Labels[jobsetv1.ReplicatedJobNameKey]+"/"+p.Labels[jobsetv1.JobIndexKey]+"/"+p.Annotations[batchv1.JobCompletionIndexAnnotation]] = true
+	}
+	if len(done) == 0 {
+		return false
+	}
 	var js jobsetv1.JobSet
 	if runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &js) != nil {
 		return false
@@ -91,15 +105,6 @@ func jobSetCompleted(obj *unstructured.Unstructured, restarts int, pods []*corev
 	// the controller; Manifold emits the default.
 	if sp := js.Spec.SuccessPolicy; sp != nil && (sp.Operator != jobsetv1.OperatorAll || len(sp.TargetReplicatedJobs) > 0) {
 		return false
-	}
-	done := map[string]bool{}
-	attempt := strconv.Itoa(restarts)
-	for _, p := range pods {
-		if p.Labels[jobsetv1.JobSetUIDKey] != string(js.UID) || p.Labels[jobsetconst.RestartsKey] != attempt ||
-			p.Spec.RestartPolicy == corev1.RestartPolicyAlways || !exitedZero(p) {
-			continue
-		}
-		done[p.Labels[jobsetv1.ReplicatedJobNameKey]+"/"+p.Labels[jobsetv1.JobIndexKey]+"/"+p.Annotations[batchv1.JobCompletionIndexAnnotation]] = true
 	}
 	for _, rj := range js.Spec.ReplicatedJobs {
 		if m := rj.Template.Spec.CompletionMode; m == nil || *m != batchv1.IndexedCompletion {
