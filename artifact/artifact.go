@@ -54,6 +54,13 @@ func StepKey(step string, index int) string {
 	return step + "/" + strconv.Itoa(index)
 }
 
+// RunLocation returns where run id of flow keeps its artifacts in the flow's
+// artifact store whose root is store (an s3:// URL, or a directory):
+// <store>/<flow>/<run id>.
+func RunLocation(store, flow, id string) string {
+	return strings.TrimSuffix(store, "/") + "/" + flow + "/" + id
+}
+
 // Dir is a Store in a directory: the run directory. Keys are paths below it. Put
 // writes a temporary file in the artifact's directory, flushes it to the disk and
 // renames it into place, which is atomic on local file systems and on the NFS

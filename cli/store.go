@@ -30,7 +30,7 @@ func stepStore(ctx context.Context, flow string) (artifact.Store, error) {
 				return nil, fmt.Errorf("%s=%s: no such directory; the flow's artifact volume is mounted there in every pod: is this the step's container?", plan.EnvArtifactStore, root)
 			}
 		}
-		return openStore(ctx, strings.TrimSuffix(root, "/")+"/"+flow+"/"+run)
+		return openStore(ctx, artifact.RunLocation(root, flow, run))
 	}
 	dir := os.Getenv(EnvRunDir)
 	if dir == "" {

@@ -472,6 +472,9 @@ func (r *runner) open(now time.Time) (bool, error) {
 		Flow: r.Flow.Name, ID: r.ID, State: record.Running, Start: now.UTC(), PID: os.Getpid(), Params: params,
 		Runtime: "kube", Cluster: r.c.host, Context: r.c.context, Namespace: ns, As: r.o.As,
 	}
+	if a := r.Flow.Artifacts; a != nil {
+		r.Rec.Artifacts = &record.Artifacts{URL: a.URL, Endpoint: a.Endpoint, Claim: a.Claim}
+	}
 	prev, err := record.ReadRecord(r.Dir)
 	resumed := err == nil
 	switch {

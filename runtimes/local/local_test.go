@@ -301,12 +301,13 @@ func TestRetrySucceedsOnSecondAttempt(t *testing.T) {
 	if got := tasks["shaky"]; got.State != record.Succeeded || got.Attempts != 2 || *got.ExitCode != 0 || got.Error != "" {
 		t.Errorf("shaky: %+v, want succeeded on attempt 2", got)
 	}
-	// A log that already holds output marks where the next attempt's begins.
+	// A retry's output starts with a line that names its attempt, also in a log
+	// the first attempt left empty.
 	if log := readFile(t, record.StateDir(r.res.Dir, "shaky", -1), record.StderrLog); !regexp.MustCompile(`\Afirst\n--- attempt 2, \S+ ---\nagain\n\z`).MatchString(log) {
 		t.Errorf("stderr.log = %q, want both attempts", log)
 	}
-	if log := readFile(t, record.StateDir(r.res.Dir, "shaky", -1), record.StdoutLog); log != "second\n" {
-		t.Errorf("stdout.log = %q", log)
+	if log := readFile(t, record.StateDir(r.res.Dir, "shaky", -1), record.StdoutLog); !regexp.MustCompile(`\A--- attempt 2, \S+ ---\nsecond\n\z`).MatchString(log) {
+		t.Errorf("stdout.log = %q, want attempt 2's output", log)
 	}
 	for _, want := range []string{"shaky: attempt 1 failed: exit status 1: first; retrying in 10ms", "shaky: attempt 2 of 4 started", "shaky: succeeded"} {
 		if !strings.Contains(r.stdout, want) {

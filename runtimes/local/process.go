@@ -140,8 +140,9 @@ func (r *runner) attempt(ctx context.Context, t *task, n int) outcome {
 	if err := os.MkdirAll(t.artifacts, 0o755); err != nil {
 		return outcome{err: err}
 	}
-	outFile := &logFile{path: filepath.Join(t.stateDir, record.StdoutLog), attempt: n}
-	errFile := &logFile{path: filepath.Join(t.stateDir, record.StderrLog), attempt: n}
+	started := time.Now()
+	outFile := &logFile{path: filepath.Join(t.stateDir, record.StdoutLog), attempt: n, start: started}
+	errFile := &logFile{path: filepath.Join(t.stateDir, record.StderrLog), attempt: n, start: started}
 	defer outFile.close()
 	defer errFile.close()
 	// The logs, the lines shown and the error recorded hold no secret value.
@@ -298,6 +299,7 @@ func indexNewline(p []byte) int {
 type logFile struct {
 	path    string
 	attempt int
+	start   time.Time
 	f       *os.File
 	err     error
 }
@@ -305,9 +307,10 @@ type logFile struct {
 func (l *logFile) Write(p []byte) (int, error) {
 	if l.f == nil && l.err == nil {
 		l.f, l.err = os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-		// In a log that already holds output, say where this attempt's begins.
-		if info, err := os.Stat(l.path); l.err == nil && err == nil && info.Size() > 0 {
-			_, _ = fmt.Fprintf(l.f, "--- attempt %d, %s ---\n", l.attempt, time.Now().UTC().Format(time.RFC3339))
+		// A retry's output, or output after an earlier runner's, starts with a
+		// line saying which attempt wrote it (record.SplitAttempts).
+		if info, err := os.Stat(l.path); l.err == nil && err == nil && (l.attempt > 1 || info.Size() > 0) {
+			_, _ = io.WriteString(l.f, record.AttemptMarker(l.attempt, l.start))
 		}
 	}
 	if l.err != nil {

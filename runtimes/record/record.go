@@ -97,11 +97,27 @@ type Record struct {
 	Context   string `json:"context,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
 	As        string `json:"as,omitempty"`
+	// Artifacts is the artifact store a cluster run's steps kept their
+	// artifacts in; nil when they are in the run directory (a local run), or
+	// stayed in the pods' own file systems (a cluster run without a store).
+	Artifacts *Artifacts `json:"artifacts,omitempty"`
 	// Params are the flow params the run was made with; resuming it needs the same.
 	Params map[string]string `json:"params,omitempty"`
 	// Steps are the flow's steps in dependency order.
 	Steps []StepInfo `json:"steps"`
 	Error string     `json:"error,omitempty"`
+}
+
+// Artifacts says where a run's artifacts are kept: the flow's artifact store,
+// the run's own part of it being under artifact.RunLocation.
+type Artifacts struct {
+	// URL is the store's root: s3://bucket/prefix, or the path at which the
+	// volume Claim was mounted in every pod.
+	URL string `json:"url"`
+	// Endpoint is the S3 endpoint of an S3-compatible server, "" for AWS's own.
+	Endpoint string `json:"endpoint,omitempty"`
+	// Claim is the ReadWriteMany PersistentVolumeClaim of a volume store.
+	Claim string `json:"claim,omitempty"`
 }
 
 // StepInfo names a step of a run and its foreach items.
