@@ -39,6 +39,25 @@ type Store interface {
 	Location(key string) string
 }
 
+// Lister is a Store that can list the artifacts it holds.
+type Lister interface {
+	// List returns the artifacts directly under key dir (a StepKey), the
+	// <name>.json that Key makes, sorted by key; none when dir holds none.
+	List(ctx context.Context, dir string) ([]Entry, error)
+}
+
+// Entry is an artifact a Store holds.
+type Entry struct {
+	Key  string
+	Size int64
+}
+
+// IsArtifact reports whether base, the last element of a key, names an
+// artifact: <name>.json, not a writer's temporary file.
+func IsArtifact(base string) bool {
+	return strings.HasSuffix(base, ".json") && !strings.HasPrefix(base, ".") && len(base) > len(".json")
+}
+
 // Key returns the key of artifact name of step, or of item index of a foreach
 // step (index is -1 for a step without Foreach): <step>[/<index>]/<name>.json.
 func Key(step string, index int, name string) string {
@@ -67,7 +86,10 @@ func RunLocation(store, flow, id string) string {
 // servers behind ReadWriteMany volumes (EFS, Filestore, Azure Files NFS).
 type Dir string
 
-var _ Store = Dir("")
+var (
+	_ Store  = Dir("")
+	_ Lister = Dir("")
+)
 
 // Put writes data to the file of key through a temporary file renamed into place.
 func (d Dir) Put(_ context.Context, key string, data []byte) error {
@@ -88,6 +110,33 @@ func (d Dir) Get(_ context.Context, key string) ([]byte, error) {
 		return nil, err
 	}
 	return os.ReadFile(p)
+}
+
+// List returns the artifacts in the directory of key dir.
+func (d Dir) List(_ context.Context, dir string) ([]Entry, error) {
+	p, err := d.path(dir)
+	if err != nil {
+		return nil, err
+	}
+	files, err := os.ReadDir(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var entries []Entry
+	for _, f := range files {
+		if !f.Type().IsRegular() || !IsArtifact(f.Name()) {
+			continue
+		}
+		info, err := f.Info()
+		if err != nil {
+			continue // removed since it was listed
+		}
+		entries = append(entries, Entry{Key: dir + "/" + f.Name(), Size: info.Size()})
+	}
+	return entries, nil
 }
 
 // Location returns the path of key.

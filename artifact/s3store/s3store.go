@@ -82,7 +82,10 @@ type Store struct {
 	checksum types.ChecksumAlgorithm
 }
 
-var _ artifact.Store = (*Store)(nil)
+var (
+	_ artifact.Store  = (*Store)(nil)
+	_ artifact.Lister = (*Store)(nil)
+)
 
 // ParseURL splits s3://bucket/prefix into the bucket and the prefix (without
 // leading or trailing '/'; "" for none).
@@ -322,6 +325,32 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, s.fail("reading", key, err)
 	}
 	return buf.Bytes(), nil
+}
+
+// List returns the objects directly under key dir that are artifacts.
+func (s *Store) List(ctx context.Context, dir string) ([]artifact.Entry, error) {
+	if err := artifact.CheckKey(dir); err != nil {
+		return nil, err
+	}
+	prefix := s.prefix + dir + "/"
+	var entries []artifact.Entry
+	pages := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
+		Bucket: aws.String(s.bucket), Prefix: aws.String(prefix), Delimiter: aws.String("/"),
+	})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, s.fail("listing", dir, err)
+		}
+		for _, o := range page.Contents {
+			base := strings.TrimPrefix(aws.ToString(o.Key), prefix)
+			if !artifact.IsArtifact(base) {
+				continue
+			}
+			entries = append(entries, artifact.Entry{Key: dir + "/" + base, Size: aws.ToInt64(o.Size)})
+		}
+	}
+	return entries, nil
 }
 
 // fail says what failed on which object, and turns S3's "no such key" into

@@ -152,7 +152,13 @@ func (d *Display) Output(label string, stderr bool, text string) {
 	if stderr {
 		w = d.o.Stderr
 	}
-	d.line(w, label+strings.Repeat(" ", max(d.pad-utf8.RuneCountInString(label), 0))+" | "+text)
+	d.line(w, Prefixed(label, d.pad, text))
+}
+
+// Prefixed is a line of output as the display shows it: label, padded to width
+// runes, then " | " and text.
+func Prefixed(label string, width int, text string) string {
+	return label + strings.Repeat(" ", max(width-utf8.RuneCountInString(label), 0)) + " | " + text
 }
 
 func (d *Display) line(w io.Writer, text string) {
