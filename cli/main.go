@@ -144,6 +144,8 @@ func newApp(flow *sdk.Flow, arg0 string, stdout, stderr io.Writer) *ucli.App {
 		Commands: []*ucli.Command{
 			runCommand(flow, arg0),
 			runsCommand(flow),
+			artifactCommand(flow),
+			logsCommand(flow),
 			compileCommand(flow),
 			validateCommand(flow),
 			graphCommand(flow),

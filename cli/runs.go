@@ -47,17 +47,30 @@ func runsCommand(flow *sdk.Flow) *ucli.Command {
 			},
 			{
 				Name:      "show",
-				Usage:     "show a run's steps: state, attempts, duration, exit status, error",
+				Usage:     "show a run's steps: state, attempts, duration, exit status, error; and its artifacts",
 				ArgsUsage: "RUN",
+				Flags: append([]ucli.Flag{
+					&ucli.BoolFlag{Name: "artifacts", Usage: "also list the artifacts the run's steps put: step, foreach item, name and size"},
+				}, storeFlags()...),
 				Action: func(c *ucli.Context) error {
-					if c.NArg() != 1 {
-						return usageErr("runs show takes one run ID, got %d arguments (see runs list)", c.NArg())
+					if err := args(c, "one run ID (see runs list)", 1, 1); err != nil {
+						return err
 					}
-					rec, tasks, err := record.Read(record.DefaultRoot, c.Args().First())
+					run, err := openClient(c).Run(c.Args().First())
 					if err != nil {
 						return invalidErr(err)
 					}
-					return showRun(c.App.Writer, rec, tasks)
+					tasks := make([]record.Task, 0, len(run.Tasks()))
+					for _, t := range run.Tasks() {
+						tasks = append(tasks, t.Task)
+					}
+					if err := showRun(c.App.Writer, &run.Record, tasks); err != nil {
+						return err
+					}
+					if c.Bool("artifacts") {
+						return showArtifacts(c, run)
+					}
+					return nil
 				},
 			},
 		},

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/manifoldflow/manifold/artifact"
-	"github.com/manifoldflow/manifold/artifact/s3store"
+	"github.com/manifoldflow/manifold/client"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runid"
 )
@@ -39,14 +39,8 @@ func stepStore(ctx context.Context, flow string) (artifact.Store, error) {
 	return openStore(ctx, dir)
 }
 
-// openStore opens the store at location: an s3:// URL or a directory.
+// openStore opens the store at location: an s3:// URL (whose S3 endpoint
+// MANIFOLD_S3_ENDPOINT may override) or a directory.
 func openStore(ctx context.Context, location string) (artifact.Store, error) {
-	if !strings.HasPrefix(location, "s3://") {
-		return artifact.Dir(location), nil
-	}
-	s, err := s3store.New(ctx, location, s3store.Options{Endpoint: os.Getenv(plan.EnvS3Endpoint)})
-	if err != nil {
-		return nil, fmt.Errorf("artifact store: %w", err)
-	}
-	return s, nil
+	return client.OpenStore(ctx, location, os.Getenv(plan.EnvS3Endpoint))
 }

@@ -1,0 +1,140 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"unicode/utf8"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/manifoldflow/manifold/client"
+	"github.com/manifoldflow/manifold/runtimes/display"
+	"github.com/manifoldflow/manifold/sdk"
+)
+
+func logsCommand(*sdk.Flow) *ucli.Command {
+	return &ucli.Command{
+		Name:  "logs",
+		Usage: "print what a past run's steps wrote, from its record",
+		Description: "Prints the standard output of the run's steps (or of STEP) to standard output and their\n" +
+			"standard error to standard error, step by step in the flow's order. With several steps or\n" +
+			"items each line starts with its label, as while the run went on. A cluster run's record keeps\n" +
+			"its pods' output, each line already labelled, in one log.",
+		ArgsUsage: "RUN [STEP]",
+		Flags: []ucli.Flag{
+			&ucli.IntFlag{Name: "index", Aliases: []string{"i"}, Usage: "only foreach item `N` of STEP (from 0)"},
+			&ucli.IntFlag{Name: "attempt", Usage: "only what attempt `N` (from 1) of STEP wrote"},
+		},
+		Action: func(c *ucli.Context) error {
+			if err := args(c, "RUN [STEP]", 1, 2); err != nil {
+				return err
+			}
+			index, err := indexFlag(c)
+			if err != nil {
+				return err
+			}
+			if c.NArg() < 2 && (c.IsSet("index") || c.IsSet("attempt")) {
+				return usageErr("logs: --index and --attempt choose within a step: name it, logs RUN STEP")
+			}
+			run, err := openClient(c).Run(c.Args().Get(0))
+			if err != nil {
+				return invalidErr(err)
+			}
+			tasks := run.Tasks()
+			if c.NArg() == 2 {
+				step := run.Step(c.Args().Get(1))
+				if err := step.Err(); err != nil {
+					return invalidErr(err)
+				}
+				tasks = step.Tasks()
+				if index >= 0 {
+					t := step.Item(index)
+					if err := t.Err(); err != nil {
+						return invalidErr(err)
+					}
+					tasks = []*client.Task{t}
+				}
+			}
+			if c.IsSet("attempt") {
+				return attemptLogs(c, run, tasks, c.Int("attempt"))
+			}
+			// A cluster run's lines carry their label already.
+			labelled := len(tasks) > 1 && run.Runtime == ""
+			pad := 0
+			for _, t := range tasks {
+				pad = max(pad, utf8.RuneCountInString(t.Label()))
+			}
+			wrote := false
+			for _, t := range tasks {
+				out, err := t.Stdout()
+				if err != nil {
+					return invalidErr(err)
+				}
+				errOut, err := t.Stderr()
+				if err != nil {
+					return invalidErr(err)
+				}
+				label := ""
+				if labelled {
+					label = t.Label()
+				}
+				if err := writeLog(c.App.Writer, label, pad, out); err != nil {
+					return err
+				}
+				if err := writeLog(c.App.ErrWriter, label, pad, errOut); err != nil {
+					return err
+				}
+				wrote = wrote || len(out) > 0 || len(errOut) > 0
+			}
+			if !wrote {
+				fmt.Fprintf(c.App.ErrWriter, "run %s: no output recorded\n", run.ID)
+			}
+			return nil
+		},
+	}
+}
+
+// attemptLogs prints what attempt n of the one task in tasks wrote.
+func attemptLogs(c *ucli.Context, run *client.Run, tasks []*client.Task, n int) error {
+	if len(tasks) != 1 {
+		return usageErr("logs: --attempt needs one task, and step %s has %d foreach items: choose one with --index", tasks[0].Step, len(tasks))
+	}
+	t := tasks[0]
+	if run.Runtime != "" {
+		return invalidErr(fmt.Errorf("run %s ran on a cluster, whose record keeps the output of %s's attempts together: leave out --attempt", run.ID, t.Label()))
+	}
+	as, err := t.Attempts()
+	if err != nil {
+		return invalidErr(err)
+	}
+	if n < 1 || n > len(as) {
+		return invalidErr(fmt.Errorf("run %s: %s made %s, not attempt %d", run.ID, t.Label(), display.Count(len(as), "attempt"), n))
+	}
+	if err := writeLog(c.App.Writer, "", 0, as[n-1].Stdout); err != nil {
+		return err
+	}
+	return writeLog(c.App.ErrWriter, "", 0, as[n-1].Stderr)
+}
+
+// writeLog writes a log, each line prefixed with label when it is not "".
+func writeLog(w io.Writer, label string, pad int, data []byte) error {
+	if label == "" || len(data) == 0 {
+		_, err := w.Write(data)
+		return err
+	}
+	var b bytes.Buffer
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line = data[:i]
+			data = data[i+1:]
+		} else {
+			data = nil
+		}
+		b.WriteString(display.Prefixed(label, pad, string(line)))
+		b.WriteByte('\n')
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
