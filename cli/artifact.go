@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -37,17 +39,25 @@ func openClient(c *ucli.Context) *client.Client {
 	return client.Open(record.DefaultRoot, opts...)
 }
 
-// args checks that the command got between min and max arguments, and says that
-// flags go before them when one came after.
-func args(c *ucli.Context, usage string, least, most int) error {
-	n := c.NArg()
+// args checks that command got between least and most arguments, as usage
+// says, and says that flags go before them when one came after.
+func args(c *ucli.Context, command, usage string, least, most int) error {
+	if err := flagsFirst(c, command, usage); err != nil {
+		return err
+	}
+	if n := c.NArg(); n < least || n > most {
+		return usageErr("%s takes %s, got %d arguments", command, usage, n)
+	}
+	return nil
+}
+
+// flagsFirst refuses a flag written after command's arguments, which flag
+// parsing would otherwise take for an argument.
+func flagsFirst(c *ucli.Context, command, usage string) error {
 	for _, a := range c.Args().Slice() {
 		if strings.HasPrefix(a, "-") {
-			return usageErr("%s: flag %s after the arguments; flags go before them: %s", c.Command.FullName(), a, usage)
+			return usageErr("%s: flag %s after the arguments; flags go before them: %s [flags] %s", command, a, command, usage)
 		}
-	}
-	if n < least || n > most {
-		return usageErr("%s takes %s, got %d arguments", c.Command.FullName(), usage, n)
 	}
 	return nil
 }
@@ -78,7 +88,7 @@ func artifactCommand(*sdk.Flow) *ucli.Command {
 					&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the artifact, as stored, to `FILE` (replaced at once) instead of printing it"},
 				}, storeFlags()...),
 				Action: func(c *ucli.Context) error {
-					if err := args(c, "RUN STEP NAME", 3, 3); err != nil {
+					if err := args(c, "artifact get", "RUN STEP NAME", 3, 3); err != nil {
 						return err
 					}
 					index, err := indexFlag(c)
@@ -99,6 +109,9 @@ func artifactCommand(*sdk.Flow) *ucli.Command {
 						return invalidErr(err)
 					}
 					if out := c.String("output"); out != "" {
+						if info, err := os.Stat(filepath.Dir(out)); err != nil || !info.IsDir() {
+							return invalidErr(fmt.Errorf("-o %s: no directory %s: make it first", out, filepath.Dir(out)))
+						}
 						// The file gets the artifact's bytes as stored.
 						store, err := run.Store(c.Context)
 						if err != nil {

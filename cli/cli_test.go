@@ -107,6 +107,17 @@ func join(ctx *sdk.Context) error {
 	return nil
 }
 
+// shakyFlow fans a Run step out over two items, and has a Command step that
+// fails twice before it succeeds.
+var shakyFlow = sdk.NewFlow("shakyflow", sdk.Image("registry.example.com/shaky:v1")).
+	Step("fan", sdk.Foreach("a", "b"), sdk.Run(func(ctx *sdk.Context) error {
+		fmt.Printf("item %s\n", ctx.Item())
+		return ctx.Put("result", map[string]any{"item": ctx.Item(), "index": ctx.Index()})
+	})).
+	Step("shaky", sdk.Retry(2), sdk.RetryBackoff(10*time.Millisecond), sdk.Command("sh", "-c",
+		`n=`+"`"+`cat "$MANIFOLD_ARTIFACTS/n" 2>/dev/null || echo 0`+"`"+`; n=`+"`"+`expr $n + 1`+"`"+`; echo $n > "$MANIFOLD_ARTIFACTS/n"; echo "try $n"; `+
+			`if [ $n -lt 3 ]; then echo "failed $n" >&2; exit 3; fi; echo "{\"tries\": $n}" > "$MANIFOLD_ARTIFACTS/tries.json"`))
+
 // badFlow has mistakes in several steps; every one must be reported.
 var badFlow = sdk.NewFlow("badflow").
 	Step("prepare", sdk.Run(noop), sdk.Image("registry.example.com/bad:v1"), sdk.Retry(-1)).
@@ -158,6 +169,7 @@ func TestMain(m *testing.M) {
 		"panicflow":  flowMain(panicFlow),
 		"cronflow":   flowMain(cronFlow),
 		"sleepyflow": flowMain(sleepyFlow),
+		"shakyflow":  flowMain(shakyFlow),
 	})
 }
 

@@ -27,7 +27,7 @@ func logsCommand(*sdk.Flow) *ucli.Command {
 			&ucli.IntFlag{Name: "attempt", Usage: "only what attempt `N` (from 1) of STEP wrote"},
 		},
 		Action: func(c *ucli.Context) error {
-			if err := args(c, "RUN [STEP]", 1, 2); err != nil {
+			if err := args(c, "logs", "RUN [STEP]", 1, 2); err != nil {
 				return err
 			}
 			index, err := indexFlag(c)

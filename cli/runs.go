@@ -53,8 +53,11 @@ func runsCommand(flow *sdk.Flow) *ucli.Command {
 					&ucli.BoolFlag{Name: "artifacts", Usage: "also list the artifacts the run's steps put: step, foreach item, name and size"},
 				}, storeFlags()...),
 				Action: func(c *ucli.Context) error {
-					if err := args(c, "one run ID (see runs list)", 1, 1); err != nil {
+					if err := flagsFirst(c, "runs show", "RUN"); err != nil {
 						return err
+					}
+					if c.NArg() != 1 {
+						return usageErr("runs show takes one run ID, got %d arguments (see runs list)", c.NArg())
 					}
 					run, err := openClient(c).Run(c.Args().First())
 					if err != nil {
