@@ -144,8 +144,6 @@ func newApp(flow *sdk.Flow, arg0 string, stdout, stderr io.Writer) *ucli.App {
 		Commands: []*ucli.Command{
 			runCommand(flow, arg0),
 			runsCommand(flow),
-			artifactCommand(flow),
-			logsCommand(flow),
 			compileCommand(flow),
 			validateCommand(flow),
 			graphCommand(flow),
@@ -153,6 +151,8 @@ func newApp(flow *sdk.Flow, arg0 string, stdout, stderr io.Writer) *ucli.App {
 			checkCommand(flow),
 			imageCommand(flow),
 			kindCommand(flow),
+			artifactCommand(flow),
+			logsCommand(flow),
 		},
 	}
 	for _, c := range app.Commands {
