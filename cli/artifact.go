@@ -84,7 +84,7 @@ func artifactCommand(*sdk.Flow) *ucli.Command {
 				Usage:     "print an artifact a step put, as JSON, or write it to a file",
 				ArgsUsage: "RUN STEP NAME",
 				Flags: append([]ucli.Flag{
-					&ucli.IntFlag{Name: "index", Aliases: []string{"i"}, Usage: "the foreach item `N` of the step whose artifact to read (from 0)"},
+					&ucli.IntFlag{Name: "index", Aliases: []string{"i"}, DefaultText: "none", Usage: "the foreach item `N` of the step whose artifact to read (from 0)"},
 					&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the artifact, as stored, to `FILE` (replaced at once) instead of printing it"},
 				}, storeFlags()...),
 				Action: func(c *ucli.Context) error {

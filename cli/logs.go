@@ -23,8 +23,8 @@ func logsCommand(*sdk.Flow) *ucli.Command {
 			"its pods' output, each line already labelled, in one log.",
 		ArgsUsage: "RUN [STEP]",
 		Flags: []ucli.Flag{
-			&ucli.IntFlag{Name: "index", Aliases: []string{"i"}, Usage: "only foreach item `N` of STEP (from 0)"},
-			&ucli.IntFlag{Name: "attempt", Usage: "only what attempt `N` (from 1) of STEP wrote"},
+			&ucli.IntFlag{Name: "index", Aliases: []string{"i"}, DefaultText: "every item", Usage: "only foreach item `N` of STEP (from 0)"},
+			&ucli.IntFlag{Name: "attempt", DefaultText: "every attempt", Usage: "only what attempt `N` (from 1) of STEP wrote"},
 		},
 		Action: func(c *ucli.Context) error {
 			if err := args(c, "logs", "RUN [STEP]", 1, 2); err != nil {
