@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/manifoldflow/manifold/artifact"
 )
 
@@ -55,5 +57,47 @@ func TestDir(t *testing.T) {
 		if _, err := dir.Get(ctx, key); err == nil {
 			t.Errorf("Get(%q) succeeded", key)
 		}
+	}
+}
+
+// TestDirList lists what a step put: its own artifacts, not its items' nor
+// other files, with their sizes.
+func TestDirList(t *testing.T) {
+	root := t.TempDir()
+	dir := artifact.Dir(root)
+	ctx := context.Background()
+	for key, data := range map[string]string{
+		"train/model.json":   `{"w": [1, 2, 3]}`,
+		"train/metrics.json": `{}`,
+		"train/0/part.json":  `1`,
+		"other/x.json":       `2`,
+	} {
+		if err := dir.Put(ctx, key, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A Command step's other files and a killed writer's temporary file are no
+	// artifacts.
+	for _, name := range []string{"notes.txt", ".model.json.123.tmp", ".json"} {
+		if err := os.WriteFile(filepath.Join(root, "train", name), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := dir.List(ctx, "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []artifact.Entry{{Key: "train/metrics.json", Size: 2}, {Key: "train/model.json", Size: 16}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("List(train) (-want +got):\n%s", diff)
+	}
+	if got, err := dir.List(ctx, "train/0"); err != nil || !cmp.Equal(got, []artifact.Entry{{Key: "train/0/part.json", Size: 1}}) {
+		t.Errorf("List(train/0) = %v, %v", got, err)
+	}
+	if got, err := dir.List(ctx, "never"); err != nil || len(got) != 0 {
+		t.Errorf("List(never) = %v, %v; want nothing", got, err)
+	}
+	if _, err := dir.List(ctx, "../train"); err == nil {
+		t.Error("List(../train): no error")
 	}
 }

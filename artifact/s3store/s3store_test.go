@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/manifoldflow/manifold/artifact"
@@ -462,5 +464,45 @@ func TestParseURL(t *testing.T) {
 		if err := CheckEndpoint(bad); err == nil {
 			t.Errorf("CheckEndpoint(%q) succeeded", bad)
 		}
+	}
+}
+
+// TestList lists what a step put, as Dir does: its own artifacts with their
+// sizes, not its items', another step's whose name starts the same, or other
+// objects.
+func TestList(t *testing.T) {
+	s, bucket, srv := newStore(t, "flows/hello/run-1", Options{})
+	ctx := context.Background()
+	for key, data := range map[string]string{
+		"train/model.json":   `{"w": [1, 2, 3]}`,
+		"train/metrics.json": `{}`,
+		"train/0/part.json":  `1`,
+		"training/x.json":    `2`,
+	} {
+		if err := s.Put(ctx, key, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := srv.Client().PutObject(ctx, &s3.PutObjectInput{
+		Bucket: aws.String(bucket), Key: aws.String("flows/hello/run-1/train/notes.txt"), Body: strings.NewReader("x"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.List(ctx, "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []artifact.Entry{{Key: "train/metrics.json", Size: 2}, {Key: "train/model.json", Size: 16}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("List(train) (-want +got):\n%s", diff)
+	}
+	if got, err := s.List(ctx, "train/0"); err != nil || !cmp.Equal(got, []artifact.Entry{{Key: "train/0/part.json", Size: 1}}) {
+		t.Errorf("List(train/0) = %v, %v", got, err)
+	}
+	if got, err := s.List(ctx, "never"); err != nil || len(got) != 0 {
+		t.Errorf("List(never) = %v, %v; want nothing", got, err)
+	}
+	if _, err := s.List(ctx, "../train"); err == nil {
+		t.Error("List(../train): no error")
 	}
 }
