@@ -461,3 +461,46 @@ func TestNoRuns(t *testing.T) {
 		t.Errorf("Run(../x): %v, want the ID refused", err)
 	}
 }
+
+// TestJobSetItems: a cluster run as JobSets records a foreach step as one unit,
+// and its items' artifacts are read by index all the same.
+func TestJobSetItems(t *testing.T) {
+	root, id := runLocal(t)
+	mount := t.TempDir()
+	runAsPods(t, mount, id)
+	asCluster(t, root, id, &record.Artifacts{URL: plan.ArtifactVolumePath, Claim: "shared-artifacts"})
+	dir := filepath.Join(root, id)
+	rec, err := record.ReadRecord(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.As = "jobset"
+	for i := range rec.Steps {
+		if rec.Steps[i].Name == "fan" {
+			rec.Steps[i].Items = 0
+		}
+	}
+	if err := record.WriteRecord(dir, *rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := record.WriteTask(dir, record.Task{Step: "fan", State: record.Succeeded, Attempts: 1}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := client.Open(root, client.Store(mount)).Run(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fan := r.Step("fan")
+	if fan.Items != 0 || len(fan.Tasks()) != 1 || fan.State() != record.Succeeded {
+		t.Fatalf("fan: %d items, %d tasks, %s; want the step as one unit", fan.Items, len(fan.Tasks()), fan.State())
+	}
+	for i := range items {
+		s, err := client.ItemArtifact[Score](context.Background(), r, "fan", i, "score")
+		if err != nil || s != wantModel.Scores[i] {
+			t.Errorf("score of item %d = %+v, %v; want %+v", i, s, err, wantModel.Scores[i])
+		}
+	}
+	if err := r.Step("fan").Item(-1).Err(); err == nil {
+		t.Error("Item(-1): no error")
+	}
+}
