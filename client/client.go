@@ -7,7 +7,7 @@
 //	c := client.Open("")                 // .manifold/runs
 //	r, err := c.Latest("train-flow")
 //	model, err := client.Artifact[Model](ctx, r, "train", "model")
-//	for _, a := range r.Step("fan").Item(3).Attempts() { ... }
+//	attempts, err := r.Step("fan").Item(3).Attempts()
 //
 // A local run keeps its artifacts in its run directory. A cluster run's record
 // names the flow's artifact store: an S3 store is read where it is; a volume
