@@ -2,7 +2,6 @@ package local
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,22 +15,30 @@ import (
 	"github.com/manifoldflow/manifold/internal/atomicfile"
 	"github.com/manifoldflow/manifold/internal/credential"
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/dag"
 	"github.com/manifoldflow/manifold/runtimes/record"
 )
-
-// errTimeout is why an attempt that ran past its step's Timeout ended.
-var errTimeout = errors.New("timed out")
 
 // outcome is how one attempt ended.
 type outcome struct {
 	// exitCode is the process's exit status, -1 if a signal ended it, nil if it
 	// never started.
 	exitCode *int
-	// err is nil on success; errTimeout (wrapped) when the step ran past its
-	// Timeout.
+	// err is nil on success; dag.ErrTimedOut (wrapped) when the step ran past
+	// its Timeout.
 	err error
 	// lastErr is the last line the attempt wrote to stderr, for the error message.
 	lastErr string
+}
+
+// message says why a failed attempt failed: its error and the last line it
+// wrote to stderr.
+func (o outcome) message() string {
+	msg := o.err.Error()
+	if o.lastErr != "" {
+		msg += ": " + clip(o.lastErr, 300)
+	}
+	return msg
 }
 
 // command returns the argv and environment of task t: the step's pod environment
@@ -119,7 +126,7 @@ func (r *runner) attempt(ctx context.Context, t *task, n int) outcome {
 	defer cancel(nil)
 	if t.Step.Timeout > 0 {
 		var stop context.CancelFunc
-		ctx, stop = context.WithTimeoutCause(ctx, t.Step.Timeout, fmt.Errorf("%w after %s", errTimeout, t.Step.Timeout))
+		ctx, stop = context.WithTimeoutCause(ctx, t.Step.Timeout, dag.TimedOut(t.Step.Timeout))
 		defer stop()
 	}
 
