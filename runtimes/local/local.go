@@ -333,7 +333,7 @@ func (r *runner) ended(ctx context.Context, t *task, o outcome) (time.Duration, 
 		r.Interrupt(t.Unit, "")
 		return 0, false
 	}
-	return r.Retry(t.Unit, o.message(), o.exitCode)
+	return r.Retry(t.Unit, o.failure().Error(), o.exitCode)
 }
 
 func clip(s string, n int) string {
