@@ -174,6 +174,8 @@ func (c *config) compileOptions(flow *sdk.Flow) (compile.Options, []string) {
 			cfg.ImageFromBuild = false
 			o.Config = cfg
 		case !c.cfgGiven && errors.Is(err, fs.ErrNotExist):
+		case errors.Is(err, fs.ErrNotExist):
+			problems = append(problems, fmt.Sprintf("flowtest.Config(%q): no such file", path))
 		default:
 			problems = append(problems, fmt.Sprintf("flowtest: %v", err))
 		}

@@ -115,11 +115,15 @@ func (r *Result) String() string {
 		state = "failed: " + r.err.Error()
 	}
 	fmt.Fprintf(&b, "run of flow %s %s\n", r.flow, state)
-	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	var cells strings.Builder
+	w := tabwriter.NewWriter(&cells, 0, 0, 2, ' ', 0)
 	for _, row := range r.table {
-		fmt.Fprintf(w, "  %s\n", strings.TrimRight(strings.Join(row, "\t"), "\t"))
+		fmt.Fprintf(w, "  %s\n", strings.Join(row, "\t"))
 	}
 	w.Flush()
+	for line := range strings.Lines(cells.String()) {
+		b.WriteString(strings.TrimRight(line, " \n") + "\n")
+	}
 	return b.String()
 }
 
