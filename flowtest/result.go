@@ -112,9 +112,9 @@ func (r *Result) String() string {
 	var b strings.Builder
 	state := "succeeded"
 	if r.err != nil {
-		state = "failed: " + r.err.Error()
+		state = "failed"
 	}
-	fmt.Fprintf(&b, "run of flow %s %s\n", r.flow, state)
+	fmt.Fprintf(&b, "run of flow %s %s, %s on the fake clock:\n", r.flow, state, r.elapsed)
 	var cells strings.Builder
 	w := tabwriter.NewWriter(&cells, 0, 0, 2, ' ', 0)
 	for _, row := range r.table {
