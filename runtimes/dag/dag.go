@@ -7,8 +7,9 @@
 //
 // A runtime keeps only what is its own: how it starts a unit, watches it and
 // stops it. It adds the units, calls Release for those it may start, reports
-// what each unit does (Start, Succeed, Fail, Interrupt, Update), and calls
-// Finish when none is left.
+// what each unit does (Start, Succeed, Fail, Interrupt, Update; Retry for a
+// failed attempt that a runtime retries itself, after Backoff), and calls
+// Finish when none is left. Run.Now is the clock of the times recorded.
 package dag
 
 import (
