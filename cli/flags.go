@@ -5,11 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
-	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -24,7 +20,7 @@ import (
 func flowFlags() []ucli.Flag {
 	return []ucli.Flag{
 		&ucli.StringSliceFlag{Name: "param", Aliases: []string{"p"}, Usage: "set a flow param, `NAME=VALUE` (repeatable)"},
-		&ucli.StringSliceFlag{Name: "set", Usage: "override a step option, `STEP.OPTION=VALUE`, such as train.efa=4, or train.trainium=0 for none (repeatable); options: " + strings.Join(setOptionNames(), ", ")},
+		&ucli.StringSliceFlag{Name: "set", Usage: "override a step option, `STEP.OPTION=VALUE`, such as train.efa=4, or train.trainium=0 for none (repeatable); options: " + strings.Join(compile.SetOptions(), ", ")},
 		&ucli.StringFlag{Name: "config", Usage: "read defaults from `FILE` (default: " + compile.ConfigFile + " in the working directory, if present)"},
 		&ucli.StringFlag{Name: "artifacts", Usage: "keep artifacts on a cluster in `STORE`: s3://bucket/prefix, or pvc://CLAIM for a ReadWriteMany volume (replaces sdk.ArtifactVolume and manifold.toml's artifacts)"},
 		&ucli.StringFlag{Name: "artifacts-endpoint", Usage: "the `URL` of the S3-compatible server of an s3:// artifact store, such as http://minio.storage:9000"},
@@ -128,78 +124,11 @@ func hasStep(flow *sdk.Flow, name string) bool {
 	return false
 }
 
-// setOptions maps each --set option to the option it makes from a value. Values are
-// only parsed here; the compiler checks them exactly as it checks options in code.
-var setOptions = map[string]func(string) (sdk.StepOption, error){
-	"cpu":             str(func(v string) sdk.StepOption { return sdk.CPU(v) }),
-	"memory":          str(func(v string) sdk.StepOption { return sdk.Memory(v) }),
-	"disk":            str(func(v string) sdk.StepOption { return sdk.Disk(v) }),
-	"sharedMemory":    str(func(v string) sdk.StepOption { return sdk.SharedMemory(v) }),
-	"gpu":             integer(func(n int) sdk.StepOption { return sdk.GPU(n) }),
-	"gpuVendor":       str(func(v string) sdk.StepOption { return sdk.GPUVendor(v) }),
-	"trainium":        integer(func(n int) sdk.StepOption { return sdk.Trainium(n) }),
-	"inferentia":      integer(func(n int) sdk.StepOption { return sdk.Inferentia(n) }),
-	"efa":             efaValue,
-	"instanceType":    str(func(v string) sdk.StepOption { return sdk.InstanceType(v) }),
-	"image":           str(func(v string) sdk.StepOption { return sdk.Image(v) }),
-	"imagePullPolicy": str(func(v string) sdk.StepOption { return sdk.ImagePullPolicy(v) }),
-	"serviceAccount":  str(func(v string) sdk.StepOption { return sdk.ServiceAccount(v) }),
-	"namespace":       str(func(v string) sdk.StepOption { return sdk.Namespace(v) }),
-	"port":            integer(func(n int) sdk.StepOption { return sdk.Port(n) }),
-	"nodes":           integer(func(n int) sdk.StepOption { return sdk.Nodes(n) }),
-	"retry":           integer(func(n int) sdk.StepOption { return sdk.Retry(n) }),
-	"retryBackoff":    duration(func(d time.Duration) sdk.StepOption { return sdk.RetryBackoff(d) }),
-	"timeout":         duration(func(d time.Duration) sdk.StepOption { return sdk.Timeout(d) }),
-}
-
-func setOptionNames() []string { return slices.Sorted(maps.Keys(setOptions)) }
-
-// parseSet parses STEP.OPTION=VALUE.
+// parseSet parses a --set flag, STEP.OPTION=VALUE (compile.ParseSet).
 func parseSet(s string) (string, sdk.StepOption, error) {
-	lhs, value, ok := strings.Cut(s, "=")
-	step, name, dot := strings.Cut(lhs, ".")
-	if !ok || !dot || step == "" || name == "" {
-		return "", nil, usageErr("--set %q: write STEP.OPTION=VALUE, such as train.efa=4", s)
-	}
-	build, known := setOptions[name]
-	if !known {
-		return "", nil, usageErr("--set %q: unknown option %q; the options are %s", s, name, strings.Join(setOptionNames(), ", "))
-	}
-	opt, err := build(value)
+	step, opt, err := compile.ParseSet(s)
 	if err != nil {
 		return "", nil, usageErr("--set %q: %v", s, err)
 	}
 	return step, opt, nil
-}
-
-func str(f func(string) sdk.StepOption) func(string) (sdk.StepOption, error) {
-	return func(v string) (sdk.StepOption, error) { return f(v), nil }
-}
-
-func integer(f func(int) sdk.StepOption) func(string) (sdk.StepOption, error) {
-	return func(v string) (sdk.StepOption, error) {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a whole number", v)
-		}
-		return f(n), nil
-	}
-}
-
-func duration(f func(time.Duration) sdk.StepOption) func(string) (sdk.StepOption, error) {
-	return func(v string) (sdk.StepOption, error) {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a duration such as 90s, 30m or 6h", v)
-		}
-		return f(d), nil
-	}
-}
-
-// efaValue takes a count, or "all" for EFAAll.
-func efaValue(v string) (sdk.StepOption, error) {
-	if v == "all" {
-		return sdk.EFAAll(), nil
-	}
-	return integer(func(n int) sdk.StepOption { return sdk.EFA(n) })(v)
 }

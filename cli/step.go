@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,7 +58,7 @@ func stepCommand(flow *sdk.Flow) *ucli.Command {
 			if cfg.Store, err = stepStore(c.Context, spec.Name); err != nil {
 				return invalidErr(fmt.Errorf("step %s: %w", step.Name, err))
 			}
-			if err := runBody(step.Spec.Run, sdk.NewContext(c.Context, cfg)); err != nil {
+			if err := sdk.Invoke(step.Spec.Run, sdk.NewContext(c.Context, cfg)); err != nil {
 				return invalidErr(fmt.Errorf("step %s: %w", step.Name, err))
 			}
 			return nil
@@ -126,14 +125,4 @@ func stepContext(spec sdk.FlowSpec, step *sdk.StepDecl, given map[string]string)
 	}
 	cfg.Item, cfg.Index = item, i
 	return cfg, nil
-}
-
-// runBody calls a step's Run function; a panic becomes an error with its stack.
-func runBody(fn func(*sdk.Context) error, ctx *sdk.Context) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
-		}
-	}()
-	return fn(ctx)
 }

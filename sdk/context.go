@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strconv"
 
 	"github.com/manifoldflow/manifold/artifact"
@@ -56,6 +57,18 @@ func NewContext(ctx context.Context, c ContextConfig) *Context {
 	}
 	return &Context{Context: ctx, flow: c.Flow, step: c.Step, params: c.Params,
 		item: c.Item, index: c.Index, store: store}
+}
+
+// Invoke calls the Run body fn of a step with ctx, as the step's container
+// does (`<flow> step NAME`) and as package flowtest does in a test's process;
+// a panic in fn becomes an error that holds its stack.
+func Invoke(fn func(*Context) error, ctx *Context) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return fn(ctx)
 }
 
 // Flow returns the flow's name.

@@ -7,8 +7,9 @@
 //
 // A runtime keeps only what is its own: how it starts a unit, watches it and
 // stops it. It adds the units, calls Release for those it may start, reports
-// what each unit does (Start, Succeed, Fail, Interrupt, Update), and calls
-// Finish when none is left.
+// what each unit does (Start, Succeed, Fail, Interrupt, Update; Retry for a
+// failed attempt that a runtime retries itself, after Backoff), and calls
+// Finish when none is left. Run.Now is the clock of the times recorded.
 package dag
 
 import (
@@ -77,6 +78,9 @@ type Run struct {
 	Rec record.Record
 	// Disp tells what happens; set it before the first state change.
 	Disp *display.Display
+	// Now is the clock of the units' and the run's start and end times;
+	// time.Now when nil. A test runner gives a fake clock here.
+	Now func() time.Time
 
 	mu       sync.Mutex
 	units    []*Unit
@@ -89,6 +93,14 @@ type Run struct {
 // New returns the run id of flow f, kept in dir, without units.
 func New(f *plan.Flow, id, dir string) *Run {
 	return &Run{Flow: f, ID: id, Dir: dir, steps: map[string][]*Unit{}, released: map[string]bool{}}
+}
+
+// now reads the run's clock, in UTC.
+func (r *Run) now() time.Time {
+	if r.Now != nil {
+		return r.Now().UTC()
+	}
+	return time.Now().UTC()
 }
 
 // Add adds units to the run, in flow order.
@@ -298,7 +310,7 @@ func (r *Run) Start(u *Unit) int {
 		t.Attempts++
 		n = t.Attempts
 		if n == 1 {
-			t.Start, t.End = time.Now().UTC(), time.Time{}
+			t.Start, t.End = r.now(), time.Time{}
 		}
 		t.State, t.ExitCode, t.Error, t.Reason = record.Running, nil, "", ""
 	})
@@ -310,7 +322,7 @@ func (r *Run) Start(u *Unit) int {
 func (r *Run) Succeed(u *Unit, change func(*record.Task)) {
 	var rec record.Task
 	r.Update(u, func(t *record.Task) {
-		t.State, t.End = record.Succeeded, time.Now().UTC()
+		t.State, t.End = record.Succeeded, r.now()
 		if change != nil {
 			change(t)
 		}
@@ -324,10 +336,46 @@ func (r *Run) Succeed(u *Unit, change func(*record.Task)) {
 func (r *Run) Fail(u *Unit, msg, reason string, code *int) {
 	var rec record.Task
 	r.Update(u, func(t *record.Task) {
-		t.State, t.End, t.Error, t.Reason, t.ExitCode = record.Failed, time.Now().UTC(), msg, reason, code
+		t.State, t.End, t.Error, t.Reason, t.ExitCode = record.Failed, r.now(), msg, reason, code
 		rec = *t
 	})
 	r.Disp.Event(u.Label, true, "failed after %s: %s", display.Count(rec.Attempts, "attempt"), msg)
+}
+
+// ErrTimedOut is why an attempt that ran past its step's Timeout ended,
+// wrapped by TimedOut.
+var ErrTimedOut = errors.New("timed out")
+
+// TimedOut is the error of an attempt stopped at its step's Timeout d.
+func TimedOut(d time.Duration) error { return fmt.Errorf("%w after %s", ErrTimedOut, d) }
+
+// Retry records that an attempt of u failed: msg says why and code is its exit
+// code when one is known. While the step has retries left (sdk.Retry) u waits
+// to retry, and Retry returns the delay before the next attempt (Backoff) and
+// true; otherwise u failed for good (Fail) and Retry returns false.
+func (r *Run) Retry(u *Unit, msg string, code *int) (time.Duration, bool) {
+	n := r.Task(u).Attempts
+	if n > u.Step.Retry {
+		r.Fail(u, msg, "", code)
+		return 0, false
+	}
+	r.Update(u, func(t *record.Task) { t.State, t.Error, t.ExitCode = record.Retrying, msg, code })
+	delay := Backoff(u.Step.RetryBackoff, n)
+	when := "retrying in " + display.Human(delay)
+	if delay == 0 {
+		when = "retrying"
+	}
+	r.Disp.Event(u.Label, true, "attempt %d failed: %s; %s", n, msg, when)
+	return delay, true
+}
+
+// Backoff is the delay before the retry that follows attempt n of a step with
+// RetryBackoff d: d, then doubling.
+func Backoff(d time.Duration, n int) time.Duration {
+	for i := 1; i < n && d > 0 && d < time.Hour*24*365; i++ {
+		d *= 2
+	}
+	return d
 }
 
 // Interrupt records that u was stopped, or will not run again, because the run
@@ -336,7 +384,7 @@ func (r *Run) Interrupt(u *Unit, why string) {
 	if why == "" {
 		why = "interrupted"
 	}
-	r.Update(u, func(t *record.Task) { t.State, t.End, t.Error = record.Interrupted, time.Now().UTC(), why })
+	r.Update(u, func(t *record.Task) { t.State, t.End, t.Error = record.Interrupted, r.now(), why })
 	r.Disp.Event(u.Label, true, "interrupted")
 }
 
@@ -386,7 +434,7 @@ func (r *Run) Finish(interrupted bool, detail func(record.Task) string) (*Result
 		res.State = record.Failed
 		err = fmt.Errorf("run %s: %s never started", r.ID, strings.Join(never, ", "))
 	}
-	r.Rec.State, r.Rec.End = res.State, time.Now().UTC()
+	r.Rec.State, r.Rec.End = res.State, r.now()
 	if err != nil {
 		r.Rec.Error = err.Error()
 	}

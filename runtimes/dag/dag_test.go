@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/dag"
@@ -194,5 +195,26 @@ func TestInterruptedRun(t *testing.T) {
 				t.Errorf("error %v", err)
 			}
 		})
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	for _, tt := range []struct {
+		d    time.Duration
+		n    int
+		want time.Duration
+	}{
+		{0, 1, 0},
+		{0, 5, 0},
+		{time.Second, 1, time.Second},
+		{time.Second, 2, 2 * time.Second},
+		{time.Second, 4, 8 * time.Second},
+	} {
+		if got := dag.Backoff(tt.d, tt.n); got != tt.want {
+			t.Errorf("dag.Backoff(%s, %d) = %s, want %s", tt.d, tt.n, got, tt.want)
+		}
+	}
+	if got := dag.Backoff(time.Hour, 1000); got <= 0 {
+		t.Errorf("backoff overflows: %s", got)
 	}
 }

@@ -48,6 +48,9 @@ type Options struct {
 	// failed are kept and one last row counts the others by state, in that
 	// column.
 	StateColumn int
+	// Now is the clock of the lines' timestamps and the live view; time.Now
+	// when nil.
+	Now func() time.Time
 }
 
 // Display writes what a run does: see the package comment. Its methods may be
@@ -78,6 +81,9 @@ func New(o Options) *Display {
 	}
 	if o.Height <= 0 {
 		o.Height = 24
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	d := &Display{o: o}
 	for _, l := range o.Labels {
@@ -169,7 +175,7 @@ func (d *Display) line(w io.Writer, text string) {
 		io.WriteString(w, text+"\n")
 		return
 	}
-	io.WriteString(w, time.Now().Format("15:04:05.000")+" "+text+"\n")
+	io.WriteString(w, d.o.Now().Format("15:04:05.000")+" "+text+"\n")
 }
 
 // clear removes the live view from the screen; the next redraw puts it back.
@@ -185,7 +191,7 @@ func (d *Display) redraw() {
 	if !d.o.Live || d.o.View == nil {
 		return
 	}
-	lines := d.view(time.Now())
+	lines := d.view(d.o.Now())
 	var b strings.Builder
 	if d.drawn > 0 {
 		fmt.Fprintf(&b, "\x1b[%dF\x1b[J", d.drawn)

@@ -2,7 +2,6 @@ package local
 
 import (
 	"testing"
-	"time"
 )
 
 func TestExpand(t *testing.T) {
@@ -27,26 +26,5 @@ func TestExpand(t *testing.T) {
 		if got := expand(tt.in, vars); got != tt.want {
 			t.Errorf("expand(%q) = %q, want %q", tt.in, got, tt.want)
 		}
-	}
-}
-
-func TestBackoff(t *testing.T) {
-	for _, tt := range []struct {
-		d    time.Duration
-		n    int
-		want time.Duration
-	}{
-		{0, 1, 0},
-		{0, 5, 0},
-		{time.Second, 1, time.Second},
-		{time.Second, 2, 2 * time.Second},
-		{time.Second, 4, 8 * time.Second},
-	} {
-		if got := backoff(tt.d, tt.n); got != tt.want {
-			t.Errorf("backoff(%s, %d) = %s, want %s", tt.d, tt.n, got, tt.want)
-		}
-	}
-	if got := backoff(time.Hour, 1000); got <= 0 {
-		t.Errorf("backoff overflows: %s", got)
 	}
 }

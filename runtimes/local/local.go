@@ -328,36 +328,12 @@ func (r *runner) ended(ctx context.Context, t *task, o outcome) (time.Duration, 
 	case o.err == nil:
 		r.Succeed(t.Unit, code)
 		return 0, false
-	case ctx.Err() != nil && !errors.Is(o.err, errTimeout):
+	case ctx.Err() != nil && !errors.Is(o.err, dag.ErrTimedOut):
 		r.Amend(t.Unit, code)
 		r.Interrupt(t.Unit, "")
 		return 0, false
 	}
-	msg := o.err.Error()
-	if o.lastErr != "" {
-		msg += ": " + clip(o.lastErr, 300)
-	}
-	rec := r.Task(t.Unit)
-	if rec.Attempts > t.Step.Retry {
-		r.Fail(t.Unit, msg, "", o.exitCode)
-		return 0, false
-	}
-	r.Update(t.Unit, func(x *record.Task) { x.State, x.Error, x.ExitCode = record.Retrying, msg, o.exitCode })
-	delay := backoff(t.Step.RetryBackoff, rec.Attempts)
-	when := "retrying in " + display.Human(delay)
-	if delay == 0 {
-		when = "retrying"
-	}
-	r.Disp.Event(t.Label, true, "attempt %d failed: %s; %s", rec.Attempts, msg, when)
-	return delay, true
-}
-
-// backoff is the delay before the retry that follows attempt n: d, then doubling.
-func backoff(d time.Duration, n int) time.Duration {
-	for i := 1; i < n && d > 0 && d < time.Hour*24*365; i++ {
-		d *= 2
-	}
-	return d
+	return r.Retry(t.Unit, o.failure().Error(), o.exitCode)
 }
 
 func clip(s string, n int) string {

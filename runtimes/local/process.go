@@ -2,7 +2,6 @@ package local
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,48 +15,108 @@ import (
 	"github.com/manifoldflow/manifold/internal/atomicfile"
 	"github.com/manifoldflow/manifold/internal/credential"
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/dag"
 	"github.com/manifoldflow/manifold/runtimes/record"
+	"github.com/manifoldflow/manifold/sdk"
 )
-
-// errTimeout is why an attempt that ran past its step's Timeout ended.
-var errTimeout = errors.New("timed out")
 
 // outcome is how one attempt ended.
 type outcome struct {
 	// exitCode is the process's exit status, -1 if a signal ended it, nil if it
 	// never started.
 	exitCode *int
-	// err is nil on success; errTimeout (wrapped) when the step ran past its
-	// Timeout.
+	// err is nil on success; dag.ErrTimedOut (wrapped) when the step ran past
+	// its Timeout.
 	err error
 	// lastErr is the last line the attempt wrote to stderr, for the error message.
 	lastErr string
 }
 
-// command returns the argv and environment of task t: the step's pod environment
-// from emit.Env, with $(NAME) references expanded as the kubelet expands them,
-// over this process's environment minus the variables Manifold sets. secrets are
-// the values the runner must keep out of what it writes: those read from this
-// environment for the step's Secret variables (sdk.SecretEnv), and plain values
-// and arguments that look like credentials.
-func (r *runner) command(t *task) (argv, env, secrets []string) {
-	vars := map[string]string{
-		plan.EnvRunDir:    r.Dir,
-		plan.EnvArtifacts: t.artifacts,
+// failure says why a failed attempt failed: its error and the last line it
+// wrote to stderr.
+func (o outcome) failure() error {
+	if o.lastErr == "" {
+		return o.err
 	}
-	names := []string{plan.EnvRunDir, plan.EnvArtifacts}
+	return fmt.Errorf("%w: %s", o.err, clip(o.lastErr, 300))
+}
+
+// Attempt runs attempt n of unit u of run r as Run runs it: a process of this
+// machine with the environment Command gives it, its output in the unit's
+// stdout.log and stderr.log and on r.Disp (which must be set), stopped at its
+// step's Timeout or when ctx ends, its process group ended with it. It returns
+// the process's exit code (nil when none started, -1 when a signal ended it)
+// and, when the attempt failed, why, with the last line it wrote to stderr. Of
+// o, Program and Arg0 run a Run step, and KillGrace applies (DefaultKillGrace
+// when 0). A runner that decides itself when each unit runs (a test's) runs a
+// unit's attempt through it.
+func Attempt(ctx context.Context, r *dag.Run, u *dag.Unit, n int, o Options) (*int, error) {
+	if o.KillGrace <= 0 {
+		o.KillGrace = DefaultKillGrace
+	}
+	run := &runner{Run: r, o: o}
+	t := &task{Unit: u, artifacts: sdk.ArtifactDir(r.Dir, u.Step.Name, u.Index), stateDir: record.StateDir(r.Dir, u.Step.Name, u.Index)}
+	if err := os.MkdirAll(t.stateDir, 0o755); err != nil {
+		return nil, err
+	}
+	out := run.attempt(ctx, t, n)
+	if out.err == nil {
+		return out.exitCode, nil
+	}
+	return out.exitCode, out.failure()
+}
+
+// command returns the argv and environment of task t: the step's pod environment
+// (stepCommand) over this process's environment minus the variables Manifold
+// sets. secrets are the values the runner must keep out of what it writes:
+// those read from this environment for the step's Secret variables
+// (sdk.SecretEnv), and plain values and arguments that look like credentials.
+func (r *runner) command(t *task) (argv, env, secrets []string) {
+	argv, names, vars, secrets := stepCommand(r.Flow, r.Dir, t.Unit)
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !managed(name) {
+			env = append(env, kv)
+		}
+	}
+	for _, n := range names {
+		env = append(env, n+"="+vars[n])
+	}
+	return argv, env, secrets
+}
+
+// Command returns the argv that unit u of flow f, in the run kept in dir, runs
+// on this machine, and the variables it gets over this process's environment:
+// its pod's (emit.Env: MANIFOLD_PARAM_*, MANIFOLD_ITEM and MANIFOLD_INDEX, the
+// step's own variables, a Secret's from this environment when it has it), with
+// $(NAME) references expanded as the kubelet expands them, plus
+// MANIFOLD_RUN_DIR and MANIFOLD_ARTIFACTS. A runner that does not start the
+// process (a test's stub) shows it what it would have run.
+func Command(f *plan.Flow, dir string, u *dag.Unit) (argv []string, vars map[string]string) {
+	argv, _, vars, _ = stepCommand(f, dir, u)
+	return argv, vars
+}
+
+// stepCommand returns Command's argv and variables, the variables' names in
+// order, and the values among them that are secrets (see command).
+func stepCommand(f *plan.Flow, dir string, u *dag.Unit) (argv, names []string, vars map[string]string, secrets []string) {
+	vars = map[string]string{
+		plan.EnvRunDir:    dir,
+		plan.EnvArtifacts: sdk.ArtifactDir(dir, u.Step.Name, u.Index),
+	}
+	names = []string{plan.EnvRunDir, plan.EnvArtifacts}
 	var item *emit.Item
-	if t.Index >= 0 {
-		item = emit.ItemAt(t.Step, t.Index)
+	if u.Index >= 0 {
+		item = emit.ItemAt(u.Step, u.Index)
 	}
 	// A multi-node step runs once here, as a single node: no rendezvous; and
 	// without EFA, so without EFA wiring, whose FI_PROVIDER=efa would make
 	// libfabric look for a device this machine lacks. Artifacts stay in the run
 	// directory, whatever store the flow has on a cluster.
-	single := *t.Step
+	single := *u.Step
 	single.Nodes = 1
 	single.EFAWiring = nil
-	flow := *r.Flow
+	flow := *f
 	flow.Artifacts = nil
 	for _, e := range emit.Env(&flow, &single, emit.PodOptions{Item: item}) {
 		if e.ValueFrom != nil {
@@ -79,16 +138,7 @@ func (r *runner) command(t *task) (argv, env, secrets []string) {
 			secrets = append(secrets, vars[e.Name])
 		}
 	}
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if !managed(name) {
-			env = append(env, kv)
-		}
-	}
-	for _, n := range names {
-		env = append(env, n+"="+vars[n])
-	}
-	for _, a := range t.Step.Command {
+	for _, a := range u.Step.Command {
 		argv = append(argv, expand(a, vars))
 	}
 	for i := range argv {
@@ -96,7 +146,7 @@ func (r *runner) command(t *task) (argv, env, secrets []string) {
 			secrets = append(secrets, argv[i])
 		}
 	}
-	return argv, env, secrets
+	return argv, names, vars, secrets
 }
 
 // managed reports whether name is a variable the runner sets for a step; a value
@@ -119,7 +169,7 @@ func (r *runner) attempt(ctx context.Context, t *task, n int) outcome {
 	defer cancel(nil)
 	if t.Step.Timeout > 0 {
 		var stop context.CancelFunc
-		ctx, stop = context.WithTimeoutCause(ctx, t.Step.Timeout, fmt.Errorf("%w after %s", errTimeout, t.Step.Timeout))
+		ctx, stop = context.WithTimeoutCause(ctx, t.Step.Timeout, dag.TimedOut(t.Step.Timeout))
 		defer stop()
 	}
 

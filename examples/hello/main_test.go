@@ -1,0 +1,42 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/manifoldflow/manifold/flowtest"
+)
+
+// TestHello runs the flow as `hello run --param name=manifold` would: greet and
+// shout in this process, echo as the shell command it is.
+func TestHello(t *testing.T) {
+	run := flowtest.Run(t, flow, flowtest.Params("name=manifold"), flowtest.Exec("echo"))
+	run.WantSuccess(t)
+	run.WantRan(t, "greet", "shout", "echo")
+	if got := flowtest.Artifact[string](t, run, "greet", "greeting"); got != "hello, manifold" {
+		t.Errorf("greeting = %q, want %q", got, "hello, manifold")
+	}
+	if got := flowtest.Artifact[string](t, run, "shout", "shout"); got != "HELLO, MANIFOLD!" {
+		t.Errorf("shout = %q, want %q", got, "HELLO, MANIFOLD!")
+	}
+	// The Command step's $(MANIFOLD_PARAM_NAME) is expanded as the kubelet does.
+	if got, want := run.Stdout("echo"), "hello, manifold, from a Command step\n"; got != want {
+		t.Errorf("echo printed %q, want %q", got, want)
+	}
+}
+
+// TestHelloDefault stubs the Command step: the test needs no shell, and sees
+// the command line the step would have run with the param's default.
+func TestHelloDefault(t *testing.T) {
+	var argv []string
+	run := flowtest.Run(t, flow, flowtest.Stub("echo", func(c *flowtest.Call) error {
+		argv = c.Argv
+		return nil
+	}))
+	run.WantSuccess(t)
+	if got := flowtest.Artifact[string](t, run, "shout", "shout"); got != "HELLO, WORLD!" {
+		t.Errorf("shout = %q, want %q", got, "HELLO, WORLD!")
+	}
+	if want := "echo \"hello, world, from a Command step\""; len(argv) != 3 || argv[2] != want {
+		t.Errorf("echo would run %q, want sh -c %q", argv, want)
+	}
+}
