@@ -133,9 +133,10 @@ const adminToken = "manifold-simcluster-admin"
 
 // Start starts a cluster: etcd, kube-apiserver, kube-scheduler,
 // kube-controller-manager, kwok, the JobSet controller with its webhooks and
-// Argo's workflow-controller, all on free loopback ports; creates the fake nodes;
-// and returns once the nodes are Ready and a pod has been scheduled and run. On
-// error it stops what it started. Call Stop when done.
+// Argo's workflow-controller (not with Options.ControlPlaneOnly), all on free
+// loopback ports; creates the fake nodes; and returns once the nodes are Ready
+// and a pod has been scheduled and run. On error it stops what it started. Call
+// Stop when done.
 func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	bin := o.BinDir
 	if bin == "" {

@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -161,6 +162,66 @@ func TestControlPlaneFaults(t *testing.T) {
 			}
 		})
 	}
+
+	// An outage longer than the run's limit fails the run, which leaves its
+	// objects and says how to resume it; resumed once the API server is back,
+	// the run finishes, creating nothing again.
+	t.Run("apiserver-down-past-limit", func(t *testing.T) {
+		ns := c.Namespace(t)
+		o := options(c, ns, t.TempDir())
+		o.RunID, o.OutageLimit = "fault-past-limit", 5*time.Second
+		runCtx, stopInject := context.WithCancel(ctx)
+		defer stopInject()
+		stopped := make(chan error, 1)
+		go func() {
+			if !waitRunning(runCtx, c, ns, o.RunID, "work") {
+				stopped <- errors.New("step work never ran")
+				return
+			}
+			stopped <- c.StopComponent(simcluster.APIServer)
+		}()
+		start := time.Now()
+		r := runFlow(t, ctx, p, o)
+		failedAfter := time.Since(start)
+		stopInject()
+		if err := <-stopped; err != nil {
+			t.Fatalf("stopping the API server: %v", err)
+		}
+		if err := c.StartComponent(ctx, simcluster.APIServer); err != nil {
+			t.Fatal(err)
+		}
+		if r.res == nil || r.res.State != record.Failed || r.err == nil {
+			t.Fatalf("result %+v, error %v; want the run failed by the outage", r.res, r.err)
+		}
+		for _, want := range []string{"lost the API server at ", "did not answer for 5s", "resume the run with --run-id"} {
+			if !strings.Contains(r.err.Error(), want) {
+				t.Errorf("error %q does not say %q", r.err, want)
+			}
+		}
+		for l, want := range map[string]record.State{"prep": record.Succeeded, "work[0]": record.Failed, "work[1]": record.Failed, "join": record.Pending} {
+			if got := r.tasks[l]; got.State != want || want == record.Failed && got.Reason != "Unreachable" {
+				t.Errorf("%s: recorded %s (%q); want %s", l, got.State, got.Reason, want)
+			}
+		}
+
+		o.OutageLimit = 0
+		start = time.Now()
+		r = runFlow(t, ctx, p, o)
+		figures = append(figures, fmt.Sprintf("apiserver-down-past-limit (5s): failed after %s, resumed run %s",
+			failedAfter.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond)))
+		if r.err != nil {
+			t.Fatalf("resumed run failed: %v", r.err)
+		}
+		for _, l := range faultUnits {
+			if task := r.tasks[l]; task.State != record.Succeeded {
+				t.Errorf("%s: recorded %s after the resume; want succeeded", l, task.State)
+			}
+		}
+		checkCreatedOnce(t, c, ns, o.RunID)
+		if left := labelled(t, c, ns, o.RunID); len(left) > 0 {
+			t.Errorf("left on the cluster: %v", left)
+		}
+	})
 	t.Logf("wall time of each run (faultFlow, work runs 10s):\n  %s", strings.Join(figures, "\n  "))
 }
 

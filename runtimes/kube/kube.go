@@ -12,6 +12,11 @@
 // reason after a grace period, pod logs are streamed where the cluster serves
 // them, and the run is recorded beside local runs (.manifold/runs/<id>/).
 //
+// A restarted or unreachable API server does not end the run: requests that get
+// no answer are made again, the display says once that the API server was lost
+// and once that it is back, the informers list anew, and the run carries on; an
+// outage longer than Options.OutageLimit fails it.
+//
 // An interrupt deletes everything the run created (foreground propagation, waiting
 // until it is gone) unless Options.Keep; resuming a run ID runs again only the
 // steps that did not succeed.

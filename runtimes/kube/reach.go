@@ -300,23 +300,17 @@ func (r *reach) retry(ctx context.Context, f func(context.Context) error) error 
 		if !lost && tries >= retryTries {
 			return err
 		}
-		wait := time.After(delay)
-		if lost {
-			wait = nil // until it is back: the checks back off
+		// While the API server is lost, wait until it is back (the checks back
+		// off); otherwise the delay.
+		var wait <-chan time.Time
+		if !lost {
+			back, wait = nil, time.After(delay)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-wait:
 		case <-back:
-			if !lost {
-				// a channel closed by an earlier outage: wait the delay
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(delay):
-				}
-			}
 		}
 		delay = min(2*delay, r.retryMax)
 	}
