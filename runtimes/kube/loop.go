@@ -116,7 +116,13 @@ func (r *runner) recover(ctx context.Context, outages []time.Duration) {
 		// The running informers try again on their own.
 		r.Disp.Note("listing the run's objects again after the outage: %v", err)
 	}
-	now := time.Now()
+	r.skip(d, time.Now())
+}
+
+// skip moves the clocks of the units waiting to start or to be admitted on by d,
+// at now, and sets their timers again for what is left of their grace and
+// timeout.
+func (r *runner) skip(d time.Duration, now time.Time) {
 	for _, u := range r.units {
 		switch {
 		case r.Final(u.Unit):
