@@ -138,14 +138,7 @@ func TestControlPlaneFaults(t *testing.T) {
 			if r.res.State != record.Succeeded || r.rec.State != record.Succeeded {
 				t.Errorf("result %s, record %s; want succeeded", r.res.State, r.rec.State)
 			}
-			for _, l := range faultUnits {
-				if task := r.tasks[l]; task.State != record.Succeeded || task.Attempts != 1 {
-					t.Errorf("%s: recorded %s after %d attempts; want succeeded after 1", l, task.State, task.Attempts)
-				}
-			}
-			if len(r.tasks) != len(faultUnits) {
-				t.Errorf("recorded %d units; want %d (%v)", len(r.tasks), len(faultUnits), faultUnits)
-			}
+			checkRecord(t, r)
 			checkCreatedOnce(t, c, ns, o.RunID)
 			if left := labelled(t, c, ns, o.RunID); len(left) > 0 {
 				t.Errorf("left on the cluster: %v", left)
@@ -212,10 +205,9 @@ func TestControlPlaneFaults(t *testing.T) {
 		if r.err != nil {
 			t.Fatalf("resumed run failed: %v", r.err)
 		}
-		for _, l := range faultUnits {
-			if task := r.tasks[l]; task.State != record.Succeeded {
-				t.Errorf("%s: recorded %s after the resume; want succeeded", l, task.State)
-			}
+		checkRecord(t, r)
+		if out := r.out.String(); strings.Contains(out, "retrying") || strings.Contains(out, "failed") {
+			t.Errorf("the resumed run reports a failure or a retry; each step ran once")
 		}
 		checkCreatedOnce(t, c, ns, o.RunID)
 		if left := labelled(t, c, ns, o.RunID); len(left) > 0 {
@@ -223,6 +215,24 @@ func TestControlPlaneFaults(t *testing.T) {
 		}
 	})
 	t.Logf("wall time of each run (faultFlow, work runs 10s):\n  %s", strings.Join(figures, "\n  "))
+}
+
+// checkRecord checks that run r recorded each unit of faultFlow, and no other,
+// as succeeded after one attempt, with a start and an end.
+func checkRecord(t *testing.T, r *run) {
+	t.Helper()
+	for _, l := range faultUnits {
+		task := r.tasks[l]
+		if task.State != record.Succeeded || task.Attempts != 1 {
+			t.Errorf("%s: recorded %s after %d attempts; want succeeded after 1", l, task.State, task.Attempts)
+		}
+		if task.Start.IsZero() || task.End.Before(task.Start) {
+			t.Errorf("%s: recorded start %s, end %s", l, task.Start, task.End)
+		}
+	}
+	if len(r.tasks) != len(faultUnits) {
+		t.Errorf("recorded %d units; want %d (%v)", len(r.tasks), len(faultUnits), faultUnits)
+	}
 }
 
 // waitRunning waits until a pod of step of run id in namespace ns is Running,

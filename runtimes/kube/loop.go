@@ -32,13 +32,16 @@ func (r *runner) adopt(ctx context.Context, resumed bool) error {
 		case ob.succeeded:
 			u.Earlier, u.created, u.seen = true, true, true
 			if r.Task(u.Unit).State != record.Succeeded {
-				r.Update(u.Unit, func(t *record.Task) { t.State, t.End = record.Succeeded, time.Now().UTC() })
+				r.Update(u.Unit, func(t *record.Task) {
+					t.State, t.End = record.Succeeded, time.Now().UTC()
+					adopted(t, ob)
+				})
 			}
 		case ob.failed || u.Earlier:
 			stale = append(stale, u)
 		default:
 			u.created, u.seen = true, true
-			r.Update(u.Unit, func(t *record.Task) { t.State = record.Running })
+			r.Update(u.Unit, func(t *record.Task) { t.State = record.Running; adopted(t, ob) })
 		}
 	}
 	if len(stale) == 0 {
@@ -66,6 +69,16 @@ func (r *runner) adopt(ctx context.Context, resumed bool) error {
 		case <-ctx.Done():
 			return fmt.Errorf("resuming run %s: the failed objects of its last attempt are still being deleted; try again shortly", r.ID)
 		}
+	}
+}
+
+// adopted records of a unit adopted from an earlier runner, whose record was
+// written anew (dag.Run.Resume), what its Job or JobSet says: the attempt it is
+// on, and when it was created, as its start.
+func adopted(t *record.Task, ob observed) {
+	t.Attempts = max(t.Attempts, ob.attempt)
+	if t.Start.IsZero() {
+		t.Start = ob.created.UTC()
 	}
 }
 
