@@ -43,9 +43,9 @@ type cluster struct {
 	reach *reach
 }
 
-// follow has every request of the run go past a reach with the outage limit
-// limit, which wake calls wake the run's loop, and makes the clients anew with
-// it.
+// follow makes the clients anew so that every request of the run goes past a
+// reach (which follows whether the API server answers) with the outage limit
+// limit.
 func (c *cluster) follow(limit time.Duration) error {
 	probe, err := readyz(c.config)
 	if err != nil {
