@@ -113,7 +113,7 @@ func fastReach(limit time.Duration, down *atomic.Bool, probes *atomic.Int32) (*r
 		}
 		return nil
 	})
-	r.retryFirst, r.retryMax, r.probeFirst, r.probeMax = 10*time.Millisecond, 40*time.Millisecond, 20*time.Millisecond, 80*time.Millisecond
+	r.retryFirst, r.retryMax, r.probeFirst, r.probeMax = 50*time.Millisecond, 160*time.Millisecond, 20*time.Millisecond, 80*time.Millisecond
 	s := &said{}
 	r.setSay(s.say)
 	return r, s
