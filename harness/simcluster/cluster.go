@@ -2,7 +2,6 @@ package simcluster
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -37,6 +36,14 @@ type Options struct {
 	Nodes []NodeGroup
 	// KeepDir leaves the state directory (logs, kubeconfig) in place after Stop.
 	KeepDir bool
+	// ControlPlaneOnly starts etcd, the API server, scheduler, controller
+	// manager and kwok, without the JobSet and Argo controllers and their CRDs:
+	// a quicker start, for tests that run Jobs only.
+	ControlPlaneOnly bool
+	// Audit has the API server write an audit log (Cluster.AuditLog) of every
+	// create of a Job, JobSet, Service or pod, which Creates reads: tests count
+	// with it what was created, through restarts of any component.
+	Audit bool
 }
 
 // Cluster is a running simulated cluster.
@@ -53,6 +60,8 @@ type Cluster struct {
 	Mapper *restmapper.DeferredDiscoveryRESTMapper
 	// Nodes are the fake nodes' names.
 	Nodes []string
+	// AuditLog is the API server's audit log when Options.Audit is set, else "".
+	AuditLog string
 
 	keepDir bool
 	bin     string // the tools' directory
@@ -79,6 +88,10 @@ type Cluster struct {
 		err  error
 	}
 	cleanups []func()
+	// held are the processes stopped on purpose (StopComponent), guarded by mu.
+	held map[*process]bool
+	// etcdURL and apiURL are where etcd and the API server answer.
+	etcdURL, apiURL string
 }
 
 // Namespaces the controllers run in.
@@ -120,9 +133,10 @@ const adminToken = "manifold-simcluster-admin"
 
 // Start starts a cluster: etcd, kube-apiserver, kube-scheduler,
 // kube-controller-manager, kwok, the JobSet controller with its webhooks and
-// Argo's workflow-controller, all on free loopback ports; creates the fake nodes;
-// and returns once the nodes are Ready and a pod has been scheduled and run. On
-// error it stops what it started. Call Stop when done.
+// Argo's workflow-controller (not with Options.ControlPlaneOnly), all on free
+// loopback ports; creates the fake nodes; and returns once the nodes are Ready
+// and a pod has been scheduled and run. On error it stops what it started. Call
+// Stop when done.
 func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	bin := o.BinDir
 	if bin == "" {
@@ -147,20 +161,23 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 			return nil, err
 		}
 	}
-	c = &Cluster{Dir: dir, keepDir: o.KeepDir}
+	c = &Cluster{Dir: dir, keepDir: o.KeepDir, held: map[*process]bool{}}
+	if o.Audit {
+		c.AuditLog = filepath.Join(dir, "logs", "audit.log")
+	}
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("%w\n%s", err, c.LogTails(40))
 			c.Stop()
 		}
 	}()
-	if err := c.start(ctx, bin, nodes); err != nil {
+	if err := c.start(ctx, bin, nodes, o.ControlPlaneOnly); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-func (c *Cluster) start(ctx context.Context, bin string, nodes []NodeGroup) error {
+func (c *Cluster) start(ctx context.Context, bin string, nodes []NodeGroup, controlPlaneOnly bool) error {
 	pki, err := newPKI(c.Dir)
 	if err != nil {
 		return err
@@ -173,6 +190,7 @@ func (c *Cluster) start(ctx context.Context, bin string, nodes []NodeGroup) erro
 	c.bin, c.pki = bin, pki
 
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdPort)
+	c.etcdURL = etcdURL
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
 	if err := c.run("etcd", []string{
 		"--name=sim", "--data-dir=" + filepath.Join(c.Dir, "etcd"),
@@ -183,7 +201,7 @@ func (c *Cluster) start(ctx context.Context, bin string, nodes []NodeGroup) erro
 	}); err != nil {
 		return err
 	}
-	if err := c.waitHTTP(ctx, "etcd", etcdURL+"/health", nil); err != nil {
+	if err := c.waitComponent(ctx, Etcd); err != nil {
 		return err
 	}
 
@@ -192,29 +210,33 @@ func (c *Cluster) start(ctx context.Context, bin string, nodes []NodeGroup) erro
 		return err
 	}
 	apiURL := "https://127.0.0.1:" + strconv.Itoa(apiPort)
-	if err := c.run("kube-apiserver", []string{
-		"--etcd-servers=" + etcdURL,
-		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(apiPort),
-		"--tls-cert-file=" + pki.ServeCert, "--tls-private-key-file=" + pki.ServeKey,
-		"--cert-dir=" + filepath.Join(c.Dir, "apiserver-certs"),
-		"--token-auth-file=" + tokens, "--client-ca-file=" + pki.CACert,
+	c.apiURL = apiURL
+	audit, err := c.auditFlags()
+	if err != nil {
+		return err
+	}
+	if err := c.run("kube-apiserver", append(audit,
+		"--etcd-servers="+etcdURL,
+		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(apiPort),
+		"--tls-cert-file="+pki.ServeCert, "--tls-private-key-file="+pki.ServeKey,
+		"--cert-dir="+filepath.Join(c.Dir, "apiserver-certs"),
+		"--token-auth-file="+tokens, "--client-ca-file="+pki.CACert,
 		// Real nodes' kubelets are authorized as nodes; everyone else by RBAC. The
 		// API server reaches a kubelet at its InternalIP (loopback), verifies its
 		// serving certificate and shows its own client certificate.
 		"--authorization-mode=Node,RBAC",
 		"--kubelet-preferred-address-types=InternalIP,Hostname",
-		"--kubelet-certificate-authority=" + pki.CACert,
-		"--kubelet-client-certificate=" + pki.KubeletClientCert, "--kubelet-client-key=" + pki.KubeletClientKey,
-		"--service-account-key-file=" + pki.SAKey, "--service-account-signing-key-file=" + pki.SAKey,
+		"--kubelet-certificate-authority="+pki.CACert,
+		"--kubelet-client-certificate="+pki.KubeletClientCert, "--kubelet-client-key="+pki.KubeletClientKey,
+		"--service-account-key-file="+pki.SAKey, "--service-account-signing-key-file="+pki.SAKey,
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--service-cluster-ip-range=10.96.0.0/16",
 		"--endpoint-reconciler-type=none",
 		"--allow-privileged=true", "--profiling=false",
-	}); err != nil {
+	)); err != nil {
 		return err
 	}
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	if err := c.waitHTTP(ctx, "kube-apiserver", apiURL+"/readyz", client); err != nil {
+	if err := c.waitComponent(ctx, APIServer); err != nil {
 		return err
 	}
 
@@ -247,6 +269,9 @@ func (c *Cluster) start(ctx context.Context, bin string, nodes []NodeGroup) erro
 		return err
 	}
 
+	if controlPlaneOnly {
+		return c.waitReady(ctx)
+	}
 	if err := c.installCRDs(ctx, filepath.Join(bin, "assets"), "jobset-crds", "argo-crds"); err != nil {
 		return err
 	}
@@ -336,10 +361,8 @@ func (c *Cluster) poll(ctx context.Context, timeout time.Duration, what string, 
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		for _, p := range c.processes() {
-			if err := p.exited(); err != nil {
-				return fmt.Errorf("waiting for %s: %w", what, err)
-			}
+		if err := c.Exited(); err != nil {
+			return fmt.Errorf("waiting for %s: %w", what, err)
 		}
 		ok, err := cond()
 		if err != nil {
@@ -441,11 +464,15 @@ func (c *Cluster) Stop() {
 	}
 }
 
-// Exited returns an error naming each process of the cluster that has exited.
+// Exited returns an error naming each process of the cluster that has exited,
+// but for those stopped on purpose (StopComponent).
 func (c *Cluster) Exited() error {
 	var errs []error
 	for _, p := range c.processes() {
-		if err := p.exited(); err != nil {
+		c.mu.Lock()
+		held := c.held[p]
+		c.mu.Unlock()
+		if err := p.exited(); err != nil && !held {
 			errs = append(errs, err)
 		}
 	}

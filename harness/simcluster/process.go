@@ -18,6 +18,10 @@ type process struct {
 	log  string
 	done chan struct{}
 	err  error // exit status, valid once done is closed
+	// bin, args and env are what it was started with, for a restart (again).
+	bin  string
+	args []string
+	env  []string
 }
 
 // spawnRequests carries starts to one goroutine locked to its OS thread. The
@@ -43,11 +47,23 @@ func init() {
 
 // start runs bin with args, its output going to dir/logs/name.log.
 func start(dir, name, bin string, args, env []string) (*process, error) {
+	return spawn(dir, name, bin, args, env, os.O_TRUNC)
+}
+
+// again starts a stopped process p anew, with the same program, arguments and
+// environment, appending to its log.
+func (p *process) again() (*process, error) {
+	return spawn(p.cmd.Dir, p.name, p.bin, p.args, p.env, os.O_APPEND)
+}
+
+// spawn starts bin with args, its output going to dir/logs/name.log, opened with
+// mode (os.O_TRUNC or os.O_APPEND).
+func spawn(dir, name, bin string, args, env []string, mode int) (*process, error) {
 	logPath := filepath.Join(dir, "logs", name+".log")
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return nil, err
 	}
-	f, err := os.Create(logPath)
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|mode, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +78,7 @@ func start(dir, name, bin string, args, env []string) (*process, error) {
 	if err := <-r.err; err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan struct{}), bin: bin, args: args, env: env}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)

@@ -20,7 +20,9 @@ var foreground = metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropag
 // deleteUnit deletes unit u's objects, last (the Job or JobSet) first.
 func (r *runner) deleteUnit(ctx context.Context, u *unit) error {
 	for _, o := range slices.Backward(u.objects) {
-		err := r.c.dynamic.Resource(o.gvr).Namespace(u.ns).Delete(ctx, o.u.GetName(), foreground)
+		err := r.c.retry(ctx, func(ctx context.Context) error {
+			return r.c.dynamic.Resource(o.gvr).Namespace(u.ns).Delete(ctx, o.u.GetName(), foreground)
+		})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting %s %s: %w", o.u.GetKind(), o.u.GetName(), err)
 		}
@@ -44,7 +46,9 @@ func (r *runner) cleanup(ctx context.Context) []string {
 	}
 	for ns := range r.w.ns {
 		for _, gvr := range gvrs {
-			err := r.c.dynamic.Resource(gvr).Namespace(ns).DeleteCollection(ctx, foreground, sel)
+			err := r.c.retry(ctx, func(ctx context.Context) error {
+				return r.c.dynamic.Resource(gvr).Namespace(ns).DeleteCollection(ctx, foreground, sel)
+			})
 			if err != nil && !apierrors.IsNotFound(err) {
 				r.Disp.Note("deleting the run's %s in %s: %v", gvr.Resource, ns, err)
 			}

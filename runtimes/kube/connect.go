@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -37,6 +38,41 @@ type cluster struct {
 	context, host, namespace string
 	// kueue is whether the cluster serves Kueue's API, once asked (kueueServed).
 	kueue *bool
+	// reach follows whether the API server answers, once the run follows it
+	// (follow); nil before.
+	reach *reach
+}
+
+// follow makes the clients anew so that every request of the run goes past a
+// reach (which follows whether the API server answers) with the outage limit
+// limit.
+func (c *cluster) follow(limit time.Duration) error {
+	probe, err := readyz(c.config)
+	if err != nil {
+		return err
+	}
+	r := newReach(c.host, limit, probe)
+	rc := rest.CopyConfig(c.config)
+	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &transport{r: r, next: rt} })
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	c.config, c.client, c.dynamic, c.reach = rc, client, dyn, r
+	return nil
+}
+
+// retry makes the request f, again while the API server does not answer
+// (reach.retry), or once if the run does not follow it.
+func (c *cluster) retry(ctx context.Context, f func(context.Context) error) error {
+	if c.reach == nil {
+		return f(ctx)
+	}
+	return c.reach.retry(ctx, f)
 }
 
 // connectTimeout bounds the first request to the cluster, which tells whether it

@@ -12,6 +12,11 @@
 // reason after a grace period, pod logs are streamed where the cluster serves
 // them, and the run is recorded beside local runs (.manifold/runs/<id>/).
 //
+// A restarted or unreachable API server does not end the run: requests that get
+// no answer are made again, the display says once that the API server was lost
+// and once that it is back, the informers list anew, and the run carries on; an
+// outage longer than Options.OutageLimit fails it.
+//
 // An interrupt deletes everything the run created (foreground propagation, waiting
 // until it is gone) unless Options.Keep; resuming a run ID runs again only the
 // steps that did not succeed.
@@ -100,6 +105,11 @@ type Options struct {
 	// CleanupTimeout bounds the wait for deleted objects to be gone
 	// (DefaultCleanupTimeout when 0).
 	CleanupTimeout time.Duration
+	// OutageLimit is how long a run waits for an API server that stops answering
+	// (restarted, or down) before it fails (DefaultOutageLimit when 0). While it
+	// waits, it says once that it lost the API server, and once that it is back;
+	// requests are made again, and the pending timeouts do not count the outage.
+	OutageLimit time.Duration
 	// QPS and Burst limit the requests made to the API server (DefaultQPS and
 	// DefaultBurst when 0).
 	QPS   float32
@@ -212,6 +222,9 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	if o.CleanupTimeout <= 0 {
 		o.CleanupTimeout = DefaultCleanupTimeout
 	}
+	if o.OutageLimit <= 0 {
+		o.OutageLimit = DefaultOutageLimit
+	}
 	if o.Stdout == nil {
 		o.Stdout = io.Discard
 	}
@@ -302,6 +315,12 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 		return nil, &RefusedError{Cluster: c.host, Refusals: refusals}
 	}
 	notes = append(notes, dryNotes...)
+	// From here on the run outlives an API server that stops answering for a
+	// while: requests are made again, and the run waits for it.
+	if err := c.follow(o.OutageLimit); err != nil {
+		return nil, err
+	}
+	defer c.reach.stop()
 	dir, lk, err := record.Open(root, id)
 	if err != nil {
 		return nil, err
@@ -329,6 +348,7 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer r.w.stop()
+	c.reach.setKick(r.w.kick)
 	r.logs = newLogs(r)
 	if err := r.adopt(ctx, resumed); err != nil {
 		return nil, err
@@ -345,6 +365,7 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 		Stdout: o.Stdout, Stderr: o.Stderr, Live: o.Live, Width: o.Width, Height: o.Height,
 		Labels: labels, View: r.view, StateColumn: 1,
 	})
+	c.reach.setSay(r.Disp.Note)
 	verb := "run"
 	if resumed {
 		verb = "resuming run"

@@ -97,6 +97,16 @@ func (l *logs) stream(u *unit, p *corev1.Pod, label string) {
 		if l.ctx.Err() != nil {
 			return
 		}
+		if unanswered(err) {
+			// The API server did not answer (an outage, which the run
+			// follows): the next look at the pod tries again. An answer that
+			// is an error (a 500 when it cannot reach the node) is the
+			// cluster's word.
+			l.mu.Lock()
+			delete(l.following, p.UID)
+			l.mu.Unlock()
+			return
+		}
 		l.mu.Lock()
 		report := !l.served && !l.unserved
 		if !l.served {

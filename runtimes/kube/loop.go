@@ -32,13 +32,16 @@ func (r *runner) adopt(ctx context.Context, resumed bool) error {
 		case ob.succeeded:
 			u.Earlier, u.created, u.seen = true, true, true
 			if r.Task(u.Unit).State != record.Succeeded {
-				r.Update(u.Unit, func(t *record.Task) { t.State, t.End = record.Succeeded, time.Now().UTC() })
+				r.Update(u.Unit, func(t *record.Task) {
+					t.State, t.End = record.Succeeded, time.Now().UTC()
+					adopted(t, ob)
+				})
 			}
 		case ob.failed || u.Earlier:
 			stale = append(stale, u)
 		default:
 			u.created, u.seen = true, true
-			r.Update(u.Unit, func(t *record.Task) { t.State = record.Running })
+			r.Update(u.Unit, func(t *record.Task) { t.State = record.Running; adopted(t, ob) })
 		}
 	}
 	if len(stale) == 0 {
@@ -69,12 +72,33 @@ func (r *runner) adopt(ctx context.Context, resumed bool) error {
 	}
 }
 
+// adopted records of a unit adopted from an earlier runner, whose record was
+// written anew (dag.Run.Resume), what its Job or JobSet says: the attempt it is
+// on, and when it was created, as its start.
+func adopted(t *record.Task, ob observed) {
+	t.Attempts = max(t.Attempts, ob.attempt)
+	if t.Start.IsZero() {
+		t.Start = ob.created.UTC()
+	}
+}
+
 // loop creates units as the steps they wait for succeed and follows them until
 // none is left to start or ctx ends the run. It reports whether ctx did.
 func (r *runner) loop(ctx context.Context) bool {
 	for {
-		r.evaluate(ctx)
-		r.release(ctx)
+		if err := r.c.reach.givenUp(); err != nil {
+			r.lost(err)
+			return false
+		}
+		if outages := r.c.reach.takeOutages(); len(outages) > 0 {
+			r.recover(ctx, outages)
+		}
+		// While the API server is lost the caches stand still: what they
+		// hold was true, but nothing is decided by how long it has lasted.
+		if _, down := r.c.reach.down(); !down {
+			r.evaluate(ctx)
+			r.release(ctx)
+		}
 		active := false
 		for _, u := range r.units {
 			if u.created && !r.Final(u.Unit) {
@@ -88,6 +112,60 @@ func (r *runner) loop(ctx context.Context) bool {
 		case <-r.w.changed:
 		case <-ctx.Done():
 			return true
+		}
+	}
+}
+
+// recover carries the run on after the API server came back from outages: the
+// informers list anew (theirs back off for up to a minute before they try
+// again), and the time a unit has waited to start or to be admitted does not
+// count the outages, so that the pending grace and timeout do not end during one.
+func (r *runner) recover(ctx context.Context, outages []time.Duration) {
+	var d time.Duration
+	for _, o := range outages {
+		d += o
+	}
+	if err := r.w.relist(ctx); err != nil && ctx.Err() == nil {
+		// The running informers try again on their own.
+		r.Disp.Note("listing the run's objects again after the outage: %v", err)
+	}
+	r.skip(d, time.Now())
+}
+
+// skip moves the clocks of the units waiting to start or to be admitted on by d,
+// at now, and sets their timers again for what is left of their grace and
+// timeout.
+func (r *runner) skip(d time.Duration, now time.Time) {
+	for _, u := range r.units {
+		switch {
+		case r.Final(u.Unit):
+		case !u.stuckSince.IsZero():
+			u.stuckSince = u.stuckSince.Add(d)
+			r.stopTimers(u)
+			waited := now.Sub(u.stuckSince)
+			if !u.reported {
+				r.after(u, r.o.PendingGrace-waited)
+			}
+			if r.o.PendingTimeout > 0 && !u.imageStuck {
+				r.after(u, r.o.PendingTimeout-waited)
+			}
+		case !u.queuedSince.IsZero() && r.Task(u.Unit).State == record.Queued:
+			u.queuedSince = u.queuedSince.Add(d)
+			r.stopTimers(u)
+			if u.queuedFor == "" {
+				r.after(u, r.o.PendingGrace-now.Sub(u.queuedSince))
+			}
+		}
+	}
+}
+
+// lost ends a run that gave up on an outage: every unit created and not ended
+// fails with err, which says the objects may still run and how to resume; none
+// is started. Nothing can be deleted: the objects are left where they are.
+func (r *runner) lost(err error) {
+	for _, u := range r.units {
+		if u.created && !r.Final(u.Unit) {
+			r.fail(u, err.Error(), "Unreachable", nil)
 		}
 	}
 }
@@ -117,10 +195,15 @@ func (r *runner) create(ctx context.Context, u *unit) {
 	u.created = true
 	r.Start(u.Unit)
 	for _, o := range u.objects {
-		_, err := r.c.dynamic.Resource(o.gvr).Namespace(u.ns).Create(ctx, o.u, metav1.CreateOptions{FieldValidation: "Strict"})
+		// A create made again after one that got no answer may find the object
+		// made by the first: it is the run's own (its name is the run's).
+		err := r.c.retry(ctx, func(ctx context.Context) error {
+			_, err := r.c.dynamic.Resource(o.gvr).Namespace(u.ns).Create(ctx, o.u, metav1.CreateOptions{FieldValidation: "Strict"})
+			return err
+		})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
-			if ctx.Err() != nil {
-				return
+			if ctx.Err() != nil || r.c.reach.givenUp() != nil {
+				return // the loop ends the run
 			}
 			r.fail(u, fmt.Sprintf("the cluster refused its %s %s: %v", o.u.GetKind(), o.u.GetName(), err), "Refused", nil)
 			return

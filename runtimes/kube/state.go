@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,8 +21,9 @@ import (
 
 // observed is where a unit stands, read from the informer caches.
 type observed struct {
-	// exists is set once the cache holds the Job or JobSet.
+	// exists is set once the cache holds the Job or JobSet, created then.
 	exists          bool
+	created         time.Time
 	succeeded       bool
 	failed          bool
 	reason, message string // the Job's or JobSet's, when failed
@@ -151,7 +153,7 @@ func (r *runner) observe(u *unit) observed {
 		if j == nil {
 			return ob
 		}
-		ob.exists = true
+		ob.exists, ob.created = true, j.CreationTimestamp.Time
 		for _, c := range j.Status.Conditions {
 			if c.Status != corev1.ConditionTrue {
 				continue
@@ -180,7 +182,7 @@ func (r *runner) observe(u *unit) observed {
 		if js == nil {
 			return ob
 		}
-		ob.exists = true
+		ob.exists, ob.created = true, js.GetCreationTimestamp().Time
 		var status struct {
 			Conditions []metav1.Condition `json:"conditions"`
 			Restarts   int                `json:"restarts"`

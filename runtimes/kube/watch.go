@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -27,6 +28,12 @@ type watcher struct {
 	changed chan struct{}
 	cancel  context.CancelFunc
 	ns      map[string]*nsWatch
+
+	// What the informers watch, to start them anew (relist).
+	c                 *cluster
+	namespaces        []string
+	jobSets, workload bool
+	id                string
 }
 
 type nsWatch struct {
@@ -45,66 +52,125 @@ type nsWatch struct {
 // watch starts the informers of run id in namespaces and waits for their caches
 // to fill.
 func watch(ctx context.Context, c *cluster, namespaces []string, jobSets, workloads bool, id string) (*watcher, error) {
+	w := &watcher{changed: make(chan struct{}, 1), c: c, namespaces: namespaces, jobSets: jobSets, workload: workloads, id: id}
+	ns, cancel, err := w.start(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	w.ns, w.cancel = ns, cancel
+	return w, nil
+}
+
+// relistTimeout bounds the wait for informers started anew to fill their caches.
+const relistTimeout = time.Minute
+
+// relist starts the informers anew, once their caches have filled, in place of
+// the running ones: after an outage those back off (for up to a minute) before
+// they try the API server again, while new ones list what it holds at once. The
+// running ones are kept if the new ones cannot fill their caches.
+func (w *watcher) relist(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, relistTimeout)
+	defer cancel()
+	ns, stop, err := w.start(context.WithoutCancel(ctx), ctx.Done())
+	if err != nil {
+		return err
+	}
+	w.cancel()
+	w.ns, w.cancel = ns, stop
+	w.kick()
+	return nil
+}
+
+// start starts the informers and waits for their caches to fill, or for abort
+// to close.
+func (w *watcher) start(ctx context.Context, abort <-chan struct{}) (map[string]*nsWatch, context.CancelFunc, error) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	w := &watcher{changed: make(chan struct{}, 1), cancel: cancel, ns: map[string]*nsWatch{}}
-	selector := plan.LabelRun + "=" + id
+	c := w.c
+	selector := plan.LabelRun + "=" + w.id
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = selector }
 	handler := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { w.kick() },
 		UpdateFunc: func(any, any) { w.kick() },
 		DeleteFunc: func(any) { w.kick() },
 	}
+	fail := func(err error) (map[string]*nsWatch, context.CancelFunc, error) {
+		cancel()
+		return nil, nil, err
+	}
+	// setup gives an informer the run's handlers: its changes wake the loop, and
+	// a list or watch that gets no answer is the run's outage to follow, not
+	// an error logged at every try.
+	setup := func(inf cache.SharedIndexInformer) error {
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return err
+		}
+		return inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+			if c.reach != nil && transient(err) {
+				c.reach.saw(err)
+				return
+			}
+			cache.DefaultWatchErrorHandler(ctx, r, err)
+		})
+	}
 	var synced []cache.InformerSynced
-	for _, ns := range namespaces {
+	nss := map[string]*nsWatch{}
+	for _, ns := range w.namespaces {
 		f := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithNamespace(ns), informers.WithTweakListOptions(tweak))
 		nw := &nsWatch{}
 		podInformer := f.Core().V1().Pods().Informer()
 		if err := podInformer.AddIndexers(cache.Indexers{podOwnerIndex: podOwners}); err != nil {
-			cancel()
-			return nil, err
+			return fail(err)
 		}
 		for _, inf := range []cache.SharedIndexInformer{f.Batch().V1().Jobs().Informer(), podInformer, f.Core().V1().Services().Informer()} {
-			if _, err := inf.AddEventHandler(handler); err != nil {
-				cancel()
-				return nil, err
+			if err := setup(inf); err != nil {
+				return fail(err)
 			}
 			synced = append(synced, inf.HasSynced)
 		}
 		nw.jobs, nw.pods, nw.services = f.Batch().V1().Jobs().Lister(), podInformer.GetIndexer(), f.Core().V1().Services().Lister()
 		f.Start(ctx.Done())
-		if jobSets {
+		if w.jobSets {
 			df := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.dynamic, 0, ns, tweak)
 			gi := df.ForResource(jobSetGVR)
-			if _, err := gi.Informer().AddEventHandler(handler); err != nil {
-				cancel()
-				return nil, err
+			if err := setup(gi.Informer()); err != nil {
+				return fail(err)
 			}
 			synced = append(synced, gi.Informer().HasSynced)
 			nw.jobSets = gi.Lister()
 			df.Start(ctx.Done())
 		}
-		if workloads {
+		if w.workload {
 			wf := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.dynamic, 0, ns, nil)
 			inf := wf.ForResource(workloadGVR).Informer()
 			if err := inf.AddIndexers(cache.Indexers{ownerIndex: ownerUIDs}); err != nil {
-				cancel()
-				return nil, err
+				return fail(err)
 			}
-			if _, err := inf.AddEventHandler(handler); err != nil {
-				cancel()
-				return nil, err
+			if err := setup(inf); err != nil {
+				return fail(err)
 			}
 			synced = append(synced, inf.HasSynced)
 			nw.workloads = inf
 			wf.Start(ctx.Done())
 		}
-		w.ns[ns] = nw
+		nss[ns] = nw
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		cancel()
-		return nil, fmt.Errorf("watching the run's objects on the cluster at %s did not start", c.host)
+	done := ctx.Done()
+	if abort != nil {
+		both, stop := context.WithCancel(ctx)
+		defer stop()
+		go func() {
+			select {
+			case <-abort:
+				stop()
+			case <-both.Done():
+			}
+		}()
+		done = both.Done()
 	}
-	return w, nil
+	if !cache.WaitForCacheSync(done, synced...) {
+		return fail(fmt.Errorf("watching the run's objects on the cluster at %s did not start", c.host))
+	}
+	return nss, cancel, nil
 }
 
 // kick records that something changed, without blocking.
