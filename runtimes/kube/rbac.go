@@ -116,27 +116,25 @@ func needs(sh runShape) []Need {
 	}
 	var out []Need
 	for _, gvr := range sh.kinds {
-		kind := map[schema.GroupVersionResource]string{
-			jobGVR: "Job", jobSetGVR: "JobSet", serviceGVR: "headless Service", resourceClaimTemplateGVR: "ResourceClaimTemplate",
-		}[gvr]
-		step := "each step's " + kind
+		one, follow := "each step's "+kindOf(as), "follow each step's "+kindOf(as)+" as it runs"
 		switch gvr {
 		case serviceGVR:
-			step = "the " + kind + " of each multi-node step's pods"
+			// The watcher keeps Services only to see them gone.
+			one, follow = "the headless Service of each multi-node step", "see the run's Services gone before it ends"
 		case resourceClaimTemplateGVR:
-			step = "the " + kind + " of each step with DRA devices"
+			one = "the ResourceClaimTemplate of each step with DRA devices"
 		}
 		// loop.go create, and the dry run (dryrun.go) of the same object.
-		out = append(out, need(gvr.Group, gvr.Resource, []string{"create"}, "create "+step+", and dry-run it first"))
+		out = append(out, need(gvr.Group, gvr.Resource, []string{"create"}, "create "+one+", and dry-run it first"))
 		if gvr != resourceClaimTemplateGVR {
 			// watch.go: the informers that drive the run.
-			out = append(out, need(gvr.Group, gvr.Resource, []string{"list", "watch"}, "follow "+step+" as it runs"))
+			out = append(out, need(gvr.Group, gvr.Resource, []string{"list", "watch"}, follow))
 		}
 		// cleanup.go deleteUnit: a unit that failed before a resume, or whose
 		// pods cannot be scheduled.
-		out = append(out, need(gvr.Group, gvr.Resource, []string{"delete"}, "delete "+step+" when it must run again after a resume, or cannot be scheduled"))
+		out = append(out, need(gvr.Group, gvr.Resource, []string{"delete"}, "delete "+one+" when the step must run again after a resume, or cannot be scheduled"))
 		// cleanup.go cleanup: everything labelled with the run.
-		out = append(out, need(gvr.Group, gvr.Resource, []string{"deletecollection"}, "delete what the run created, by its label, when it ends"))
+		out = append(out, need(gvr.Group, gvr.Resource, []string{"deletecollection"}, "delete the run's "+gvr.Resource+" by its label when it ends"))
 	}
 	out = append(out,
 		// watch.go: the pods' informer.
