@@ -28,6 +28,7 @@ func checkCommand(flow *sdk.Flow) *ucli.Command {
 			"Pending for ever: it is named with the reason. The nodes a step with EFA targets must all\n" +
 			"advertise the same number of EFA interfaces; a mixed or partial rollout fails closed, with the\n" +
 			"counts seen. sdk.EFAAll() resolves to that count.\n\n" +
+			"What RBAC would refuse run --kube (see --rbac) is a note, one per verb refused.\n\n" +
 			"Then every object a run would create (as --as makes it, in --namespace), and each step's pod,\n" +
 			"is dry-run on the cluster (dryRun=All): a step that admission refuses (Pod Security, a LimitRange,\n" +
 			"a ResourceQuota, a webhook) is named with the field and what refused it. Nothing is created.\n\n" +

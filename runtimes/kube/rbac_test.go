@@ -268,6 +268,28 @@ func TestRBACRole(t *testing.T) {
 				}
 			}
 			t.Logf("each of the %d verbs taken away: %d told", verbs, checked)
+
+			// check says what the preflight would refuse, as a note.
+			i := slices.IndexFunc(nsNeeds, func(n kube.Need) bool { return n.Without == "" && n.Rule.Resources[0] == "events" })
+			if i < 0 {
+				t.Fatal("no need to list events")
+			}
+			if err := setRole(slices.Delete(slices.Clone(role.Rules), i, i+1)); err != nil {
+				t.Fatal(err)
+			}
+			note := "run --kube would be refused: this user may not list events in namespace " + ns + " (to " + nsNeeds[i].Why + ")"
+			for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+				report, err := kube.Check(ctx, p, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if slices.Contains(report.Notes, note) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("check's notes %q; want %q", report.Notes, note)
+				}
+			}
 		})
 	}
 }
