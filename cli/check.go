@@ -28,9 +28,15 @@ func checkCommand(flow *sdk.Flow) *ucli.Command {
 			"Pending for ever: it is named with the reason. The nodes a step with EFA targets must all\n" +
 			"advertise the same number of EFA interfaces; a mixed or partial rollout fails closed, with the\n" +
 			"counts seen. sdk.EFAAll() resolves to that count.\n\n" +
+			"What RBAC would refuse run --kube (see --rbac) is a note, one per verb refused.\n\n" +
 			"Then every object a run would create (as --as makes it, in --namespace), and each step's pod,\n" +
 			"is dry-run on the cluster (dryRun=All): a step that admission refuses (Pod Security, a LimitRange,\n" +
 			"a ResourceQuota, a webhook) is named with the field and what refused it. Nothing is created.\n\n" +
+			"With --rbac, prints instead the RBAC a user needs for run --kube of the flow (as --as makes it,\n" +
+			"in --namespace): a Role per namespace, with the verbs the run uses on the kinds it creates and\n" +
+			"reads, a comment on each rule saying why, and a ClusterRole of the cluster-scoped reads the run\n" +
+			"does without, with a note, when they are refused. `kubectl apply -f` takes it. run --kube asks the\n" +
+			"cluster about each rule before it creates anything. No cluster is asked.\n\n" +
 			"Exit status: 0 when every step can be placed, 1 when one cannot, 2 when the cluster cannot be\n" +
 			"asked (unreachable, or no RBAC to list nodes). run --kube makes the same check first.",
 		Flags: append([]ucli.Flag{
@@ -39,6 +45,7 @@ func checkCommand(flow *sdk.Flow) *ucli.Command {
 			&ucli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: "the `NAMESPACE` of steps without their own, where the dry run asks (default: the context's, or default)"},
 			&ucli.StringFlag{Name: "as", Value: kube.AsJob, Usage: "dry-run each step as a `KIND`: job or jobset, as run --kube --as would create it"},
 			&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "print a `FORMAT`: table or json"},
+			&ucli.BoolFlag{Name: "rbac", Usage: "print the Role (and ClusterRole) a user needs for run --kube of the flow, as YAML, and ask no cluster"},
 		}, append(limitFlags(""), flowFlags()...)...),
 		Action: func(c *ucli.Context) error {
 			if err := noArgs(c); err != nil {
@@ -56,6 +63,20 @@ func checkCommand(flow *sdk.Flow) *ucli.Command {
 				return err
 			}
 			if err := checkAs(c); err != nil {
+				return err
+			}
+			if c.Bool("rbac") {
+				if c.IsSet("output") {
+					return usageErr("--rbac prints YAML: leave out --output")
+				}
+				data, err := kube.RBAC(p, kube.Options{
+					Kubeconfig: c.String("kubeconfig"), Context: c.String("context"),
+					Namespace: c.String("namespace"), As: c.String("as"),
+				})
+				if err != nil {
+					return invalidErr(err)
+				}
+				_, err = c.App.Writer.Write(data)
 				return err
 			}
 			report, err := kube.Check(c.Context, p, kube.Options{

@@ -24,6 +24,9 @@ import (
 // closed. The error is for a cluster that cannot be reached or does not let this
 // user list its nodes.
 //
+// It notes what RBAC would refuse a run (Needs), as run's preflight would:
+// what the run cannot do without, and what it would do without.
+//
 // Then, as run does, it dry-runs on the cluster (dryRun=All) every object a run
 // of f as o.As in o's namespace would create, and each step's pod: a step that
 // admission refuses (Pod Security, a LimitRange, a ResourceQuota, a webhook) is
@@ -52,11 +55,27 @@ func Check(ctx context.Context, f *plan.Flow, o Options) (*placement.Report, err
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
+	// What RBAC would refuse run --kube (its preflight), as notes.
+	denied, err := c.refusedNeeds(ctx, unitNamespaces(units), needs(shapeOf(f, units, false)))
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range denied {
+		if d.need.Without != "" {
+			report.Notes = append(report.Notes, d.note())
+		} else {
+			report.Notes = append(report.Notes, "run --kube would be refused: this user may not "+d.line())
+		}
+	}
 	refusals, notes, err := c.dryRun(ctx, units)
 	if err != nil {
 		return nil, err
 	}
-	report.Notes = append(report.Notes, notes...)
+	for _, n := range notes {
+		if !slices.Contains(report.Notes, n) {
+			report.Notes = append(report.Notes, n)
+		}
+	}
 	for _, r := range refusals {
 		if i := slices.IndexFunc(rp.Steps, func(s plan.Step) bool { return s.Name == r.Step }); i >= 0 {
 			report.Refuse(i, r.Reason())

@@ -50,20 +50,6 @@ func (c *cluster) inventory(ctx context.Context) (*placement.Inventory, error) {
 	return placement.NewInventory(classes.Items, slices.Items), nil
 }
 
-// claimTemplateAccess is what RBAC must let a run do with the
-// ResourceClaimTemplates it creates for its DRA steps (when create is set): create
-// them, find them made on a resume, and delete them with the run.
-func claimTemplateAccess(create bool) []access {
-	if !create {
-		return nil
-	}
-	var out []access
-	for _, verb := range []string{"create", "get", "delete", "deletecollection"} {
-		out = append(out, access{verb, resourceClaimTemplateGVR.Group, resourceClaimTemplateGVR.Resource, ""})
-	}
-	return out
-}
-
 // installedClaims marks unplaceable, in r, each step that claims from an
 // installed ResourceClaimTemplate (sdk.Claim) its namespace lacks: its pods
 // would never be scheduled. A user who may not read the templates is not told

@@ -7,9 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/manifoldflow/manifold/placement"
 	"github.com/manifoldflow/manifold/plan"
 )
 
@@ -30,22 +28,18 @@ func (r *runner) deleteUnit(ctx context.Context, u *unit) error {
 	return nil
 }
 
-// cleanup deletes everything labelled with the run (foreground), and waits until
+// cleanup deletes everything of the kinds it creates labelled with the run
+// (foreground), and waits until
 // the caches hold none of it, for at most CleanupTimeout or until Options.Force
 // ends. It returns what was left.
 func (r *runner) cleanup(ctx context.Context) []string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.o.CleanupTimeout)
 	defer cancel()
 	sel := metav1.ListOptions{LabelSelector: plan.LabelRun + "=" + r.ID}
-	gvrs := []schema.GroupVersionResource{jobGVR, serviceGVR}
-	if r.o.As == AsJobSet {
-		gvrs = []schema.GroupVersionResource{jobSetGVR, jobGVR, serviceGVR}
-	}
-	if placement.NeedsDevices(r.Flow) {
-		gvrs = append(gvrs, resourceClaimTemplateGVR)
-	}
+	// What the run creates: a JobSet's Jobs, pods and Service, and a Job's
+	// pods, go with it (foreground).
 	for ns := range r.w.ns {
-		for _, gvr := range gvrs {
+		for _, gvr := range createdKinds(r.units) {
 			err := r.c.retry(ctx, func(ctx context.Context) error {
 				return r.c.dynamic.Resource(gvr).Namespace(ns).DeleteCollection(ctx, foreground, sel)
 			})

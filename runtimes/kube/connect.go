@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -126,76 +125,52 @@ func connect(ctx context.Context, o Options) (*cluster, error) {
 	return c, nil
 }
 
-// access is one thing the runtime must be allowed to do.
+// access is one verb on one resource, as an access review asks it.
 type access struct {
 	verb, group, resource, subresource string
 }
 
 // preflight checks, before anything is created, that every namespace the run uses
 // exists, that the cluster serves the kinds it will create, and that RBAC lets
-// this user create, watch and delete them and read pod logs.
-func (c *cluster) preflight(ctx context.Context, namespaces []string, as string, multiNode, claimTemplates, queued bool) error {
+// this user do every one of the run's needs (Needs): a need the run cannot do
+// without refused is an error naming each verb and resource refused and what
+// needs it, one a line; one it can do without is a note.
+func (c *cluster) preflight(ctx context.Context, namespaces []string, as string, all []Need) ([]string, error) {
 	if as == AsJobSet {
 		if err := c.served(jobSetGVR, "install the JobSet controller (`kind up --with jobset`, or https://jobset.sigs.k8s.io/docs/installation/), or run with --as job"); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for _, ns := range namespaces {
 		_, err := c.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			return fmt.Errorf("namespace %s does not exist on the cluster at %s: create it (`kubectl create namespace %s`) or pass --namespace", ns, c.host, ns)
+			return nil, fmt.Errorf("namespace %s does not exist on the cluster at %s: create it (`kubectl create namespace %s`) or pass --namespace", ns, c.host, ns)
 		case apierrors.IsForbidden(err):
-			// Listing namespaces is often not allowed; the access checks below
-			// tell whether this one can be used.
+			// Getting namespaces is often not allowed (it is a need the run
+			// does without); the access reviews below tell whether this one can
+			// be used.
 		case err != nil:
-			return fmt.Errorf("namespace %s: %w", ns, err)
+			return nil, fmt.Errorf("namespace %s: %w", ns, err)
 		}
 	}
-	needs := []access{
-		{"get", "", "pods", ""}, {"list", "", "pods", ""}, {"watch", "", "pods", ""},
-		{"get", "", "pods", "log"}, {"list", "", "events", ""},
+	refusals, err := c.refusedNeeds(ctx, namespaces, all)
+	if err != nil {
+		return nil, err
 	}
-	kinds := []access{{resource: "jobs", group: "batch"}}
-	if as == AsJobSet {
-		kinds = []access{{resource: "jobsets", group: jobSetGVR.Group}}
-	} else if multiNode {
-		kinds = append(kinds, access{resource: "services"})
-	}
-	for _, k := range kinds {
-		for _, verb := range []string{"create", "get", "list", "watch", "delete"} {
-			needs = append(needs, access{verb, k.group, k.resource, ""})
+	var lines, notes []string
+	for _, r := range refusals {
+		if r.need.Without != "" {
+			notes = append(notes, r.note())
+		} else {
+			lines = append(lines, "  "+r.line())
 		}
 	}
-	needs = append(needs, claimTemplateAccess(claimTemplates)...)
-	if queued {
-		// The run follows its Workloads to say why a step waits for admission.
-		needs = append(needs, access{"list", workloadGVR.Group, workloadGVR.Resource, ""}, access{"watch", workloadGVR.Group, workloadGVR.Resource, ""})
+	if len(lines) > 0 {
+		return nil, fmt.Errorf("RBAC on the cluster at %s (context %s) does not let this user do what the run needs; ask a cluster admin for the Role `check --rbac` prints, or use another --namespace or --context:\n%s",
+			c.host, c.context, strings.Join(lines, "\n"))
 	}
-	for _, ns := range namespaces {
-		var refused []string
-		for _, a := range needs {
-			ok, err := c.allowed(ctx, ns, a)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				what := a.resource
-				if a.subresource != "" {
-					what += "/" + a.subresource
-				}
-				if a.group != "" {
-					what += "." + a.group
-				}
-				refused = append(refused, a.verb+" "+what)
-			}
-		}
-		if len(refused) > 0 {
-			return fmt.Errorf("RBAC on the cluster at %s (context %s) does not let this user %s in namespace %s: ask a cluster admin for a Role granting them, or use another --namespace or --context",
-				c.host, c.context, strings.Join(slices.Compact(refused), ", "), ns)
-		}
-	}
-	return nil
+	return notes, nil
 }
 
 // allowed asks the API server whether this user may do a in namespace ns.

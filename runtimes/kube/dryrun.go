@@ -110,13 +110,13 @@ func (c *cluster) dryRun(ctx context.Context, units []*unit) ([]Refusal, []strin
 	// dry-run them.
 	noPods := map[string]bool{}
 	for _, ns := range unitNamespaces(units) {
-		ok, err := c.allowed(ctx, ns, access{verb: "create", resource: "pods"})
+		ok, err := c.allowed(ctx, ns, access{verb: "create", resource: "pods"}) // podDryRun
 		if err != nil {
 			return nil, nil, err
 		}
 		if !ok {
 			noPods[ns] = true
-			notes = append(notes, "the steps' pods in namespace "+ns+" were not dry-run: this user may not create pods there, so Pod Security, LimitRanges and webhooks on pods answer only once the Jobs make them")
+			notes = append(notes, refused{ns: ns, verb: "create", need: podDryRun}.note())
 		}
 	}
 	asks, err := dryRunAsks(units, noPods)

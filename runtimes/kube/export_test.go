@@ -29,3 +29,23 @@ func DryRun(ctx context.Context, f *plan.Flow, o Options) ([]Refusal, []string, 
 	refusals, notes, err := c.dryRun(ctx, units)
 	return refusals, notes, len(asks), err
 }
+
+// Preflight makes the checks of RBAC a run of f with o makes before it creates
+// anything, and returns the notes on what the run would do without.
+func Preflight(ctx context.Context, f *plan.Flow, o Options) ([]string, error) {
+	as, err := kindAs(o.As)
+	if err != nil {
+		return nil, err
+	}
+	c, err := connect(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	rp := *f
+	rp.Run = runid.New(time.Now())
+	units, errs := plan2units(&rp, as, c.namespace)
+	if len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	return c.preflight(ctx, unitNamespaces(units), as, needs(shapeOf(f, units, o.NoCheck)))
+}

@@ -253,10 +253,9 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	if !o.NoCheck {
 		report, err := c.check(ctx, f)
 		switch {
-		case errors.Is(err, errNodesForbidden):
-			notes = append(notes, "placement not checked: this user may not list the cluster's nodes")
-		case errors.Is(err, errDRAForbidden):
-			notes = append(notes, "placement not checked: this user may not list the cluster's DeviceClasses and ResourceSlices")
+		case errors.Is(err, errNodesForbidden), errors.Is(err, errDRAForbidden):
+			// Placement is not checked: the preflight below notes the read
+			// refused (Needs).
 		case err != nil:
 			return nil, err
 		case !report.OK:
@@ -276,19 +275,19 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	}
 	namespaces := unitNamespaces(units)
 	var claims []claim
-	multiNode, queued := false, false
 	for _, u := range units {
-		queued = queued || u.Step.Queue != ""
-		multiNode = multiNode || u.Step.Nodes > 1
 		for _, v := range u.Step.Volumes {
 			if cl := (claim{u.ns, v.Claim, u.Step.Name}); !slices.Contains(claims, cl) {
 				claims = append(claims, cl)
 			}
 		}
 	}
-	if err := c.preflight(ctx, namespaces, o.As, multiNode, placement.NeedsDevices(f), queued); err != nil {
+	sh := shapeOf(f, units, o.NoCheck)
+	rbacNotes, err := c.preflight(ctx, namespaces, o.As, needs(sh))
+	if err != nil {
 		return nil, err
 	}
+	notes = append(notes, rbacNotes...)
 	if err := c.claimsExist(ctx, claims); err != nil {
 		return nil, err
 	}
@@ -314,7 +313,11 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	if len(refusals) > 0 {
 		return nil, &RefusedError{Cluster: c.host, Refusals: refusals}
 	}
-	notes = append(notes, dryNotes...)
+	for _, n := range dryNotes {
+		if !slices.Contains(notes, n) {
+			notes = append(notes, n)
+		}
+	}
 	// From here on the run outlives an API server that stops answering for a
 	// while: requests are made again, and the run waits for it.
 	if err := c.follow(o.OutageLimit); err != nil {
@@ -338,12 +341,12 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 
 	// A step waiting for Kueue is shown with its Workload's reason.
 	workloads := false
-	if queued {
+	if sh.queued {
 		if workloads, err = c.kueueServed(); err != nil {
 			return nil, err
 		}
 	}
-	r.w, err = watch(ctx, c, namespaces, o.As == AsJobSet, workloads, r.ID)
+	r.w, err = watch(ctx, c, namespaces, sh.kinds, workloads, r.ID)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/manifoldflow/manifold/placement"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/dag"
 	"github.com/manifoldflow/manifold/runtimes/display"
@@ -509,12 +508,9 @@ func (r *runner) finish(ctx context.Context, interrupted bool) (*Result, error) 
 }
 
 func (r *runner) kinds() string {
-	kinds := "jobs,services"
-	if r.o.As == AsJobSet {
-		kinds = "jobsets"
+	var kinds []string
+	for _, gvr := range createdKinds(r.units) {
+		kinds = append(kinds, gvr.Resource)
 	}
-	if placement.NeedsDevices(r.Flow) {
-		kinds += ",resourceclaimtemplates"
-	}
-	return kinds
+	return strings.Join(kinds, ",")
 }

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
@@ -21,8 +23,8 @@ import (
 	"github.com/manifoldflow/manifold/plan"
 )
 
-// watcher keeps informer caches of the run's Jobs, JobSets, Services and pods
-// (those labelled with the run) and, for a run with queued steps, of the Kueue
+// watcher keeps informer caches of the run's pods and of what it creates of
+// Jobs, JobSets and Services (those labelled with the run) and, for a run with queued steps, of the Kueue
 // Workloads of its namespaces, and signals every change on changed.
 type watcher struct {
 	changed chan struct{}
@@ -30,29 +32,32 @@ type watcher struct {
 	ns      map[string]*nsWatch
 
 	// What the informers watch, to start them anew (relist).
-	c                 *cluster
-	namespaces        []string
-	jobSets, workload bool
-	id                string
+	c          *cluster
+	namespaces []string
+	kinds      []schema.GroupVersionResource
+	workload   bool
+	id         string
 }
 
 type nsWatch struct {
-	jobs batchlisters.JobLister
+	jobs batchlisters.JobLister // nil unless the run creates Jobs
 	// pods holds the run's pods, indexed by the Job or JobSet they belong to
 	// (podOwnerIndex).
 	pods     cache.Indexer
-	services corelisters.ServiceLister
-	jobSets  cache.GenericLister // nil unless the run creates JobSets
+	services corelisters.ServiceLister // nil unless the run creates Services
+	jobSets  cache.GenericLister       // nil unless the run creates JobSets
 	// workloads holds every Kueue Workload of the namespace (Kueue does not copy
 	// the run's label to them), indexed by owner uid; nil unless the run has
 	// queued steps on a cluster that serves Kueue.
 	workloads cache.SharedIndexInformer
 }
 
-// watch starts the informers of run id in namespaces and waits for their caches
-// to fill.
-func watch(ctx context.Context, c *cluster, namespaces []string, jobSets, workloads bool, id string) (*watcher, error) {
-	w := &watcher{changed: make(chan struct{}, 1), c: c, namespaces: namespaces, jobSets: jobSets, workload: workloads, id: id}
+// watch starts the informers of run id in namespaces, of its pods and of kinds
+// (what it creates: createdKinds), and waits for their caches to fill. It
+// watches nothing else, so that RBAC need let the run list and watch no more
+// (Needs).
+func watch(ctx context.Context, c *cluster, namespaces []string, kinds []schema.GroupVersionResource, workloads bool, id string) (*watcher, error) {
+	w := &watcher{changed: make(chan struct{}, 1), c: c, namespaces: namespaces, kinds: kinds, workload: workloads, id: id}
 	ns, cancel, err := w.start(ctx, nil)
 	if err != nil {
 		return nil, err
@@ -121,15 +126,24 @@ func (w *watcher) start(ctx context.Context, abort <-chan struct{}) (map[string]
 		if err := podInformer.AddIndexers(cache.Indexers{podOwnerIndex: podOwners}); err != nil {
 			return fail(err)
 		}
-		for _, inf := range []cache.SharedIndexInformer{f.Batch().V1().Jobs().Informer(), podInformer, f.Core().V1().Services().Informer()} {
+		infs := []cache.SharedIndexInformer{podInformer}
+		nw.pods = podInformer.GetIndexer()
+		if slices.Contains(w.kinds, jobGVR) {
+			infs = append(infs, f.Batch().V1().Jobs().Informer())
+			nw.jobs = f.Batch().V1().Jobs().Lister()
+		}
+		if slices.Contains(w.kinds, serviceGVR) {
+			infs = append(infs, f.Core().V1().Services().Informer())
+			nw.services = f.Core().V1().Services().Lister()
+		}
+		for _, inf := range infs {
 			if err := setup(inf); err != nil {
 				return fail(err)
 			}
 			synced = append(synced, inf.HasSynced)
 		}
-		nw.jobs, nw.pods, nw.services = f.Batch().V1().Jobs().Lister(), podInformer.GetIndexer(), f.Core().V1().Services().Lister()
 		f.Start(ctx.Done())
-		if w.jobSets {
+		if slices.Contains(w.kinds, jobSetGVR) {
 			df := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.dynamic, 0, ns, tweak)
 			gi := df.ForResource(jobSetGVR)
 			if err := setup(gi.Informer()); err != nil {
@@ -185,7 +199,11 @@ func (w *watcher) stop() { w.cancel() }
 
 // job returns the Job ns/name from the cache, or nil.
 func (w *watcher) job(ns, name string) *batchv1.Job {
-	j, err := w.ns[ns].jobs.Jobs(ns).Get(name)
+	l := w.ns[ns].jobs
+	if l == nil {
+		return nil
+	}
+	j, err := l.Jobs(ns).Get(name)
 	if err != nil {
 		return nil
 	}
@@ -246,9 +264,11 @@ func (w *watcher) pods(ns, key, value string) []*corev1.Pod {
 func (w *watcher) left() []string {
 	var out []string
 	for ns, nw := range w.ns {
-		if js, err := nw.jobs.Jobs(ns).List(labels.Everything()); err == nil {
-			for _, j := range js {
-				out = append(out, "Job "+ns+"/"+j.Name)
+		if nw.jobs != nil {
+			if js, err := nw.jobs.Jobs(ns).List(labels.Everything()); err == nil {
+				for _, j := range js {
+					out = append(out, "Job "+ns+"/"+j.Name)
+				}
 			}
 		}
 		if nw.jobSets != nil {
@@ -260,9 +280,11 @@ func (w *watcher) left() []string {
 				}
 			}
 		}
-		if ss, err := nw.services.Services(ns).List(labels.Everything()); err == nil {
-			for _, s := range ss {
-				out = append(out, "Service "+ns+"/"+s.Name)
+		if nw.services != nil {
+			if ss, err := nw.services.Services(ns).List(labels.Everything()); err == nil {
+				for _, s := range ss {
+					out = append(out, "Service "+ns+"/"+s.Name)
+				}
 			}
 		}
 		for _, o := range nw.pods.List() {
