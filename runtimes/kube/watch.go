@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,11 +24,79 @@ import (
 
 // watcher keeps informer caches of the run's Jobs, JobSets, Services and pods
 // (those labelled with the run) and, for a run with queued steps, of the Kueue
-// Workloads of its namespaces, and signals every change on changed.
+// Workloads of its namespaces, and signals every change on changed. It notes
+// which Job or JobSet each change concerns (touched), so that the runner looks
+// again only at those.
 type watcher struct {
 	changed chan struct{}
 	cancel  context.CancelFunc
 	ns      map[string]*nsWatch
+
+	mu sync.Mutex
+	// dirty holds the keys (unitKey) of the Jobs and JobSets a change concerned
+	// since take; all is set when a change could not be tied to one.
+	dirty map[string]bool
+	all   bool
+	// objects counts the run's Jobs, JobSets, Services and pods in the caches.
+	objects atomic.Int64
+}
+
+// unitKey is the key by which the watcher names the Job or JobSet ns/name.
+func unitKey(ns, name string) string { return ns + "/" + name }
+
+// touch notes that the Job or JobSet key changed ("" for a change not tied to
+// one: every unit is looked at again), and kicks.
+func (w *watcher) touch(key string) {
+	w.mu.Lock()
+	if key == "" {
+		w.all = true
+	} else {
+		w.dirty[key] = true
+	}
+	w.mu.Unlock()
+	w.kick()
+}
+
+// take returns what changed since it was last called: every unit (all), or the
+// keys of those touched.
+func (w *watcher) take() (all bool, keys map[string]bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	all, keys = w.all, w.dirty
+	w.all, w.dirty = false, map[string]bool{}
+	return all, keys
+}
+
+// changedKeys returns the keys (unitKey) of the Jobs and JobSets a change of
+// obj concerns: the Job or JobSet itself, a pod's JobSet or Job, a Workload's
+// owners; nil when it cannot tell.
+func changedKeys(obj any) []string {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	switch o := obj.(type) {
+	case *batchv1.Job:
+		return []string{unitKey(o.Namespace, o.Name)}
+	case *corev1.Pod:
+		for _, key := range podOwnerLabels {
+			if v, ok := o.Labels[key]; ok {
+				// A JobSet's pods name their JobSet and their Job: either may be a unit.
+				return []string{unitKey(o.Namespace, v), unitKey(o.Namespace, o.Labels[jobsetv1.JobSetNameKey])}
+			}
+		}
+	case *corev1.Service:
+		return []string{unitKey(o.Namespace, o.Name)}
+	case *unstructured.Unstructured:
+		if o.GetKind() == "JobSet" {
+			return []string{unitKey(o.GetNamespace(), o.GetName())}
+		}
+		var keys []string
+		for _, ref := range o.GetOwnerReferences() {
+			keys = append(keys, unitKey(o.GetNamespace(), ref.Name))
+		}
+		return keys
+	}
+	return nil
 }
 
 type nsWatch struct {
@@ -46,13 +116,29 @@ type nsWatch struct {
 // to fill.
 func watch(ctx context.Context, c *cluster, namespaces []string, jobSets, workloads bool, id string) (*watcher, error) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	w := &watcher{changed: make(chan struct{}, 1), cancel: cancel, ns: map[string]*nsWatch{}}
+	w := &watcher{changed: make(chan struct{}, 1), cancel: cancel, ns: map[string]*nsWatch{}, dirty: map[string]bool{}, all: true}
 	selector := plan.LabelRun + "=" + id
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = selector }
+	changed := func(obj any) {
+		keys := changedKeys(obj)
+		if len(keys) == 0 {
+			w.touch("")
+		}
+		for _, k := range keys {
+			w.touch(k)
+		}
+	}
+	// handler follows the run's own objects, which it counts; the Workloads'
+	// handler does not count them.
 	handler := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { w.kick() },
-		UpdateFunc: func(any, any) { w.kick() },
-		DeleteFunc: func(any) { w.kick() },
+		AddFunc:    func(obj any) { w.objects.Add(1); changed(obj) },
+		UpdateFunc: func(_, obj any) { changed(obj) },
+		DeleteFunc: func(obj any) { w.objects.Add(-1); changed(obj) },
+	}
+	workloadHandler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    changed,
+		UpdateFunc: func(_, obj any) { changed(obj) },
+		DeleteFunc: changed,
 	}
 	var synced []cache.InformerSynced
 	for _, ns := range namespaces {
@@ -90,7 +176,7 @@ func watch(ctx context.Context, c *cluster, namespaces []string, jobSets, worklo
 				cancel()
 				return nil, err
 			}
-			if _, err := inf.AddEventHandler(handler); err != nil {
+			if _, err := inf.AddEventHandler(workloadHandler); err != nil {
 				cancel()
 				return nil, err
 			}
@@ -174,6 +260,9 @@ func (w *watcher) pods(ns, key, value string) []*corev1.Pod {
 	}
 	return ps
 }
+
+// empty reports whether the caches hold nothing of the run, without listing it.
+func (w *watcher) empty() bool { return w.objects.Load() == 0 }
 
 // left names what the caches still hold of the run: every Job, JobSet, Service
 // and pod.
