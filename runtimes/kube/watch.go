@@ -9,6 +9,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -150,6 +151,10 @@ func watch(ctx context.Context, c *cluster, namespaces []string, jobSets, worklo
 			return nil, err
 		}
 		for _, inf := range []cache.SharedIndexInformer{f.Batch().V1().Jobs().Informer(), podInformer, f.Core().V1().Services().Informer()} {
+			if err := inf.SetTransform(dropManagedFields); err != nil {
+				cancel()
+				return nil, err
+			}
 			if _, err := inf.AddEventHandler(handler); err != nil {
 				cancel()
 				return nil, err
@@ -161,6 +166,10 @@ func watch(ctx context.Context, c *cluster, namespaces []string, jobSets, worklo
 		if jobSets {
 			df := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.dynamic, 0, ns, tweak)
 			gi := df.ForResource(jobSetGVR)
+			if err := gi.Informer().SetTransform(dropManagedFields); err != nil {
+				cancel()
+				return nil, err
+			}
 			if _, err := gi.Informer().AddEventHandler(handler); err != nil {
 				cancel()
 				return nil, err
@@ -191,6 +200,16 @@ func watch(ctx context.Context, c *cluster, namespaces []string, jobSets, worklo
 		return nil, fmt.Errorf("watching the run's objects on the cluster at %s did not start", c.host)
 	}
 	return w, nil
+}
+
+// dropManagedFields takes the server-side apply bookkeeping (metadata.
+// managedFields), which the runner never reads, off each object before the
+// informers cache it: a good part of a cached pod or Job's memory.
+func dropManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
 }
 
 // kick records that something changed, without blocking.
