@@ -79,7 +79,7 @@ bench:
 
 # make bench, and run --kube's load benchmarks on the simulated cluster (a
 # 1,000-step fan-out, a 100-step chain, 10,000 foreach items; the first two
-# against Argo's controller): about an hour, after make sim-tools.
+# against Argo's controller): more than an hour, after make sim-tools.
 bench-load:
 	$(GO) run ./tools/benchtable -load
 

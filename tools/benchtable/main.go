@@ -7,7 +7,7 @@
 // also runs run --kube's load benchmarks on the simulated cluster
 // (runtimes/kube BenchmarkRunAtScale: a 1,000-step fan-out, a 100-step chain
 // and 10,000 foreach items, the first two also under Argo's controller), which
-// take the better part of an hour and the cluster's programs (make sim-tools).
+// take more than an hour and the cluster's programs (make sim-tools).
 package main
 
 import (
@@ -28,7 +28,7 @@ import (
 )
 
 // load is -load: run the load benchmarks of run --kube too.
-var load = flag.Bool("load", false, "also run run --kube's load benchmarks on the simulated cluster (about an hour)")
+var load = flag.Bool("load", false, "also run run --kube's load benchmarks on the simulated cluster (more than an hour)")
 
 func main() {
 	flag.Parse()
