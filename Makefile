@@ -1,7 +1,7 @@
 # The test command is `make test`: formatting, vet, then every test.
 GO ?= go
 
-.PHONY: test fmt-check vet tools airflow moto sim-tools sim golden docs bench fuzz
+.PHONY: test fmt-check vet tools airflow moto sim-tools sim golden docs bench bench-load fuzz
 
 # Tests find the checkers built here through MANIFOLD_KUBEVALIDATE and
 # MANIFOLD_ARGOLINT, the Airflow environment through MANIFOLD_AIRFLOW_PYTHON and
@@ -76,6 +76,12 @@ docs:
 # load, which the table prints).
 bench:
 	$(GO) run ./tools/benchtable
+
+# make bench, and run --kube's load benchmarks on the simulated cluster (a
+# 1,000-step fan-out, a 100-step chain, 10,000 foreach items; the first two
+# against Argo's controller): more than an hour, after make sim-tools.
+bench-load:
+	$(GO) run ./tools/benchtable -load
 
 # Every fuzz target, as package:Function; go test runs one target at a time.
 # harness/fuzzlist checks that this list names every Fuzz function.

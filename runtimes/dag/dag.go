@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -86,13 +87,27 @@ type Run struct {
 	units    []*Unit
 	steps    map[string][]*Unit
 	released map[string]bool
+	// counts holds, per step, how many of its units are in each state, and
+	// unfinished how many units of the run are not final: kept as states
+	// change, so that a step's state costs the same however many items it has.
+	counts     map[string]map[record.State]int
+	unfinished int
+	// touched holds the steps whose state may have changed since Release last
+	// looked; Release looks again only at the steps that wait for them.
+	touched map[string]bool
+	// dependents lists, per step, the index in Flow.Steps of each step that
+	// waits for it, and cursor, per step, how many of its After have been seen
+	// to succeed (success is final); both made by the first Release.
+	dependents map[string][]int
+	cursor     []int
 	// writeErr is the first failure to record a unit's state.
 	writeErr error
 }
 
 // New returns the run id of flow f, kept in dir, without units.
 func New(f *plan.Flow, id, dir string) *Run {
-	return &Run{Flow: f, ID: id, Dir: dir, steps: map[string][]*Unit{}, released: map[string]bool{}}
+	return &Run{Flow: f, ID: id, Dir: dir, steps: map[string][]*Unit{}, released: map[string]bool{},
+		counts: map[string]map[record.State]int{}, touched: map[string]bool{}}
 }
 
 // now reads the run's clock, in UTC.
@@ -105,10 +120,46 @@ func (r *Run) now() time.Time {
 
 // Add adds units to the run, in flow order.
 func (r *Run) Add(us ...*Unit) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, u := range us {
 		r.units = append(r.units, u)
 		r.steps[u.Step.Name] = append(r.steps[u.Step.Name], u)
+		r.count(u, u.rec.State, 1)
 	}
+}
+
+// count adds n to the units of u's step in state st; callers hold r.mu.
+func (r *Run) count(u *Unit, st record.State, n int) {
+	c := r.counts[u.Step.Name]
+	if c == nil {
+		c = map[record.State]int{}
+		r.counts[u.Step.Name] = c
+	}
+	if c[st] += n; c[st] == 0 {
+		delete(c, st)
+	}
+	if !st.Final() {
+		r.unfinished += n
+	}
+	r.touched[u.Step.Name] = true
+}
+
+// change applies change to u's record and keeps the counts; callers hold r.mu.
+func (r *Run) change(u *Unit, change func(*record.Task)) {
+	old := u.rec.State
+	change(&u.rec)
+	if u.rec.State != old {
+		r.count(u, old, -1)
+		r.count(u, u.rec.State, 1)
+	}
+}
+
+// Unfinished is how many of the run's units have not ended.
+func (r *Run) Unfinished() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.unfinished
 }
 
 // Resume takes over what an earlier runner of this run recorded of unit u: when
@@ -120,7 +171,10 @@ func (r *Run) Resume(u *Unit) error {
 		return err
 	}
 	if earlier {
-		u.rec, u.Earlier = prev, true
+		r.mu.Lock()
+		r.change(u, func(t *record.Task) { *t = prev })
+		r.mu.Unlock()
+		u.Earlier = true
 		return nil
 	}
 	// A task without state.json reads as pending; one with it is rewritten.
@@ -166,7 +220,7 @@ func (r *Run) Locked(f func()) {
 // Amend changes u's record in memory; the next Update writes it.
 func (r *Run) Amend(u *Unit, change func(*record.Task)) {
 	r.mu.Lock()
-	change(&u.rec)
+	r.change(u, change)
 	r.mu.Unlock()
 }
 
@@ -174,7 +228,7 @@ func (r *Run) Amend(u *Unit, change func(*record.Task)) {
 // and fails the run at Finish.
 func (r *Run) Update(u *Unit, change func(*record.Task)) {
 	r.mu.Lock()
-	change(&u.rec)
+	r.change(u, change)
 	rec := u.rec
 	r.mu.Unlock()
 	if err := record.WriteTask(r.Dir, rec); err != nil {
@@ -194,7 +248,7 @@ func (r *Run) Update(u *Unit, change func(*record.Task)) {
 func (r *Run) StepState(step string) record.State {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return summary(r.steps[step])
+	return r.stepState(step)
 }
 
 // Summary is the state of a step from its units' records: running while any
@@ -203,91 +257,129 @@ func (r *Run) StepState(step string) record.State {
 // once all have ended, failed if any failed, else interrupted if any was, else
 // skipped if any was; succeeded when all did.
 func Summary(ts []record.Task) record.State {
-	var running, retrying, queued, final, failed, interrupted, skipped int
+	counts := map[record.State]int{}
 	for _, t := range ts {
-		switch t.State {
-		case record.Running:
-			running++
-		case record.Retrying:
-			retrying++
-		case record.Queued:
-			queued++
-		case record.Failed:
-			failed++
-		case record.Interrupted:
-			interrupted++
-		case record.Skipped:
-			skipped++
-		}
-		if t.State.Final() {
-			final++
+		counts[t.State]++
+	}
+	return fromCounts(counts, len(ts))
+}
+
+// fromCounts is Summary of total units of which counts[s] are in state s.
+func fromCounts(counts map[record.State]int, total int) record.State {
+	final := 0
+	for st, n := range counts {
+		if st.Final() {
+			final += n
 		}
 	}
 	switch {
-	case running > 0:
+	case counts[record.Running] > 0:
 		return record.Running
-	case retrying > 0:
+	case counts[record.Retrying] > 0:
 		return record.Retrying
-	case queued > 0:
+	case counts[record.Queued] > 0:
 		return record.Queued
-	case final < len(ts) && final > 0:
+	case final < total && final > 0:
 		return record.Running // some items done, others waiting to start
-	case final < len(ts):
+	case final < total:
 		return record.Pending
-	case failed > 0:
+	case counts[record.Failed] > 0:
 		return record.Failed
-	case interrupted > 0:
+	case counts[record.Interrupted] > 0:
 		return record.Interrupted
-	case skipped > 0:
+	case counts[record.Skipped] > 0:
 		return record.Skipped
 	}
 	return record.Succeeded
 }
 
-// summary is Summary of units; callers hold r.mu.
-func summary(us []*Unit) record.State {
-	ts := make([]record.Task, len(us))
-	for i, u := range us {
-		ts[i] = u.rec
-	}
-	return Summary(ts)
+// stepState is StepState; callers hold r.mu.
+func (r *Run) stepState(step string) record.State {
+	return fromCounts(r.counts[step], len(r.steps[step]))
 }
 
 // Release returns the units to start now: those of every step, not released
 // before, whose dependencies all succeeded, in flow order. A unit that succeeded
 // in an earlier runner is told and not returned. The pending units of a step
 // that waits for one that failed, was skipped or was interrupted are skipped.
+//
+// Only the steps that wait for a step whose state may have changed since the
+// last call are looked at, each from the first of its dependencies not yet seen
+// to succeed: a run's calls cost, all together, about the size of its graph.
 func (r *Run) Release() []*Unit {
 	var ready []*Unit
-	for i := range r.Flow.Steps {
-		s := &r.Flow.Steps[i]
-		if r.released[s.Name] {
-			continue
-		}
-		ok, blocker := true, ""
-		for _, a := range s.After {
-			switch st := r.StepState(a); st {
-			case record.Succeeded:
-			case record.Failed, record.Skipped, record.Interrupted:
-				ok, blocker = false, a+" "+string(st)
-			default:
-				ok = false
-			}
-			if blocker != "" {
-				break
+	first := r.dependents == nil
+	if first {
+		r.dependents = map[string][]int{}
+		r.cursor = make([]int, len(r.Flow.Steps))
+		for i := range r.Flow.Steps {
+			for _, a := range r.Flow.Steps[i].After {
+				r.dependents[a] = append(r.dependents[a], i)
 			}
 		}
-		switch {
-		case blocker != "":
-			r.released[s.Name] = true
-			for _, u := range r.steps[s.Name] {
-				if r.Task(u).State != record.Pending {
-					continue
+	}
+	for {
+		// blockers[i] names a dependency of step i that ended without success.
+		blockers := map[int]string{}
+		var look []int
+		r.mu.Lock()
+		if first {
+			for i := range r.Flow.Steps {
+				look = append(look, i)
+				for _, a := range r.Flow.Steps[i].After {
+					if st := r.stepState(a); blocks(st) {
+						blockers[i] = a + " " + string(st)
+						break
+					}
 				}
-				r.Update(u, func(t *record.Task) { t.State, t.Error = record.Skipped, "not started: "+blocker })
-				r.Disp.Event(u.Label, true, "not started: %s", blocker)
 			}
-		case ok:
+			first = false
+		} else {
+			seen := map[int]bool{}
+			for step := range r.touched {
+				st := r.stepState(step)
+				for _, i := range r.dependents[step] {
+					if r.released[r.Flow.Steps[i].Name] {
+						continue
+					}
+					if !seen[i] {
+						seen[i] = true
+						look = append(look, i)
+					}
+					if _, ok := blockers[i]; !ok && blocks(st) {
+						blockers[i] = step + " " + string(st)
+					}
+				}
+			}
+		}
+		clear(r.touched)
+		r.mu.Unlock()
+		if len(look) == 0 {
+			return ready
+		}
+		slices.Sort(look)
+		for _, i := range look {
+			s := &r.Flow.Steps[i]
+			if r.released[s.Name] {
+				continue
+			}
+			if blocker, ok := blockers[i]; ok {
+				r.released[s.Name] = true
+				for _, u := range r.steps[s.Name] {
+					if r.Task(u).State != record.Pending {
+						continue
+					}
+					r.Update(u, func(t *record.Task) { t.State, t.Error = record.Skipped, "not started: "+blocker })
+					r.Disp.Event(u.Label, true, "not started: %s", blocker)
+				}
+				continue
+			}
+			for r.cursor[i] < len(s.After) && r.StepState(s.After[r.cursor[i]]) == record.Succeeded {
+				r.cursor[i]++
+			}
+			if r.cursor[i] < len(s.After) {
+				continue
+			}
 			r.released[s.Name] = true
 			for _, u := range r.steps[s.Name] {
 				switch {
@@ -299,7 +391,12 @@ func (r *Run) Release() []*Unit {
 			}
 		}
 	}
-	return ready
+}
+
+// blocks reports whether a step in state st keeps the steps that wait for it
+// from ever starting.
+func blocks(st record.State) bool {
+	return st == record.Failed || st == record.Skipped || st == record.Interrupted
 }
 
 // Start records that an attempt of u starts, and returns its number. The first

@@ -218,3 +218,68 @@ func TestBackoff(t *testing.T) {
 		t.Errorf("backoff overflows: %s", got)
 	}
 }
+
+// TestReleaseJoin: a step that waits for several is released once the last of
+// them succeeds, in whatever order they end, and skipped as soon as one fails
+// while others still run; Unfinished counts the units not yet ended.
+func TestReleaseJoin(t *testing.T) {
+	f := &plan.Flow{Name: "f", Steps: []plan.Step{
+		{Name: "a"}, {Name: "b"}, {Name: "c"},
+		{Name: "j", After: []string{"a", "b"}},
+		{Name: "k", After: []string{"a", "b", "c"}},
+		{Name: "l", After: []string{"k"}},
+	}}
+	dir, lk, err := record.Open(t.TempDir(), "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Close()
+	r := dag.New(f, "r1", dir)
+	r.Disp = display.New(display.Options{Stdout: &bytes.Buffer{}})
+	units := map[string]*dag.Unit{}
+	for i := range f.Steps {
+		units[f.Steps[i].Name] = dag.NewUnit(&f.Steps[i], -1)
+		r.Add(units[f.Steps[i].Name])
+	}
+	names := func(us []*dag.Unit) string {
+		var l []string
+		for _, u := range us {
+			l = append(l, u.Label)
+		}
+		return strings.Join(l, " ")
+	}
+	if got := names(r.Release()); got != "a b c" {
+		t.Fatalf("first release %q, want a b c", got)
+	}
+	for _, s := range []string{"a", "b", "c"} {
+		r.Start(units[s])
+	}
+	r.Succeed(units["b"], nil)
+	if got := names(r.Release()); got != "" {
+		t.Fatalf("release after b succeeded: %q, want none", got)
+	}
+	r.Fail(units["c"], "exit status 1", "", new(1))
+	if got := names(r.Release()); got != "" {
+		t.Fatalf("release after c failed: %q, want none", got)
+	}
+	for _, s := range []string{"k", "l"} {
+		if st := r.Task(units[s]).State; st != record.Skipped {
+			t.Errorf("%s is %s while a runs and c failed, want skipped", s, st)
+		}
+	}
+	if got := r.Task(units["k"]).Error; got != "not started: c failed" {
+		t.Errorf("k says %q", got)
+	}
+	if n := r.Unfinished(); n != 2 {
+		t.Errorf("Unfinished = %d with a running and j pending, want 2", n)
+	}
+	r.Succeed(units["a"], nil)
+	if got := names(r.Release()); got != "j" {
+		t.Fatalf("release after a succeeded: %q, want j", got)
+	}
+	r.Start(units["j"])
+	r.Succeed(units["j"], nil)
+	if n := r.Unfinished(); n != 0 {
+		t.Errorf("Unfinished = %d once every unit ended, want 0", n)
+	}
+}

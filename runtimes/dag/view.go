@@ -19,7 +19,7 @@ func (r *Run) StepView(now time.Time) (string, []string, [][]string) {
 	for i := range r.Flow.Steps {
 		s := &r.Flow.Steps[i]
 		us := r.steps[s.Name]
-		state := summary(us)
+		state := r.stepState(s.Name)
 		if state.Final() {
 			done++
 		}

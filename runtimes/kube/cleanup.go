@@ -48,17 +48,16 @@ func (r *runner) cleanup(ctx context.Context) []string {
 			}
 		}
 	}
-	for {
-		left := r.w.left()
-		if len(left) == 0 {
-			return nil
-		}
+	// Each deletion the caches see is a change: the count, not a list of what
+	// is left, is what is looked at for each.
+	for !r.w.empty() {
 		select {
 		case <-r.w.changed:
 		case <-ctx.Done():
-			return left
+			return r.w.left()
 		case <-r.o.Force.Done():
-			return left
+			return r.w.left()
 		}
 	}
+	return nil
 }

@@ -92,6 +92,9 @@ func connect(ctx context.Context, o Options) (*cluster, error) {
 	}
 	rc = rest.CopyConfig(rc)
 	rc.QPS, rc.Burst = cmp.Or(o.QPS, DefaultQPS), cmp.Or(o.Burst, DefaultBurst)
+	if o.Requests != nil {
+		rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return counting{rt, o.Requests} })
+	}
 	c := &cluster{config: rc, context: name, host: rc.Host}
 	if c.namespace = o.Namespace; c.namespace == "" {
 		if c.namespace, _, err = cc.Namespace(); err != nil {

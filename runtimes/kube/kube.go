@@ -114,6 +114,8 @@ type Options struct {
 	// DefaultBurst when 0).
 	QPS   float32
 	Burst int
+	// Requests, when set, counts every request made to the API server.
+	Requests *Requests
 	// NoCheck skips checking, before anything is created, that the cluster's nodes
 	// can take every step (Check). The dry run of what the run creates, which
 	// lets admission refuse it before it exists, is made all the same.
@@ -166,6 +168,8 @@ type unit struct {
 	objects []object
 	// pods is how many pods run at once.
 	pods int
+	// pos is the unit's place in the run's units.
+	pos int
 
 	// Guarded by the run's lock (dag.Run.Locked): what the view shows.
 	ready int
@@ -198,6 +202,8 @@ type runner struct {
 
 	units  []*unit
 	byUnit map[*dag.Unit]*unit
+	// byKey finds a unit by its Job's or JobSet's unitKey.
+	byKey map[string]*unit
 	// abandoned are the units deleted because they could not start.
 	abandoned []*unit
 }
@@ -328,10 +334,12 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{Run: dag.New(&rp, id, dir), o: o, c: c, units: units, byUnit: map[*dag.Unit]*unit{}}
-	for _, u := range units {
+	r := &runner{Run: dag.New(&rp, id, dir), o: o, c: c, units: units, byUnit: map[*dag.Unit]*unit{}, byKey: map[string]*unit{}}
+	for i, u := range units {
 		r.Add(u.Unit)
+		u.pos = i
 		r.byUnit[u.Unit] = u
+		r.byKey[unitKey(u.ns, u.name)] = u
 	}
 	defer lk.Close()
 	resumed, err := r.open(now)

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -82,7 +83,9 @@ func adopted(t *record.Task, ob observed) {
 }
 
 // loop creates units as the steps they wait for succeed and follows them until
-// none is left to start or ctx ends the run. It reports whether ctx did.
+// every unit has ended or ctx ends the run. It reports whether ctx did. Each
+// turn looks only at the units a change concerned (watcher.take), so that a
+// change costs the same however many steps the run has.
 func (r *runner) loop(ctx context.Context) bool {
 	for {
 		if err := r.c.reach.givenUp(); err != nil {
@@ -95,16 +98,10 @@ func (r *runner) loop(ctx context.Context) bool {
 		// While the API server is lost the caches stand still: what they
 		// hold was true, but nothing is decided by how long it has lasted.
 		if _, down := r.c.reach.down(); !down {
-			r.evaluate(ctx)
+			r.evaluate(ctx, r.touched())
 			r.release(ctx)
 		}
-		active := false
-		for _, u := range r.units {
-			if u.created && !r.Final(u.Unit) {
-				active = true
-			}
-		}
-		if !active && !r.startable() {
+		if r.Unfinished() == 0 {
 			return false
 		}
 		select {
@@ -169,14 +166,21 @@ func (r *runner) lost(err error) {
 	}
 }
 
-// startable reports whether some unit has not been created and may still be.
-func (r *runner) startable() bool {
-	for _, u := range r.units {
-		if !u.created && !r.Final(u.Unit) {
-			return true
+// touched returns the units changed since the last look, in run order: every
+// unit when a change could not be tied to one.
+func (r *runner) touched() []*unit {
+	all, keys := r.w.take()
+	if all {
+		return r.units
+	}
+	var us []*unit
+	for k := range keys {
+		if u, ok := r.byKey[k]; ok {
+			us = append(us, u)
 		}
 	}
-	return false
+	slices.SortFunc(us, func(a, b *unit) int { return a.pos - b.pos })
+	return us
 }
 
 // release creates the units the run may start now (dag.Run.Release) that are
@@ -211,10 +215,11 @@ func (r *runner) create(ctx context.Context, u *unit) {
 	r.Disp.Event(u.Label, false, "%s %s created", u.kind, u.name)
 }
 
-// evaluate brings every created unit's state up to date with the caches.
-func (r *runner) evaluate(ctx context.Context) {
+// evaluate brings the state of units (those created) up to date with the
+// caches.
+func (r *runner) evaluate(ctx context.Context, units []*unit) {
 	now := time.Now()
-	for _, u := range r.units {
+	for _, u := range units {
 		if !u.created || r.Final(u.Unit) {
 			continue
 		}
@@ -429,7 +434,8 @@ func (r *runner) warning(u *unit) string {
 
 // after wakes the loop after d.
 func (r *runner) after(u *unit, d time.Duration) {
-	u.timers = append(u.timers, time.AfterFunc(d, r.w.kick))
+	key := unitKey(u.ns, u.name)
+	u.timers = append(u.timers, time.AfterFunc(d, func() { r.w.touch(key) }))
 }
 
 func (r *runner) stopTimers(u *unit) {

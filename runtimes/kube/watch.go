@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -23,9 +26,11 @@ import (
 	"github.com/manifoldflow/manifold/plan"
 )
 
-// watcher keeps informer caches of the run's pods and of what it creates of
-// Jobs, JobSets and Services (those labelled with the run) and, for a run with queued steps, of the Kueue
-// Workloads of its namespaces, and signals every change on changed.
+// watcher keeps informer caches of the run's Jobs, JobSets, Services and pods
+// (those labelled with the run) and, for a run with queued steps, of the Kueue
+// Workloads of its namespaces, and signals every change on changed. It notes
+// which Job or JobSet each change concerns (touched), so that the runner looks
+// again only at those.
 type watcher struct {
 	changed chan struct{}
 	cancel  context.CancelFunc
@@ -37,6 +42,73 @@ type watcher struct {
 	kinds      []schema.GroupVersionResource
 	workload   bool
 	id         string
+
+	mu sync.Mutex
+	// dirty holds the keys (unitKey) of the Jobs and JobSets a change concerned
+	// since take; all is set when a change could not be tied to one.
+	dirty map[string]bool
+	all   bool
+	// objects counts the run's Jobs, JobSets, Services and pods in the caches
+	// of the informers running (start gives each set its own count).
+	objects atomic.Pointer[atomic.Int64]
+}
+
+// unitKey is the key by which the watcher names the Job or JobSet ns/name.
+func unitKey(ns, name string) string { return ns + "/" + name }
+
+// touch notes that the Job or JobSet key changed ("" for a change not tied to
+// one: every unit is looked at again), and kicks.
+func (w *watcher) touch(key string) {
+	w.mu.Lock()
+	if key == "" {
+		w.all = true
+	} else {
+		w.dirty[key] = true
+	}
+	w.mu.Unlock()
+	w.kick()
+}
+
+// take returns what changed since it was last called: every unit (all), or the
+// keys of those touched.
+func (w *watcher) take() (all bool, keys map[string]bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	all, keys = w.all, w.dirty
+	w.all, w.dirty = false, map[string]bool{}
+	return all, keys
+}
+
+// changedKeys returns the keys (unitKey) of the Jobs and JobSets a change of
+// obj concerns: the Job or JobSet itself, a pod's JobSet or Job, a Workload's
+// owners; nil when it cannot tell.
+func changedKeys(obj any) []string {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	switch o := obj.(type) {
+	case *batchv1.Job:
+		return []string{unitKey(o.Namespace, o.Name)}
+	case *corev1.Pod:
+		for _, key := range podOwnerLabels {
+			if v, ok := o.Labels[key]; ok {
+				// A JobSet's pods name their JobSet and their Job: either may be a unit.
+				return []string{unitKey(o.Namespace, v), unitKey(o.Namespace, o.Labels[jobsetv1.JobSetNameKey])}
+			}
+		}
+	case *corev1.Service:
+		return []string{unitKey(o.Namespace, o.Name)}
+	case *unstructured.Unstructured:
+		if o.GetKind() == "JobSet" {
+			return []string{unitKey(o.GetNamespace(), o.GetName())}
+		}
+		var keys []string
+		for _, ref := range o.GetOwnerReferences() {
+			keys = append(keys, unitKey(o.GetNamespace(), ref.Name))
+		}
+		return keys
+	}
+	return nil
 }
 
 type nsWatch struct {
@@ -57,12 +129,13 @@ type nsWatch struct {
 // watches nothing else, so that RBAC need let the run list and watch no more
 // (Needs).
 func watch(ctx context.Context, c *cluster, namespaces []string, kinds []schema.GroupVersionResource, workloads bool, id string) (*watcher, error) {
-	w := &watcher{changed: make(chan struct{}, 1), c: c, namespaces: namespaces, kinds: kinds, workload: workloads, id: id}
-	ns, cancel, err := w.start(ctx, nil)
+	w := &watcher{changed: make(chan struct{}, 1), c: c, namespaces: namespaces, kinds: kinds, workload: workloads, id: id, dirty: map[string]bool{}, all: true}
+	ns, cancel, objects, err := w.start(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
 	w.ns, w.cancel = ns, cancel
+	w.objects.Store(objects)
 	return w, nil
 }
 
@@ -76,36 +149,55 @@ const relistTimeout = time.Minute
 func (w *watcher) relist(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, relistTimeout)
 	defer cancel()
-	ns, stop, err := w.start(context.WithoutCancel(ctx), ctx.Done())
+	ns, stop, objects, err := w.start(context.WithoutCancel(ctx), ctx.Done())
 	if err != nil {
 		return err
 	}
 	w.cancel()
 	w.ns, w.cancel = ns, stop
-	w.kick()
+	w.objects.Store(objects)
+	w.touch("")
 	return nil
 }
 
 // start starts the informers and waits for their caches to fill, or for abort
-// to close.
-func (w *watcher) start(ctx context.Context, abort <-chan struct{}) (map[string]*nsWatch, context.CancelFunc, error) {
+// to close. It returns them by namespace, what stops them, and the count of the
+// run's objects in their caches.
+func (w *watcher) start(ctx context.Context, abort <-chan struct{}) (map[string]*nsWatch, context.CancelFunc, *atomic.Int64, error) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c := w.c
 	selector := plan.LabelRun + "=" + w.id
+	objects := new(atomic.Int64)
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = selector }
-	handler := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { w.kick() },
-		UpdateFunc: func(any, any) { w.kick() },
-		DeleteFunc: func(any) { w.kick() },
+	changed := func(obj any) {
+		keys := changedKeys(obj)
+		if len(keys) == 0 {
+			w.touch("")
+		}
+		for _, k := range keys {
+			w.touch(k)
+		}
 	}
-	fail := func(err error) (map[string]*nsWatch, context.CancelFunc, error) {
+	// handler follows the run's own objects, which it counts; the Workloads'
+	// handler does not count them.
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { objects.Add(1); changed(obj) },
+		UpdateFunc: func(_, obj any) { changed(obj) },
+		DeleteFunc: func(obj any) { objects.Add(-1); changed(obj) },
+	}
+	workloadHandler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    changed,
+		UpdateFunc: func(_, obj any) { changed(obj) },
+		DeleteFunc: changed,
+	}
+	fail := func(err error) (map[string]*nsWatch, context.CancelFunc, *atomic.Int64, error) {
 		cancel()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// setup gives an informer the run's handlers: its changes wake the loop, and
 	// a list or watch that gets no answer is the run's outage to follow, not
 	// an error logged at every try.
-	setup := func(inf cache.SharedIndexInformer) error {
+	setup := func(inf cache.SharedIndexInformer, handler cache.ResourceEventHandler) error {
 		if _, err := inf.AddEventHandler(handler); err != nil {
 			return err
 		}
@@ -137,7 +229,10 @@ func (w *watcher) start(ctx context.Context, abort <-chan struct{}) (map[string]
 			nw.services = f.Core().V1().Services().Lister()
 		}
 		for _, inf := range infs {
-			if err := setup(inf); err != nil {
+			if err := inf.SetTransform(dropManagedFields); err != nil {
+				return fail(err)
+			}
+			if err := setup(inf, handler); err != nil {
 				return fail(err)
 			}
 			synced = append(synced, inf.HasSynced)
@@ -146,7 +241,10 @@ func (w *watcher) start(ctx context.Context, abort <-chan struct{}) (map[string]
 		if slices.Contains(w.kinds, jobSetGVR) {
 			df := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.dynamic, 0, ns, tweak)
 			gi := df.ForResource(jobSetGVR)
-			if err := setup(gi.Informer()); err != nil {
+			if err := gi.Informer().SetTransform(dropManagedFields); err != nil {
+				return fail(err)
+			}
+			if err := setup(gi.Informer(), handler); err != nil {
 				return fail(err)
 			}
 			synced = append(synced, gi.Informer().HasSynced)
@@ -159,7 +257,7 @@ func (w *watcher) start(ctx context.Context, abort <-chan struct{}) (map[string]
 			if err := inf.AddIndexers(cache.Indexers{ownerIndex: ownerUIDs}); err != nil {
 				return fail(err)
 			}
-			if err := setup(inf); err != nil {
+			if err := setup(inf, workloadHandler); err != nil {
 				return fail(err)
 			}
 			synced = append(synced, inf.HasSynced)
@@ -184,7 +282,17 @@ func (w *watcher) start(ctx context.Context, abort <-chan struct{}) (map[string]
 	if !cache.WaitForCacheSync(done, synced...) {
 		return fail(fmt.Errorf("watching the run's objects on the cluster at %s did not start", c.host))
 	}
-	return nss, cancel, nil
+	return nss, cancel, objects, nil
+}
+
+// dropManagedFields takes the server-side apply bookkeeping (metadata.
+// managedFields), which the runner never reads, off each object before the
+// informers cache it: a good part of a cached pod or Job's memory.
+func dropManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
 }
 
 // kick records that something changed, without blocking.
@@ -258,6 +366,9 @@ func (w *watcher) pods(ns, key, value string) []*corev1.Pod {
 	}
 	return ps
 }
+
+// empty reports whether the caches hold nothing of the run, without listing it.
+func (w *watcher) empty() bool { return w.objects.Load().Load() == 0 }
 
 // left names what the caches still hold of the run: every Job, JobSet, Service
 // and pod.

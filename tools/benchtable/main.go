@@ -3,12 +3,17 @@
 // accelflow and the generated flow program benchflow, times whole compiles
 // (`<flow> compile --target all -o DIR`: median wall time, peak resident memory
 // from rusage), and runs the Go benchmarks of harness/benchflow and
-// runtimes/local for the per-step figures.
+// runtimes/local for the per-step figures. With -load (make bench-load) it
+// also runs run --kube's load benchmarks on the simulated cluster
+// (runtimes/kube BenchmarkRunAtScale: a 1,000-step fan-out, a 100-step chain
+// and 10,000 foreach items, the first two also under Argo's controller), which
+// take more than an hour and the cluster's programs (make sim-tools).
 package main
 
 import (
 	"bufio"
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -22,7 +27,11 @@ import (
 	"time"
 )
 
+// load is -load: run the load benchmarks of run --kube too.
+var load = flag.Bool("load", false, "also run run --kube's load benchmarks on the simulated cluster (more than an hour)")
+
 func main() {
+	flag.Parse()
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "benchtable:", err)
 		os.Exit(1)
@@ -106,6 +115,14 @@ func run() error {
 	for _, name := range []string{"Overhead", "Run1000"} {
 		o := res[name]["overhead-ms/step"]
 		rows = append(rows, row{"local runner overhead per step (" + name + ")", fmt.Sprintf("%.2f ms (%.2f ms/step, %.2f ms/process)", o, res[name]["ms/step"], res[name]["ms/process"]), "< 5 ms", o < 5})
+	}
+
+	if *load {
+		more, err := loadRows()
+		if err != nil {
+			return err
+		}
+		rows = append(rows, more...)
 	}
 
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
@@ -200,3 +217,33 @@ func benchmarks(runs ...[]string) (map[string]map[string]float64, error) {
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
 
 func mib(b int64) string { return fmt.Sprintf("%.0f MB", float64(b)/1e6) }
+
+// loadRows runs run --kube's load benchmarks on the simulated cluster and
+// returns their figures: the performance goal is a 1,000-step fan-out at 20
+// steps a second or more, end to end, the runner under 150 MB.
+func loadRows() ([]row, error) {
+	fmt.Fprintln(os.Stderr, "running the load benchmarks on the simulated cluster…")
+	res, err := benchmarks([]string{"./runtimes/kube", "-bench", "RunAtScale/(fan-out-1000|chain-100$|foreach-10000)", "-benchtime", "1x", "-timeout", "3h"})
+	if err != nil {
+		return nil, err
+	}
+	var rows []row
+	for _, name := range []string{"fan-out-1000", "chain-100", "foreach-10000"} {
+		m := res["RunAtScale/"+name]
+		if m == nil {
+			return nil, fmt.Errorf("the load benchmark %s reported nothing", name)
+		}
+		rate := fmt.Sprintf("%.2f steps/s (%.0f s wall)", m["steps/s"], m["s-wall"])
+		r := row{"run --kube " + name + ": steps a second, end to end", rate, "", true}
+		mem := row{"run --kube " + name + ": peak memory held by the Go runtime", fmt.Sprintf("%.0f MiB (heap %.0f MiB)", m["MiB-peak-total"], m["MiB-peak-heap"]), "", true}
+		if name == "fan-out-1000" {
+			r.goal, r.holds = "≥ 20 steps/s", m["steps/s"] >= 20
+			mem.goal, mem.holds = "< 150 MB", m["MiB-peak-total"]*(1<<20) < 150e6
+		}
+		rows = append(rows, r, mem, row{"run --kube " + name + ": API requests", fmt.Sprintf("%.0f (%.2f a step)", m["requests"], m["requests/step"]), "", true})
+		if argo, ok := m["argo-s-wall"]; ok {
+			rows = append(rows, row{"Argo " + name + ": wall; Manifold/Argo steps a second", fmt.Sprintf("%.0f s for %.0f steps; ×%.2f", argo, m["argo-steps"], m["manifold/argo-steps/s"]), "", true})
+		}
+	}
+	return rows, nil
+}
