@@ -32,13 +32,13 @@ func (r *runner) adopt(ctx context.Context, resumed bool) error {
 		case ob.succeeded:
 			u.Earlier, u.created, u.seen = true, true, true
 			if r.Task(u.Unit).State != record.Succeeded {
-				r.Update(u.Unit, func(t *record.Task) { t.State, t.End = record.Succeeded, time.Now().UTC() })
+				r.Update(u.Unit, func(t *record.Task) { adopted(t, ob, time.Now()) })
 			}
 		case ob.failed || u.Earlier:
 			stale = append(stale, u)
 		default:
 			u.created, u.seen = true, true
-			r.Update(u.Unit, func(t *record.Task) { t.State = record.Running })
+			r.Update(u.Unit, func(t *record.Task) { adopted(t, ob, time.Now()) })
 		}
 	}
 	if len(stale) == 0 {
@@ -66,6 +66,29 @@ func (r *runner) adopt(ctx context.Context, resumed bool) error {
 		case <-ctx.Done():
 			return fmt.Errorf("resuming run %s: the failed objects of its last attempt are still being deleted; try again shortly", r.ID)
 		}
+	}
+}
+
+// adopted records in t what the cluster shows, ob, of a unit that an earlier
+// runner created and this one takes over: running, or succeeded (at now when
+// only its pods say so yet); the attempt it is at; and its start, when its Job
+// or JobSet was made, which the earlier runner's record of it (rewritten as
+// pending when the run resumed) no longer holds.
+func adopted(t *record.Task, ob observed, now time.Time) {
+	t.State, t.Attempts, t.Error, t.Reason = record.Running, ob.attempt, "", ""
+	if t.Start.IsZero() {
+		t.Start = ob.created.UTC()
+	}
+	t.Node, t.Pods = strings.Join(ob.nodes, ","), podNames(ob)
+	if !ob.succeeded {
+		return
+	}
+	t.State, t.End, t.ExitCode = record.Succeeded, now.UTC(), new(0)
+	if !ob.ended.IsZero() {
+		t.End = ob.ended.UTC()
+	}
+	if t.End.Before(t.Start) {
+		t.End = t.Start
 	}
 }
 

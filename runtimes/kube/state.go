@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +22,10 @@ import (
 // observed is where a unit stands, read from the informer caches.
 type observed struct {
 	// exists is set once the cache holds the Job or JobSet.
-	exists          bool
+	exists bool
+	// created is when the Job or JobSet was made, ended when it ended (zero
+	// while it runs, or when only its pods say it succeeded).
+	created, ended  time.Time
 	succeeded       bool
 	failed          bool
 	reason, message string // the Job's or JobSet's, when failed
@@ -151,10 +155,13 @@ func (r *runner) observe(u *unit) observed {
 		if j == nil {
 			return ob
 		}
-		ob.exists = true
+		ob.exists, ob.created = true, j.CreationTimestamp.Time
 		for _, c := range j.Status.Conditions {
 			if c.Status != corev1.ConditionTrue {
 				continue
+			}
+			if c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed {
+				ob.ended = c.LastTransitionTime.Time
 			}
 			switch c.Type {
 			case batchv1.JobComplete:
@@ -180,7 +187,7 @@ func (r *runner) observe(u *unit) observed {
 		if js == nil {
 			return ob
 		}
-		ob.exists = true
+		ob.exists, ob.created = true, js.GetCreationTimestamp().Time
 		var status struct {
 			Conditions []metav1.Condition `json:"conditions"`
 			Restarts   int                `json:"restarts"`
@@ -191,6 +198,9 @@ func (r *runner) observe(u *unit) observed {
 		for _, c := range status.Conditions {
 			if c.Status != metav1.ConditionTrue {
 				continue
+			}
+			if c.Type == "Completed" || c.Type == "Failed" {
+				ob.ended = c.LastTransitionTime.Time
 			}
 			switch c.Type {
 			case "Completed":
