@@ -147,17 +147,19 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 			return nil, err
 		}
 	}
-	c = &Cluster{Dir: dir, keepDir: o.KeepDir}
+	started := &Cluster{Dir: dir, keepDir: o.KeepDir}
+	c = started
 	defer func() {
+		// (c is nil here: the return that failed set it so.)
 		if err != nil {
-			err = fmt.Errorf("%w\n%s", err, c.LogTails(40))
-			c.Stop()
+			err = fmt.Errorf("%w\n%s", err, started.LogTails(40))
+			started.Stop()
 		}
 	}()
-	if err := c.start(ctx, bin, nodes); err != nil {
+	if err := started.start(ctx, bin, nodes); err != nil {
 		return nil, err
 	}
-	return c, nil
+	return started, nil
 }
 
 func (c *Cluster) start(ctx context.Context, bin string, nodes []NodeGroup) error {
