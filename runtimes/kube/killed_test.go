@@ -282,6 +282,7 @@ func checkRecord(t *testing.T, root, id string, truth func(string) bool) []strin
 // were adopted, succeeded ones never made again), the record parses and agrees
 // with the cluster after every kill, and nothing with the run's label is left.
 func TestRunnerKilled(t *testing.T) {
+	t.Parallel() // waits on kwok's and the pod garbage collector's clocks
 	c := simcluster.Shared(t)
 	ns := c.Namespace(t)
 	root := t.TempDir()

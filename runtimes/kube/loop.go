@@ -168,6 +168,7 @@ func (r *runner) evaluate(ctx context.Context) {
 		}
 		u.seen = true
 		r.logs.follow(ctx, u, ob.pods)
+		pods := u.remember(ob.pods)
 		switch {
 		case ob.succeeded:
 			r.stopTimers(u)
@@ -183,7 +184,7 @@ func (r *runner) evaluate(ctx context.Context) {
 			if ob.message != "" {
 				msg += ": " + ob.message
 			}
-			if p := failedPod(ob.pods); p != nil {
+			if p := failedPod(pods); p != nil {
 				var pm string
 				pm, reason, code = podFailure(p, u.Step)
 				msg = pm + "; " + u.kind + " " + msg
@@ -207,7 +208,7 @@ func (r *runner) evaluate(ctx context.Context) {
 		r.setView(u, ob)
 		if n := r.Task(u.Unit).Attempts; ob.attempt > n {
 			why := "a pod failed"
-			if p := failedPod(ob.pods); p != nil {
+			if p := failedPod(pods); p != nil {
 				why, _, _ = podFailure(p, u.Step)
 			}
 			r.Update(u.Unit, func(t *record.Task) { t.Attempts = ob.attempt })
