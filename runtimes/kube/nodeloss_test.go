@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/plan"
@@ -49,13 +50,21 @@ func poolNodes(t *testing.T, c *simcluster.Cluster, pool string, n int) []string
 			},
 			Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: poolKey, Value: pool, Effect: corev1.TaintEffectNoSchedule}}},
 		}
-		made, err := c.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-		if err != nil {
+		if _, err := c.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("create node %s: %v", name, err)
 		}
 		t.Cleanup(func() { _ = c.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
-		made.Status.Capacity, made.Status.Allocatable = res, res.DeepCopy()
-		if _, err := c.Client.CoreV1().Nodes().UpdateStatus(ctx, made, metav1.UpdateOptions{}); err != nil {
+		// kwok takes the node up at once, and may change it meanwhile.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			made, err := c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			made.Status.Capacity, made.Status.Allocatable = res, res.DeepCopy()
+			_, err = c.Client.CoreV1().Nodes().UpdateStatus(ctx, made, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
 			t.Fatalf("set status of node %s: %v", name, err)
 		}
 		names = append(names, name)
