@@ -161,20 +161,22 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 			return nil, err
 		}
 	}
-	c = &Cluster{Dir: dir, keepDir: o.KeepDir, held: map[*process]bool{}}
+	started := &Cluster{Dir: dir, keepDir: o.KeepDir, held: map[*process]bool{}}
 	if o.Audit {
-		c.AuditLog = filepath.Join(dir, "logs", "audit.log")
+		started.AuditLog = filepath.Join(dir, "logs", "audit.log")
 	}
+	c = started
 	defer func() {
+		// (c is nil here: the return that failed set it so.)
 		if err != nil {
-			err = fmt.Errorf("%w\n%s", err, c.LogTails(40))
-			c.Stop()
+			err = fmt.Errorf("%w\n%s", err, started.LogTails(40))
+			started.Stop()
 		}
 	}()
-	if err := c.start(ctx, bin, nodes, o.ControlPlaneOnly); err != nil {
+	if err := started.start(ctx, bin, nodes, o.ControlPlaneOnly); err != nil {
 		return nil, err
 	}
-	return c, nil
+	return started, nil
 }
 
 func (c *Cluster) start(ctx context.Context, bin string, nodes []NodeGroup, controlPlaneOnly bool) error {

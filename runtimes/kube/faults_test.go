@@ -138,7 +138,7 @@ func TestControlPlaneFaults(t *testing.T) {
 			if r.res.State != record.Succeeded || r.rec.State != record.Succeeded {
 				t.Errorf("result %s, record %s; want succeeded", r.res.State, r.rec.State)
 			}
-			checkRecord(t, r)
+			checkFaultRecord(t, r)
 			checkCreatedOnce(t, c, ns, o.RunID)
 			if left := labelled(t, c, ns, o.RunID); len(left) > 0 {
 				t.Errorf("left on the cluster: %v", left)
@@ -205,7 +205,7 @@ func TestControlPlaneFaults(t *testing.T) {
 		if r.err != nil {
 			t.Fatalf("resumed run failed: %v", r.err)
 		}
-		checkRecord(t, r)
+		checkFaultRecord(t, r)
 		if out := r.out.String(); strings.Contains(out, "retrying") || strings.Contains(out, "failed") {
 			t.Errorf("the resumed run reports a failure or a retry; each step ran once")
 		}
@@ -217,9 +217,9 @@ func TestControlPlaneFaults(t *testing.T) {
 	t.Logf("wall time of each run (faultFlow, work runs 10s):\n  %s", strings.Join(figures, "\n  "))
 }
 
-// checkRecord checks that run r recorded each unit of faultFlow, and no other,
+// checkFaultRecord checks that run r recorded each unit of faultFlow, and no other,
 // as succeeded after one attempt, with a start and an end.
-func checkRecord(t *testing.T, r *run) {
+func checkFaultRecord(t *testing.T, r *run) {
 	t.Helper()
 	for _, l := range faultUnits {
 		task := r.tasks[l]

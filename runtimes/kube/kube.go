@@ -186,6 +186,8 @@ type unit struct {
 	// queuedFor the reason last shown for it.
 	queuedSince time.Time
 	queuedFor   string
+	// last holds each pod of the unit as the caches last showed it (remember).
+	last map[string]*corev1.Pod
 }
 
 type object struct {

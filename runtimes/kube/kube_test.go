@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/manifoldflow/manifold/cli"
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/plan"
@@ -24,7 +26,14 @@ import (
 	"github.com/manifoldflow/manifold/sdk"
 )
 
-func TestMain(m *testing.M) { os.Exit(simcluster.Main(m)) }
+// TestMain runs the tests, or, started under the name of a flow of runners,
+// that flow's program: the runner tests kill runs as a subprocess.
+func TestMain(m *testing.M) {
+	if flow, ok := runners[filepath.Base(os.Args[0])]; ok {
+		cli.Main(flow)
+	}
+	os.Exit(simcluster.Main(m))
+}
 
 // syncBuffer is a bytes.Buffer safe for the runtime's writers.
 type syncBuffer struct {

@@ -32,16 +32,13 @@ func (r *runner) adopt(ctx context.Context, resumed bool) error {
 		case ob.succeeded:
 			u.Earlier, u.created, u.seen = true, true, true
 			if r.Task(u.Unit).State != record.Succeeded {
-				r.Update(u.Unit, func(t *record.Task) {
-					t.State, t.End = record.Succeeded, time.Now().UTC()
-					adopted(t, ob)
-				})
+				r.Update(u.Unit, func(t *record.Task) { adopted(t, ob, time.Now()) })
 			}
 		case ob.failed || u.Earlier:
 			stale = append(stale, u)
 		default:
 			u.created, u.seen = true, true
-			r.Update(u.Unit, func(t *record.Task) { t.State = record.Running; adopted(t, ob) })
+			r.Update(u.Unit, func(t *record.Task) { adopted(t, ob, time.Now()) })
 		}
 	}
 	if len(stale) == 0 {
@@ -72,13 +69,26 @@ func (r *runner) adopt(ctx context.Context, resumed bool) error {
 	}
 }
 
-// adopted records of a unit adopted from an earlier runner, whose record was
-// written anew (dag.Run.Resume), what its Job or JobSet says: the attempt it is
-// on, and when it was created, as its start.
-func adopted(t *record.Task, ob observed) {
-	t.Attempts = max(t.Attempts, ob.attempt)
+// adopted records in t what the cluster shows, ob, of a unit that an earlier
+// runner created and this one takes over: running, or succeeded (at now when
+// only its pods say so yet); the attempt it is at; and its start, when its Job
+// or JobSet was made, which the earlier runner's record of it (rewritten as
+// pending when the run resumed) no longer holds.
+func adopted(t *record.Task, ob observed, now time.Time) {
+	t.State, t.Attempts, t.Error, t.Reason = record.Running, ob.attempt, "", ""
 	if t.Start.IsZero() {
 		t.Start = ob.created.UTC()
+	}
+	t.Node, t.Pods = strings.Join(ob.nodes, ","), podNames(ob)
+	if !ob.succeeded {
+		return
+	}
+	t.State, t.End, t.ExitCode = record.Succeeded, now.UTC(), new(0)
+	if !ob.ended.IsZero() {
+		t.End = ob.ended.UTC()
+	}
+	if t.End.Before(t.Start) {
+		t.End = t.Start
 	}
 }
 
@@ -232,6 +242,7 @@ func (r *runner) evaluate(ctx context.Context, units []*unit) {
 		}
 		u.seen = true
 		r.logs.follow(ctx, u, ob.pods)
+		pods := u.remember(ob.pods)
 		switch {
 		case ob.succeeded:
 			r.stopTimers(u)
@@ -247,7 +258,7 @@ func (r *runner) evaluate(ctx context.Context, units []*unit) {
 			if ob.message != "" {
 				msg += ": " + ob.message
 			}
-			if p := failedPod(ob.pods); p != nil {
+			if p := failedPod(pods); p != nil {
 				var pm string
 				pm, reason, code = podFailure(p, u.Step)
 				msg = pm + "; " + u.kind + " " + msg
@@ -271,7 +282,7 @@ func (r *runner) evaluate(ctx context.Context, units []*unit) {
 		r.setView(u, ob)
 		if n := r.Task(u.Unit).Attempts; ob.attempt > n {
 			why := "a pod failed"
-			if p := failedPod(ob.pods); p != nil {
+			if p := failedPod(pods); p != nil {
 				why, _, _ = podFailure(p, u.Step)
 			}
 			r.Update(u.Unit, func(t *record.Task) { t.Attempts = ob.attempt })

@@ -21,9 +21,11 @@ import (
 
 // observed is where a unit stands, read from the informer caches.
 type observed struct {
-	// exists is set once the cache holds the Job or JobSet, created then.
-	exists          bool
-	created         time.Time
+	// exists is set once the cache holds the Job or JobSet.
+	exists bool
+	// created is when the Job or JobSet was made, ended when it ended (zero
+	// while it runs, or when only its pods say it succeeded).
+	created, ended  time.Time
 	succeeded       bool
 	failed          bool
 	reason, message string // the Job's or JobSet's, when failed
@@ -158,6 +160,9 @@ func (r *runner) observe(u *unit) observed {
 			if c.Status != corev1.ConditionTrue {
 				continue
 			}
+			if c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed {
+				ob.ended = c.LastTransitionTime.Time
+			}
 			switch c.Type {
 			case batchv1.JobComplete:
 				ob.succeeded = true
@@ -193,6 +198,9 @@ func (r *runner) observe(u *unit) observed {
 		for _, c := range status.Conditions {
 			if c.Status != metav1.ConditionTrue {
 				continue
+			}
+			if c.Type == "Completed" || c.Type == "Failed" {
+				ob.ended = c.LastTransitionTime.Time
 			}
 			switch c.Type {
 			case "Completed":
@@ -311,15 +319,57 @@ func podFailure(p *corev1.Pod, s *plan.Step) (string, string, *int) {
 		code := int(t.ExitCode)
 		return msg, reason, &code
 	}
-	reason := p.Status.Reason
+	reason, detail := p.Status.Reason, p.Status.Message
+	for _, c := range p.Status.Conditions {
+		if c.Type != corev1.DisruptionTarget || c.Status != corev1.ConditionTrue {
+			continue
+		}
+		// The pod garbage collector fails the pods of a node that is gone
+		// (reason and message as kube-controller-manager words them).
+		if c.Reason == "DeletionByPodGC" && strings.Contains(c.Message, "node no longer exists") {
+			return where + ": node deleted", ReasonNodeDeleted, nil
+		}
+		reason, detail = c.Reason, c.Message
+	}
 	if reason == "" {
 		reason = string(p.Status.Phase)
 	}
 	msg := where + ": " + reason
-	if p.Status.Message != "" {
-		msg += ": " + p.Status.Message
+	if detail != "" {
+		msg += ": " + detail
 	}
 	return msg, reason, nil
+}
+
+// ReasonNodeDeleted is the reason recorded for a step whose pod failed because
+// its node was deleted.
+const ReasonNodeDeleted = "NodeDeleted"
+
+// remember keeps the last state of each of unit u's pods the caches show, and
+// returns pods (the unit's pods in the caches) with those that have left the
+// caches since, as last seen: a pod deleted before it ended is shown failed,
+// "Deleted". The pod garbage collector deletes the pods of a deleted node as
+// soon as it has failed them, and the Job controller counts that failure
+// after: without them the failure could not say which pod failed, or where.
+func (u *unit) remember(pods []*corev1.Pod) []*corev1.Pod {
+	if u.last == nil {
+		u.last = map[string]*corev1.Pod{}
+	}
+	out := slices.Clone(pods)
+	for _, p := range pods {
+		u.last[p.Name] = p
+	}
+	for name, p := range u.last {
+		if slices.ContainsFunc(pods, func(q *corev1.Pod) bool { return q.Name == name }) {
+			continue
+		}
+		if p.Status.Phase != corev1.PodFailed && p.Status.Phase != corev1.PodSucceeded {
+			p = p.DeepCopy()
+			p.Status.Phase, p.Status.Reason, p.Status.Message = corev1.PodFailed, "Deleted", "the pod was deleted before it ended"
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // nodeSummary shows the nodes a unit runs on: one, or the first and how many more.

@@ -12,7 +12,10 @@
 //
 // On Unix each step leads a process group of its own, and the whole group ends
 // with the step: a timeout or an interrupt sends it SIGTERM, then SIGKILL after
-// Options.KillGrace, and what a step leaves running when it exits is killed.
+// Options.KillGrace, and what a step leaves running when it exits is killed. On
+// Linux a step's process also dies with a runner that is killed (SIGKILL, a
+// crash), and resuming the run kills what its processes had started, found by
+// the run directory in their environment, before any step runs again.
 //
 // A run keeps everything under <root>/<run id>/:
 //
@@ -182,6 +185,15 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 			return nil, err
 		}
 		r.Rec.Start = prev.Start
+		// What a killed runner's steps started may still run; it must not
+		// run beside the steps run again.
+		if orphans := stopOrphans(dir); len(orphans) > 0 {
+			what := "1 process"
+			if len(orphans) > 1 {
+				what = fmt.Sprintf("%d processes", len(orphans))
+			}
+			notes = append(notes, "stopped "+what+" that an earlier runner of this run left running")
+		}
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("run %s: %w", id, err)
 	}

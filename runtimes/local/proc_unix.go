@@ -8,9 +8,12 @@ import (
 )
 
 // newGroup makes the process cmd starts the leader of a process group of its own,
-// which holds everything it starts.
+// which holds everything it starts, and, where the system can (Linux), makes it
+// die with the runner: a runner killed without a chance to stop its steps leaves
+// none of them running unwatched.
 func newGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithRunner(cmd.SysProcAttr)
 }
 
 // signalGroup sends sig to the process group that pid leads.

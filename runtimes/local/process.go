@@ -209,7 +209,7 @@ func (r *runner) attempt(ctx context.Context, t *task, n int) outcome {
 	}
 	defer errR.Close()
 	cmd.Stdout, cmd.Stderr = outW, errW
-	err = cmd.Start()
+	err = start(cmd)
 	outW.Close()
 	errW.Close()
 	if err != nil {

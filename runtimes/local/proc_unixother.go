@@ -1,0 +1,7 @@
+//go:build unix && !linux
+
+package local
+
+import "syscall"
+
+func dieWithRunner(*syscall.SysProcAttr) {}
