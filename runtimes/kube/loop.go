@@ -116,6 +116,9 @@ func (r *runner) release(ctx context.Context) {
 func (r *runner) create(ctx context.Context, u *unit) {
 	u.created = true
 	r.Start(u.Unit)
+	if tp := r.Trace.UnitParent(u.Step, u.Index); tp != "" {
+		setEnv(u.objects[len(u.objects)-1].u, plan.EnvTraceParent, tp)
+	}
 	for _, o := range u.objects {
 		_, err := r.c.dynamic.Resource(o.gvr).Namespace(u.ns).Create(ctx, o.u, metav1.CreateOptions{FieldValidation: "Strict"})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -144,6 +147,9 @@ func (r *runner) evaluate(ctx context.Context) {
 			continue
 		}
 		u.seen = true
+		if !ob.running.IsZero() {
+			r.Running(u.Unit, ob.running)
+		}
 		r.logs.follow(ctx, u, ob.pods)
 		switch {
 		case ob.succeeded:

@@ -47,6 +47,7 @@ import (
 	"github.com/manifoldflow/manifold/runtimes/dag"
 	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/runtimes/record"
+	"github.com/manifoldflow/manifold/runtimes/tracing"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -77,6 +78,9 @@ type Options struct {
 	// KillGrace is how long a stopped step has between SIGTERM and SIGKILL; 5s
 	// when 0.
 	KillGrace time.Duration
+	// Tracer traces the run (package tracing), and gives each step's process
+	// its attempt's trace context in TRACEPARENT; nil traces nothing.
+	Tracer *tracing.Tracer
 }
 
 // DefaultKillGrace is the time a stopped step gets to exit before it is killed.
@@ -212,6 +216,7 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	for _, n := range notes {
 		r.Disp.Note("%s", n)
 	}
+	r.Trace = o.Tracer.Begin(f, id, "local")
 	r.Disp.Start()
 	r.loop(ctx)
 	res, err := r.Finish(ctx.Err() != nil, func(t record.Task) string {
@@ -337,12 +342,16 @@ func (r *runner) ended(ctx context.Context, t *task, o outcome) (time.Duration, 
 	if o.lastErr != "" {
 		msg += ": " + clip(o.lastErr, 300)
 	}
+	reason := ""
+	if errors.Is(o.err, errTimeout) {
+		reason = reasonTimeout
+	}
 	rec := r.Task(t.Unit)
 	if rec.Attempts > t.Step.Retry {
-		r.Fail(t.Unit, msg, "", o.exitCode)
+		r.Fail(t.Unit, msg, reason, o.exitCode)
 		return 0, false
 	}
-	r.Update(t.Unit, func(x *record.Task) { x.State, x.Error, x.ExitCode = record.Retrying, msg, o.exitCode })
+	r.Update(t.Unit, func(x *record.Task) { x.State, x.Error, x.Reason, x.ExitCode = record.Retrying, msg, reason, o.exitCode })
 	delay := backoff(t.Step.RetryBackoff, rec.Attempts)
 	when := "retrying in " + display.Human(delay)
 	if delay == 0 {
@@ -351,6 +360,10 @@ func (r *runner) ended(ctx context.Context, t *task, o outcome) (time.Duration, 
 	r.Disp.Event(t.Label, true, "attempt %d failed: %s; %s", rec.Attempts, msg, when)
 	return delay, true
 }
+
+// reasonTimeout is the Reason recorded for an attempt that ran past its step's
+// Timeout: the word a Job uses for its deadline.
+const reasonTimeout = "DeadlineExceeded"
 
 // backoff is the delay before the retry that follows attempt n: d, then doubling.
 func backoff(d time.Duration, n int) time.Duration {

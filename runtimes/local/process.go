@@ -79,11 +79,19 @@ func (r *runner) command(t *task) (argv, env, secrets []string) {
 			secrets = append(secrets, vars[e.Name])
 		}
 	}
+	// A traced run gives the step its attempt's trace context, in place of any
+	// this process inherited.
+	tp := r.TraceParent(t.Unit)
+	if tp != "" {
+		vars[plan.EnvTraceParent] = tp
+		names = append(names, plan.EnvTraceParent)
+	}
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if !managed(name) {
-			env = append(env, kv)
+		if managed(name) || tp != "" && (name == plan.EnvTraceParent || name == envTraceState) {
+			continue
 		}
+		env = append(env, kv)
 	}
 	for _, n := range names {
 		env = append(env, n+"="+vars[n])
@@ -98,6 +106,10 @@ func (r *runner) command(t *task) (argv, env, secrets []string) {
 	}
 	return argv, env, secrets
 }
+
+// envTraceState goes with TRACEPARENT (W3C trace context); an inherited one
+// does not reach a step given a TRACEPARENT of its run's trace.
+const envTraceState = "TRACESTATE"
 
 // managed reports whether name is a variable the runner sets for a step; a value
 // inherited from the runner's own environment must not reach the step.
@@ -164,6 +176,7 @@ func (r *runner) attempt(ctx context.Context, t *task, n int) outcome {
 	if err != nil {
 		return outcome{err: red.err(err)}
 	}
+	r.Running(t.Unit, time.Now())
 
 	var copying sync.WaitGroup
 	stdout := &lines{emit: func(line string) { r.Disp.Output(t.Label, false, red.string(line)) }}
