@@ -351,7 +351,9 @@ func (r *runner) ended(ctx context.Context, t *task, o outcome) (time.Duration, 
 		r.Fail(t.Unit, msg, reason, o.exitCode)
 		return 0, false
 	}
-	r.Update(t.Unit, func(x *record.Task) { x.State, x.Error, x.Reason, x.ExitCode = record.Retrying, msg, reason, o.exitCode })
+	r.Update(t.Unit, func(x *record.Task) {
+		x.State, x.Error, x.Reason, x.ExitCode = record.Retrying, msg, reason, o.exitCode
+	})
 	delay := backoff(t.Step.RetryBackoff, rec.Attempts)
 	when := "retrying in " + display.Human(delay)
 	if delay == 0 {
