@@ -170,7 +170,7 @@ func (r *Run) Update(u *Unit, change func(*record.Task)) {
 	change(&u.rec)
 	rec := u.rec
 	if r.Trace != nil {
-		r.Trace.Changed(u.Step, u.Index, u.Label, before, rec, rec.State.Final() && summary(r.steps[u.Step.Name]).Final())
+		r.Trace.Changed(u.Step, u.Index, u.Label, before, rec, summary(r.steps[u.Step.Name]))
 	}
 	r.mu.Unlock()
 	if err := record.WriteTask(r.Dir, rec); err != nil {

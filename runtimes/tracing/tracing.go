@@ -158,6 +158,8 @@ type unitKey struct {
 type span struct {
 	ctx  context.Context
 	span trace.Span
+	// failed is, for a foreach step, why its first item that failed did.
+	failed string
 }
 
 // unit is what the trace keeps of a step or foreach item.
@@ -213,7 +215,7 @@ func (r *Run) unit(s *plan.Step, index int, label string, now time.Time) *unit {
 		if st == nil {
 			ctx, sp := r.t.Start(r.ctx, "step "+s.Name, trace.WithTimestamp(now), trace.WithAttributes(
 				attribute.String(AttrStep, s.Name), attribute.Int(AttrItems, len(s.Foreach))))
-			st = &span{ctx, sp}
+			st = &span{ctx: ctx, span: sp}
 			r.steps[s.Name] = st
 		}
 		parent = st.ctx
@@ -228,17 +230,17 @@ func (r *Run) unit(s *plan.Step, index int, label string, now time.Time) *unit {
 		}
 	}
 	ctx, sp := r.t.Start(parent, name, trace.WithTimestamp(now), trace.WithAttributes(attrs...))
-	u := &unit{span: span{ctx, sp}}
+	u := &unit{span: span{ctx: ctx, span: sp}}
 	r.units[k] = u
 	return u
 }
 
 // Changed tells the trace that the record of step s's item index (-1 for the
-// whole step), named label, changed from before to after; stepDone says that
-// every unit of the step has ended. A new attempt starts a span, which ends
+// whole step), named label, changed from before to after; step is the state of
+// the whole step now (dag.Summary). A new attempt starts a span, which ends
 // when the attempt does (it fails, waits to retry, or the unit ends); a unit's
-// span ends with the unit, a foreach step's once stepDone.
-func (r *Run) Changed(s *plan.Step, index int, label string, before, after record.Task, stepDone bool) {
+// span ends with the unit, a foreach step's once step is final.
+func (r *Run) Changed(s *plan.Step, index int, label string, before, after record.Task, step record.State) {
 	if r == nil {
 		return
 	}
@@ -259,7 +261,7 @@ func (r *Run) Changed(s *plan.Step, index int, label string, before, after recor
 		if index >= 0 {
 			sp.SetAttributes(attribute.Int(AttrIndex, index))
 		}
-		u.attempt, u.n, u.started, u.running = &span{ctx, sp}, n, now, false
+		u.attempt, u.n, u.started, u.running = &span{ctx: ctx, span: sp}, n, now, false
 		u.queuedSince, u.queued = time.Time{}, 0
 	}
 	switch {
@@ -286,7 +288,16 @@ func (r *Run) Changed(s *plan.Step, index int, label string, before, after recor
 		u.span.span.SetAttributes(attrs...)
 		status(u.span.span, after.State, after.Error)
 		u.span.span.End(trace.WithTimestamp(now))
-		if st := r.steps[s.Name]; st != nil && stepDone {
+		st := r.steps[s.Name]
+		if st == nil {
+			break
+		}
+		if after.State == record.Failed && st.failed == "" {
+			st.failed = label + " failed: " + after.Error
+		}
+		if step.Final() {
+			st.span.SetAttributes(attribute.String(AttrResult, string(step)))
+			status(st.span, step, st.failed)
 			st.span.End(trace.WithTimestamp(now))
 			delete(r.steps, s.Name)
 		}
