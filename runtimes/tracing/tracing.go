@@ -42,6 +42,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -80,13 +81,15 @@ const DefaultServiceName = "manifold"
 // Tracer makes the traces of runs and exports them. A nil *Tracer traces
 // nothing and costs nothing.
 type Tracer struct {
-	tp *sdktrace.TracerProvider
-	t  trace.Tracer
+	tp   *sdktrace.TracerProvider
+	t    trace.Tracer
+	errs *firstError
 }
 
 // FromEnv returns the Tracer the OpenTelemetry environment configures (see the
 // package doc), or nil when it asks for no tracing. The error says which
-// variable holds what Manifold cannot honour.
+// variable holds what Manifold cannot honour. A Tracer sets OpenTelemetry's
+// error handler (otel.SetErrorHandler), whose errors Shutdown returns.
 func FromEnv(ctx context.Context) (*Tracer, error) {
 	if v, _ := strconv.ParseBool(os.Getenv("OTEL_SDK_DISABLED")); v {
 		return nil, nil
@@ -124,16 +127,44 @@ func FromEnv(ctx context.Context) (*Tracer, error) {
 		}
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	return &Tracer{tp: tp, t: tp.Tracer("github.com/manifoldflow/manifold/runtimes/tracing")}, nil
+	// An export that fails while the run goes on is kept for Shutdown to
+	// return, not written over the run's output.
+	keep := &firstError{}
+	otel.SetErrorHandler(keep)
+	return &Tracer{tp: tp, t: tp.Tracer("github.com/manifoldflow/manifold/runtimes/tracing"), errs: keep}, nil
 }
 
 // Shutdown ends the Tracer, sending what it has not sent yet; ctx bounds how
-// long that may take.
+// long that may take. The error is the first export that failed, if any did.
 func (t *Tracer) Shutdown(ctx context.Context) error {
 	if t == nil {
 		return nil
 	}
-	return t.tp.Shutdown(ctx)
+	if err := t.tp.Shutdown(ctx); err != nil {
+		return err
+	}
+	return t.errs.get()
+}
+
+// firstError is an OpenTelemetry error handler that keeps the first error.
+type firstError struct {
+	mu    sync.Mutex
+	first error
+}
+
+// Handle keeps err if it is the first.
+func (f *firstError) Handle(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.first == nil {
+		f.first = err
+	}
+}
+
+func (f *firstError) get() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.first
 }
 
 // Run is the trace of one run. A runtime does not use it directly: the

@@ -1,8 +1,12 @@
 package tracing_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
+	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/runtimes/tracing"
 )
 
@@ -34,4 +38,27 @@ func TestTracingOff(t *testing.T) {
 		}
 		t.Setenv(env[0], "")
 	}
+}
+
+// TestShutdownSaysWhyNothingWasSent checks that a collector that cannot be
+// reached is told by Shutdown, within the time it is given.
+func TestShutdownSaysWhyNothingWasSent(t *testing.T) {
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_EXPORTER", "OTEL_SDK_DISABLED", "OTEL_EXPORTER_OTLP_PROTOCOL", "TRACEPARENT"} {
+		t.Setenv(name, "")
+	}
+	// Nothing listens on port 1 of loopback.
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+	tr, err := tracing.FromEnv(t.Context())
+	if err != nil || tr == nil {
+		t.Fatalf("tracing.FromEnv = %v, %v", tr, err)
+	}
+	run := tr.Begin(&plan.Flow{Name: "lost"}, "r1", "local")
+	run.End(record.Succeeded, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	err = tr.Shutdown(ctx)
+	if err == nil {
+		t.Fatal("Shutdown sent the trace to a port nothing listens on")
+	}
+	t.Logf("Shutdown: %v", err)
 }
