@@ -3,7 +3,9 @@
 // change, which steps are ready, which are skipped because a step they wait for
 // did not succeed, how the run ended and the message that says why, and the rows
 // the live view shows. Each state change is written to the run's record (package
-// record) and told on the run's display (package display).
+// record), told on the run's display (package display) and, when the run is
+// traced, to its trace (package tracing), so every runtime's runs are traced
+// alike.
 //
 // A runtime keeps only what is its own: how it starts a unit, watches it and
 // stops it. It adds the units, calls Release for those it may start, reports

@@ -6,7 +6,8 @@
 // its argv as a process. Each gets the environment its pod would get (emit.Env:
 // MANIFOLD_PARAM_*, MANIFOLD_ITEM and MANIFOLD_INDEX, the step's own variables,
 // $(NAME) references expanded as the kubelet does) plus MANIFOLD_RUN_DIR and
-// MANIFOLD_ARTIFACTS. A foreach step runs once per item; Retry, RetryBackoff and
+// MANIFOLD_ARTIFACTS, and, when the run is traced (Options.Tracer), TRACEPARENT:
+// the trace context of its attempt's span. A foreach step runs once per item; Retry, RetryBackoff and
 // Timeout apply to each step as declared. A step that fails stops the steps that
 // wait for it; independent steps finish.
 //
