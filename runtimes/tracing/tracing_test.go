@@ -2,9 +2,12 @@ package tracing_test
 
 import (
 	"context"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/manifoldflow/manifold/harness/otlptest"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/runtimes/tracing"
@@ -61,4 +64,57 @@ func TestShutdownSaysWhyNothingWasSent(t *testing.T) {
 		t.Fatal("Shutdown sent the trace to a port nothing listens on")
 	}
 	t.Logf("Shutdown: %v", err)
+}
+
+// TestQueueAndPending drives a run's trace as run --kube does for a step that
+// waits for Kueue: created, queued, admitted, running, succeeded.
+func TestQueueAndPending(t *testing.T) {
+	rcv := otlptest.New(t)
+	rcv.Env(t)
+	tr, err := tracing.FromEnv(t.Context())
+	if err != nil || tr == nil {
+		t.Fatalf("tracing.FromEnv = %v, %v", tr, err)
+	}
+	step := &plan.Step{Name: "train"}
+	run := tr.Begin(&plan.Flow{Name: "queued", Steps: []plan.Step{*step}}, "r1", "kube")
+	rec := record.Task{Step: "train", State: record.Pending}
+	change := func(f func(*record.Task)) {
+		before := rec
+		f(&rec)
+		run.Changed(step, -1, "train", before, rec, rec.State)
+	}
+	change(func(t *record.Task) { t.Attempts, t.State = 1, record.Running })
+	created := time.Now()
+	change(func(t *record.Task) { t.State, t.Reason = record.Queued, "Queued" })
+	time.Sleep(20 * time.Millisecond)
+	change(func(t *record.Task) { t.State, t.Reason = record.Running, "" })
+	run.Running(step, -1, created.Add(time.Second))
+	change(func(t *record.Task) { t.State, t.ExitCode, t.Node = record.Succeeded, new(0), "trn1-32xlarge-0" })
+	run.End(record.Succeeded, nil)
+	if err := tr.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var attempt *otlptest.Span
+	for _, s := range rcv.Spans() {
+		if s.Name == "attempt 1" {
+			attempt = &s
+		}
+	}
+	if attempt == nil {
+		t.Fatalf("no attempt span in %v", rcv.Spans())
+	}
+	q, err := strconv.ParseFloat(attempt.Attrs[tracing.AttrQueue], 64)
+	if err != nil || q < 0.02 || q > 30 {
+		t.Errorf("%s = %q; want the 20ms or more it waited", tracing.AttrQueue, attempt.Attrs[tracing.AttrQueue])
+	}
+	p, err := strconv.ParseFloat(attempt.Attrs[tracing.AttrPending], 64)
+	if err != nil || p < 0.9 || p > 1.1 {
+		t.Errorf("%s = %q; want about 1 (it ran a second after it was created)", tracing.AttrPending, attempt.Attrs[tracing.AttrPending])
+	}
+	if attempt.Attrs[tracing.AttrNode] != "trn1-32xlarge-0" || attempt.Attrs[tracing.AttrResult] != "succeeded" || attempt.Status != "Ok" {
+		t.Errorf("attempt: %v, status %s; want node trn1-32xlarge-0, succeeded, Ok", attempt.Attrs, attempt.Status)
+	}
+	if want := []string{"queued", "admitted", "running"}; !slices.Equal(attempt.Events, want) {
+		t.Errorf("events %v; want %v", attempt.Events, want)
+	}
 }
