@@ -7,8 +7,8 @@
 // MANIFOLD_PARAM_*, MANIFOLD_ITEM and MANIFOLD_INDEX, the step's own variables,
 // $(NAME) references expanded as the kubelet does) plus MANIFOLD_RUN_DIR and
 // MANIFOLD_ARTIFACTS, and, when the run is traced (Options.Tracer), TRACEPARENT:
-// the trace context of its attempt's span. A foreach step runs once per item; Retry, RetryBackoff and
-// Timeout apply to each step as declared. A step that fails stops the steps that
+// the trace context of its attempt's span. A foreach step runs once per item;
+// Retry, RetryBackoff and Timeout apply to each step as declared. A step that fails stops the steps that
 // wait for it; independent steps finish.
 //
 // On Unix each step leads a process group of its own, and the whole group ends
@@ -343,18 +343,12 @@ func (r *runner) ended(ctx context.Context, t *task, o outcome) (time.Duration, 
 	if o.lastErr != "" {
 		msg += ": " + clip(o.lastErr, 300)
 	}
-	reason := ""
-	if errors.Is(o.err, errTimeout) {
-		reason = reasonTimeout
-	}
 	rec := r.Task(t.Unit)
 	if rec.Attempts > t.Step.Retry {
-		r.Fail(t.Unit, msg, reason, o.exitCode)
+		r.Fail(t.Unit, msg, "", o.exitCode)
 		return 0, false
 	}
-	r.Update(t.Unit, func(x *record.Task) {
-		x.State, x.Error, x.Reason, x.ExitCode = record.Retrying, msg, reason, o.exitCode
-	})
+	r.Update(t.Unit, func(x *record.Task) { x.State, x.Error, x.ExitCode = record.Retrying, msg, o.exitCode })
 	delay := backoff(t.Step.RetryBackoff, rec.Attempts)
 	when := "retrying in " + display.Human(delay)
 	if delay == 0 {
@@ -363,10 +357,6 @@ func (r *runner) ended(ctx context.Context, t *task, o outcome) (time.Duration, 
 	r.Disp.Event(t.Label, true, "attempt %d failed: %s; %s", rec.Attempts, msg, when)
 	return delay, true
 }
-
-// reasonTimeout is the Reason recorded for an attempt that ran past its step's
-// Timeout: the word a Job uses for its deadline.
-const reasonTimeout = "DeadlineExceeded"
 
 // backoff is the delay before the retry that follows attempt n: d, then doubling.
 func backoff(d time.Duration, n int) time.Duration {
