@@ -24,7 +24,9 @@
 // into a container image without Docker (package image) and records its digest in
 // .manifold/image.json, for compile --image-from-build. kind up|load|down makes,
 // loads and removes a kind cluster on this machine whose workers can simulate
-// accelerator instances (package provision/kind).
+// accelerator instances (package provision/kind). run and run --kube send a
+// trace of the run when the OTEL_* environment asks for one (package
+// runtimes/tracing).
 //
 // Exit status: 0 on success, 1 when the flow (or its config) is invalid or a step
 // fails, 2 when the command line is wrong, 130 when a run is interrupted.

@@ -80,6 +80,11 @@ func runCommand(flow *sdk.Flow, arg0 string) *ucli.Command {
 			if err != nil {
 				return invalidErr(fmt.Errorf("finding this program, which runs the Run steps: %w", err))
 			}
+			tracer, endTracing, err := startTracing(c)
+			if err != nil {
+				return err
+			}
+			defer endTracing()
 			width, height, live := terminal(c.App.Writer)
 			res, err := local.Run(c.Context, p, local.Options{
 				RunID:       c.String("run-id"),
@@ -92,6 +97,7 @@ func runCommand(flow *sdk.Flow, arg0 string) *ucli.Command {
 				Live:        live,
 				Width:       width,
 				Height:      height,
+				Tracer:      tracer,
 			})
 			var refused *local.RefusedError
 			switch {

@@ -113,6 +113,11 @@ func checkKubeFlags(c *ucli.Context) error {
 // runKube runs p, compiled from flow, on the cluster the flags name. A flow with
 // Run steps first gets its image built (see build), unless --no-build.
 func runKube(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
+	tracer, endTracing, err := startTracing(c)
+	if err != nil {
+		return err
+	}
+	defer endTracing()
 	if !c.Bool("no-build") && hasRunSteps(p) {
 		built, err := build(c, flow)
 		if err != nil {
@@ -148,6 +153,7 @@ func runKube(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
 		Live:           live,
 		Width:          width,
 		Height:         height,
+		Tracer:         tracer,
 	})
 	switch {
 	case err == nil:

@@ -107,6 +107,7 @@ func stepContext(spec sdk.FlowSpec, step *sdk.StepDecl, given map[string]string)
 	if dir := os.Getenv(EnvRunDir); dir != "" {
 		cfg.RunDir = dir
 	}
+	cfg.TraceParent = os.Getenv(plan.EnvTraceParent)
 	items := step.Spec.Foreach
 	if items == nil {
 		return cfg, nil

@@ -56,6 +56,9 @@ const (
 	// s3://bucket/prefix URL, or ArtifactVolumePath where the shared volume is
 	// mounted. A run keeps its artifacts under <store>/<flow>/<run id>/.
 	EnvArtifactStore = "MANIFOLD_ARTIFACT_STORE"
+	// EnvTraceParent carries, when the run is traced, the W3C trace context of
+	// the span a step's process or pod continues (sdk.Context.TraceParent).
+	EnvTraceParent = "TRACEPARENT"
 	// EnvRunID is the ID of the run a step belongs to, which names its directory
 	// in the artifact store.
 	EnvRunID = "MANIFOLD_RUN_ID"

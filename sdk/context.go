@@ -9,6 +9,8 @@ import (
 	"runtime/debug"
 	"strconv"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/manifoldflow/manifold/artifact"
 )
 
@@ -21,13 +23,29 @@ import (
 // .manifold/runs/default when it is unset); on a cluster it is the flow's S3
 // store or shared volume (package artifact). A Command step finds its own
 // artifact location in MANIFOLD_ARTIFACTS.
+//
+// When the run is traced (OTEL_EXPORTER_OTLP_ENDPOINT, see package
+// runtimes/tracing), the step gets the trace context it continues in the
+// TRACEPARENT variable of its process or pod: TraceParent returns it, and the
+// Context carries it as the remote parent span, so a span started from it with
+// OpenTelemetry's API is a child of the step's attempt (on a cluster, of the step
+// or item):
+//
+//	ctx, span := otel.Tracer("train").Start(c, "load data")
+//	defer span.End()
+//
+// (The step's program exports its own spans: it sets up an OpenTelemetry
+// TracerProvider of its own, reading the same OTEL_* variables.) A Command step
+// reads TRACEPARENT itself; OpenTelemetry's SDKs and tools such as
+// opentelemetry-instrument and otel-cli do.
 type Context struct {
 	context.Context
-	flow, step string
-	params     map[string]string
-	item       string
-	index      int
-	store      artifact.Store
+	flow, step  string
+	params      map[string]string
+	item        string
+	index       int
+	store       artifact.Store
+	traceParent string
 }
 
 // ContextConfig describes the step a Context is made for.
@@ -43,6 +61,9 @@ type ContextConfig struct {
 	// RunDir (artifact.Dir).
 	Store  artifact.Store
 	RunDir string
+	// TraceParent is the W3C trace context the step continues (the TRACEPARENT
+	// its runtime gave it), "" when the run is not traced.
+	TraceParent string
 }
 
 // NewContext returns the Context a Run body gets. The CLI's step command and the
@@ -55,8 +76,11 @@ func NewContext(ctx context.Context, c ContextConfig) *Context {
 	if store == nil {
 		store = artifact.Dir(c.RunDir)
 	}
+	if c.TraceParent != "" {
+		ctx = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": c.TraceParent})
+	}
 	return &Context{Context: ctx, flow: c.Flow, step: c.Step, params: c.Params,
-		item: c.Item, index: c.Index, store: store}
+		item: c.Item, index: c.Index, store: store, traceParent: c.TraceParent}
 }
 
 // Invoke calls the Run body fn of a step with ctx, as the step's container
@@ -70,6 +94,12 @@ func Invoke(fn func(*Context) error, ctx *Context) (err error) {
 	}()
 	return fn(ctx)
 }
+
+// TraceParent returns the W3C trace context (a traceparent header,
+// "00-<trace id>-<span id>-<flags>") of the span the step continues, "" when
+// the run is not traced. The Context itself carries it as its remote parent
+// span (trace.SpanContextFromContext).
+func (c *Context) TraceParent() string { return c.traceParent }
 
 // Flow returns the flow's name.
 func (c *Context) Flow() string { return c.flow }

@@ -3,7 +3,9 @@
 // change, which steps are ready, which are skipped because a step they wait for
 // did not succeed, how the run ended and the message that says why, and the rows
 // the live view shows. Each state change is written to the run's record (package
-// record) and told on the run's display (package display).
+// record), told on the run's display (package display) and, when the run is
+// traced, to its trace (package tracing), so every runtime's runs are traced
+// alike.
 //
 // A runtime keeps only what is its own: how it starts a unit, watches it and
 // stops it. It adds the units, calls Release for those it may start, reports
@@ -25,6 +27,7 @@ import (
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/runtimes/record"
+	"github.com/manifoldflow/manifold/runtimes/tracing"
 )
 
 // ErrInterrupted is what a run returns, wrapped, when its context ends it.
@@ -82,6 +85,9 @@ type Run struct {
 	// Now is the clock of the units' and the run's start and end times;
 	// time.Now when nil. A test runner gives a fake clock here.
 	Now func() time.Time
+	// Trace is the run's trace (tracing.Tracer.Begin), nil when it is not
+	// traced: every change of a unit's record is told to it, and Finish ends it.
+	Trace *tracing.Run
 
 	mu       sync.Mutex
 	units    []*Unit
@@ -228,8 +234,12 @@ func (r *Run) Amend(u *Unit, change func(*record.Task)) {
 // and fails the run at Finish.
 func (r *Run) Update(u *Unit, change func(*record.Task)) {
 	r.mu.Lock()
+	before := u.rec
 	r.change(u, change)
 	rec := u.rec
+	if r.Trace != nil {
+		r.Trace.Changed(u.Step, u.Index, u.Label, before, rec, r.stepState(u.Step.Name))
+	}
 	r.mu.Unlock()
 	if err := record.WriteTask(r.Dir, rec); err != nil {
 		r.mu.Lock()
@@ -414,6 +424,19 @@ func (r *Run) Start(u *Unit) int {
 	return n
 }
 
+// Running tells the run's trace that the attempt of u that runs now started
+// running at (its process started, or its first pod ran): its pending time ends
+// there.
+func (r *Run) Running(u *Unit, at time.Time) {
+	r.Trace.Running(u.Step, u.Index, at)
+}
+
+// TraceParent returns the W3C trace context a process of u's attempt that runs
+// now continues (plan.EnvTraceParent), "" when the run is not traced.
+func (r *Run) TraceParent(u *Unit) string {
+	return r.Trace.AttemptParent(u.Step, u.Index)
+}
+
 // Succeed records that u succeeded, with what change adds to its record (nil for
 // nothing), and tells how long it took.
 func (r *Run) Succeed(u *Unit, change func(*record.Task)) {
@@ -538,6 +561,7 @@ func (r *Run) Finish(interrupted bool, detail func(record.Task) string) (*Result
 	if werr := record.WriteRecord(r.Dir, r.Rec); werr != nil && err == nil {
 		res.State, err = record.Failed, fmt.Errorf("run %s: %w", r.ID, werr)
 	}
+	r.Trace.End(res.State, err)
 	return res, err
 }
 

@@ -49,6 +49,7 @@ import (
 	"github.com/manifoldflow/manifold/runtimes/dag"
 	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/runtimes/record"
+	"github.com/manifoldflow/manifold/runtimes/tracing"
 )
 
 // The ways a run creates its steps (Options.As).
@@ -130,6 +131,9 @@ type Options struct {
 	// wide and Height lines high; otherwise every event is a timestamped line.
 	Live          bool
 	Width, Height int
+	// Tracer traces the run (package tracing), and gives each step's pods the
+	// trace context of their step or item in TRACEPARENT; nil traces nothing.
+	Tracer *tracing.Tracer
 }
 
 // Result is how a run ended.
@@ -343,6 +347,7 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 		r.byUnit[u.Unit] = u
 		r.byKey[unitKey(u.ns, u.name)] = u
 	}
+	r.Trace = o.Tracer.Begin(&rp, id, "kube")
 	defer lk.Close()
 	resumed, err := r.open(now)
 	if err != nil {

@@ -207,6 +207,9 @@ func (r *runner) release(ctx context.Context) {
 func (r *runner) create(ctx context.Context, u *unit) {
 	u.created = true
 	r.Start(u.Unit)
+	if tp := r.Trace.UnitParent(u.Step, u.Index); tp != "" {
+		setEnv(u.objects[len(u.objects)-1].u, plan.EnvTraceParent, tp)
+	}
 	for _, o := range u.objects {
 		// A create made again after one that got no answer may find the object
 		// made by the first: it is the run's own (its name is the run's).
@@ -241,6 +244,9 @@ func (r *runner) evaluate(ctx context.Context, units []*unit) {
 			continue
 		}
 		u.seen = true
+		if !ob.running.IsZero() {
+			r.Running(u.Unit, ob.running)
+		}
 		r.logs.follow(ctx, u, ob.pods)
 		pods := u.remember(ob.pods)
 		switch {

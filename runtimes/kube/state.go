@@ -43,6 +43,9 @@ type observed struct {
 	// not waiting for admission); kueueSaid is set when that is Kueue's word.
 	queued    string
 	kueueSaid bool
+	// running is when the first container of a pod of the attempt started,
+	// zero until one has.
+	running time.Time
 }
 
 // waitingReasons are container waiting reasons that do not go away by waiting.
@@ -234,6 +237,18 @@ func (r *runner) observe(u *unit) observed {
 		}
 		if p.Status.Phase == corev1.PodRunning && podReady(p) {
 			ob.ready++
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			var at metav1.Time
+			switch {
+			case cs.State.Running != nil:
+				at = cs.State.Running.StartedAt
+			case cs.State.Terminated != nil:
+				at = cs.State.Terminated.StartedAt
+			}
+			if !at.IsZero() && (ob.running.IsZero() || at.Time.Before(ob.running)) {
+				ob.running = at.Time
+			}
 		}
 		if p.Status.Phase != corev1.PodPending {
 			continue

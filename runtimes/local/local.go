@@ -6,8 +6,9 @@
 // its argv as a process. Each gets the environment its pod would get (emit.Env:
 // MANIFOLD_PARAM_*, MANIFOLD_ITEM and MANIFOLD_INDEX, the step's own variables,
 // $(NAME) references expanded as the kubelet does) plus MANIFOLD_RUN_DIR and
-// MANIFOLD_ARTIFACTS. A foreach step runs once per item; Retry, RetryBackoff and
-// Timeout apply to each step as declared. A step that fails stops the steps that
+// MANIFOLD_ARTIFACTS, and, when the run is traced (Options.Tracer), TRACEPARENT:
+// the trace context of its attempt's span. A foreach step runs once per item;
+// Retry, RetryBackoff and Timeout apply to each step as declared. A step that fails stops the steps that
 // wait for it; independent steps finish.
 //
 // On Unix each step leads a process group of its own, and the whole group ends
@@ -50,6 +51,7 @@ import (
 	"github.com/manifoldflow/manifold/runtimes/dag"
 	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/runtimes/record"
+	"github.com/manifoldflow/manifold/runtimes/tracing"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -80,6 +82,9 @@ type Options struct {
 	// KillGrace is how long a stopped step has between SIGTERM and SIGKILL; 5s
 	// when 0.
 	KillGrace time.Duration
+	// Tracer traces the run (package tracing), and gives each step's process
+	// its attempt's trace context in TRACEPARENT; nil traces nothing.
+	Tracer *tracing.Tracer
 }
 
 // DefaultKillGrace is the time a stopped step gets to exit before it is killed.
@@ -224,6 +229,7 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	for _, n := range notes {
 		r.Disp.Note("%s", n)
 	}
+	r.Trace = o.Tracer.Begin(f, id, "local")
 	r.Disp.Start()
 	r.loop(ctx)
 	res, err := r.Finish(ctx.Err() != nil, func(t record.Task) string {

@@ -73,11 +73,19 @@ func Attempt(ctx context.Context, r *dag.Run, u *dag.Unit, n int, o Options) (*i
 // (sdk.SecretEnv), and plain values and arguments that look like credentials.
 func (r *runner) command(t *task) (argv, env, secrets []string) {
 	argv, names, vars, secrets := stepCommand(r.Flow, r.Dir, t.Unit)
+	// A traced run gives the step its attempt's trace context, in place of any
+	// this process inherited.
+	tp := r.TraceParent(t.Unit)
+	if tp != "" {
+		vars[plan.EnvTraceParent] = tp
+		names = append(names, plan.EnvTraceParent)
+	}
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if !managed(name) {
-			env = append(env, kv)
+		if managed(name) || tp != "" && (name == plan.EnvTraceParent || name == envTraceState) {
+			continue
 		}
+		env = append(env, kv)
 	}
 	for _, n := range names {
 		env = append(env, n+"="+vars[n])
@@ -149,6 +157,10 @@ func stepCommand(f *plan.Flow, dir string, u *dag.Unit) (argv, names []string, v
 	return argv, names, vars, secrets
 }
 
+// envTraceState goes with TRACEPARENT (W3C trace context); an inherited one
+// does not reach a step given a TRACEPARENT of its run's trace.
+const envTraceState = "TRACESTATE"
+
 // managed reports whether name is a variable the runner sets for a step; a value
 // inherited from the runner's own environment must not reach the step.
 func managed(name string) bool {
@@ -215,6 +227,7 @@ func (r *runner) attempt(ctx context.Context, t *task, n int) outcome {
 	if err != nil {
 		return outcome{err: red.err(err)}
 	}
+	r.Running(t.Unit, time.Now())
 
 	var copying sync.WaitGroup
 	stdout := &lines{emit: func(line string) { r.Disp.Output(t.Label, false, red.string(line)) }}

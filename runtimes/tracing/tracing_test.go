@@ -1,0 +1,120 @@
+package tracing_test
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/manifoldflow/manifold/harness/otlptest"
+	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/record"
+	"github.com/manifoldflow/manifold/runtimes/tracing"
+)
+
+// TestTracingOff checks that tracing is off unless the environment asks for it,
+// and that what it cannot honour is refused with a clear error.
+func TestTracingOff(t *testing.T) {
+	for _, env := range []map[string]string{
+		{},
+		{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"},
+		{"OTEL_SDK_DISABLED": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"},
+	} {
+		for _, name := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_EXPORTER", "OTEL_SDK_DISABLED"} {
+			t.Setenv(name, env[name])
+		}
+		if tr, err := tracing.FromEnv(t.Context()); tr != nil || err != nil {
+			t.Errorf("%v: tracing.FromEnv = %v, %v; want no tracer", env, tr, err)
+		}
+	}
+	for env, want := range map[[2]string]string{
+		{"OTEL_TRACES_EXPORTER", "zipkin"}:      "OTEL_TRACES_EXPORTER=zipkin: runs are traced with otlp only; set it to otlp, or none to turn tracing off",
+		{"OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"}: "OTEL_EXPORTER_OTLP_PROTOCOL=grpc: runs export their traces with OTLP over HTTP; set it to http/protobuf, or unset it",
+	} {
+		t.Setenv("OTEL_TRACES_EXPORTER", "")
+		t.Setenv("OTEL_SDK_DISABLED", "")
+		t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+		t.Setenv(env[0], env[1])
+		if tr, err := tracing.FromEnv(t.Context()); tr != nil || err == nil || err.Error() != want {
+			t.Errorf("%s=%s: tracing.FromEnv = %v, %v; want the error %q", env[0], env[1], tr, err, want)
+		}
+		t.Setenv(env[0], "")
+	}
+}
+
+// TestShutdownSaysWhyNothingWasSent checks that a collector that cannot be
+// reached is told by Shutdown, within the time it is given.
+func TestShutdownSaysWhyNothingWasSent(t *testing.T) {
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_EXPORTER", "OTEL_SDK_DISABLED", "OTEL_EXPORTER_OTLP_PROTOCOL", "TRACEPARENT"} {
+		t.Setenv(name, "")
+	}
+	// Nothing listens on port 1 of loopback.
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+	tr, err := tracing.FromEnv(t.Context())
+	if err != nil || tr == nil {
+		t.Fatalf("tracing.FromEnv = %v, %v", tr, err)
+	}
+	run := tr.Begin(&plan.Flow{Name: "lost"}, "r1", "local")
+	run.End(record.Succeeded, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	err = tr.Shutdown(ctx)
+	if err == nil {
+		t.Fatal("Shutdown sent the trace to a port nothing listens on")
+	}
+	t.Logf("Shutdown: %v", err)
+}
+
+// TestQueueAndPending drives a run's trace as run --kube does for a step that
+// waits for Kueue: created, queued, admitted, running, succeeded.
+func TestQueueAndPending(t *testing.T) {
+	rcv := otlptest.New(t)
+	rcv.Env(t)
+	tr, err := tracing.FromEnv(t.Context())
+	if err != nil || tr == nil {
+		t.Fatalf("tracing.FromEnv = %v, %v", tr, err)
+	}
+	step := &plan.Step{Name: "train"}
+	run := tr.Begin(&plan.Flow{Name: "queued", Steps: []plan.Step{*step}}, "r1", "kube")
+	rec := record.Task{Step: "train", State: record.Pending}
+	change := func(f func(*record.Task)) {
+		before := rec
+		f(&rec)
+		run.Changed(step, -1, "train", before, rec, rec.State)
+	}
+	change(func(t *record.Task) { t.Attempts, t.State = 1, record.Running })
+	created := time.Now()
+	change(func(t *record.Task) { t.State, t.Reason = record.Queued, "Queued" })
+	time.Sleep(20 * time.Millisecond)
+	change(func(t *record.Task) { t.State, t.Reason = record.Running, "" })
+	run.Running(step, -1, created.Add(time.Second))
+	change(func(t *record.Task) { t.State, t.ExitCode, t.Node = record.Succeeded, new(0), "trn1-32xlarge-0" })
+	run.End(record.Succeeded, nil)
+	if err := tr.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var attempt *otlptest.Span
+	for _, s := range rcv.Spans() {
+		if s.Name == "attempt 1" {
+			attempt = &s
+		}
+	}
+	if attempt == nil {
+		t.Fatalf("no attempt span in %v", rcv.Spans())
+	}
+	q, err := strconv.ParseFloat(attempt.Attrs[tracing.AttrQueue], 64)
+	if err != nil || q < 0.02 || q > 30 {
+		t.Errorf("%s = %q; want the 20ms or more it waited", tracing.AttrQueue, attempt.Attrs[tracing.AttrQueue])
+	}
+	p, err := strconv.ParseFloat(attempt.Attrs[tracing.AttrPending], 64)
+	if err != nil || p < 0.9 || p > 1.1 {
+		t.Errorf("%s = %q; want about 1 (it ran a second after it was created)", tracing.AttrPending, attempt.Attrs[tracing.AttrPending])
+	}
+	if attempt.Attrs[tracing.AttrNode] != "trn1-32xlarge-0" || attempt.Attrs[tracing.AttrResult] != "succeeded" || attempt.Status != "Ok" {
+		t.Errorf("attempt: %v, status %s; want node trn1-32xlarge-0, succeeded, Ok", attempt.Attrs, attempt.Status)
+	}
+	if want := []string{"queued", "admitted", "running"}; !slices.Equal(attempt.Events, want) {
+		t.Errorf("events %v; want %v", attempt.Events, want)
+	}
+}
