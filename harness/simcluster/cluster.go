@@ -147,11 +147,12 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 			return nil, err
 		}
 	}
-	c = &Cluster{Dir: dir, keepDir: o.KeepDir}
-	defer func() {
+	started := &Cluster{Dir: dir, keepDir: o.KeepDir}
+	c = started
+	defer func() { // on the cluster being started: a failed start returns c nil
 		if err != nil {
-			err = fmt.Errorf("%w\n%s", err, c.LogTails(40))
-			c.Stop()
+			err = fmt.Errorf("%w\n%s", err, started.LogTails(40))
+			started.Stop()
 		}
 	}()
 	if err := c.start(ctx, bin, nodes); err != nil {
