@@ -9,6 +9,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -20,7 +21,8 @@ func validateCommand(flow *sdk.Flow) *ucli.Command {
 		Description: "Checks every rule and prints every error with its path; exits 1 if there is any. Warnings\n" +
 			"(EFA that will fall back to TCP, values that look like credentials, and the like) are printed too.\n" +
 			"Then says, for each target, whether it can express the flow (a scheduled flow of several\n" +
-			"steps has no Job form, say), and which targets can take it. A valid flow that some target\n" +
+			"steps has no Job form, say), and which targets can take it; and which steps' pods need more\n" +
+			"than Pod Security's restricted level, and why. A valid flow that some target\n" +
 			"cannot take still exits 0; --target T (repeatable, or a comma list) exits 1 when one of\n" +
 			"the targets named cannot take it, and --strict when any target cannot, or there is a warning.",
 		Flags: append([]ucli.Flag{
@@ -91,6 +93,9 @@ func validateCommand(flow *sdk.Flow) *ucli.Command {
 			default:
 				fmt.Fprintf(c.App.Writer, "targets that can take the flow: %s (not %s)\n", strings.Join(can, ", "), strings.Join(cannot, ", "))
 			}
+			if err := printPodSecurity(c.App.Writer, p); err != nil {
+				return err
+			}
 			for _, f := range failed {
 				fmt.Fprintf(c.App.ErrWriter, "error: %s\n", f)
 			}
@@ -100,6 +105,29 @@ func validateCommand(flow *sdk.Flow) *ucli.Command {
 			return nil
 		},
 	}
+}
+
+// printPodSecurity says which steps' pods meet Pod Security's restricted level,
+// and for each other step the level its pod needs and which option needs it or
+// would make it restricted.
+func printPodSecurity(out io.Writer, p *plan.Flow) error {
+	var rows [][]string
+	for i := range p.Steps {
+		s := &p.Steps[i]
+		if ps := emit.StepPodSecurity(p, s); ps.Level != emit.LevelRestricted {
+			rows = append(rows, []string{"  " + s.Name, ps.Level + ": " + ps.Todo})
+		}
+	}
+	switch len(rows) {
+	case 0:
+		_, err := fmt.Fprintln(out, "pod security: every step's pod meets the restricted level")
+		return err
+	case len(p.Steps):
+		fmt.Fprintln(out, "pod security: no step's pod meets the restricted level")
+	default:
+		fmt.Fprintln(out, "pod security: every step's pod meets the restricted level but")
+	}
+	return writeTable(out, rows)
 }
 
 // writeTable writes rows as aligned columns, two spaces apart, without trailing

@@ -12,8 +12,9 @@ import (
 
 // runImage returns the image that replaces every Run step's own, if any: the one
 // in o.BuiltImage, else, with image_from_build in the config, the one
-// o.ReadBuiltImage reads. It checks that the image holds this flow's program.
-func runImage(flow string, o Options) (string, *field.Path, field.ErrorList) {
+// o.ReadBuiltImage reads; and the base image it was built on. It checks that the
+// image holds this flow's program.
+func runImage(flow string, o Options) (string, string, *field.Path, field.ErrorList) {
 	at := field.NewPath("imageFromBuild")
 	b := o.BuiltImage
 	if b == nil && o.Config.ImageFromBuild {
@@ -24,17 +25,28 @@ func runImage(flow string, o Options) (string, *field.Path, field.ErrorList) {
 		}
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return "", nil, field.ErrorList{field.Required(at, "no image has been built here ("+image.RecordFile+" does not exist): run `"+flow+" image build --push --tag REF` first, or remove image_from_build from "+ConfigFile)}
+			return "", "", nil, field.ErrorList{field.Required(at, "no image has been built here ("+image.RecordFile+" does not exist): run `"+flow+" image build --push --tag REF` first, or remove image_from_build from "+ConfigFile)}
 		case err != nil:
-			return "", nil, field.ErrorList{field.Invalid(at, image.RecordFile, err.Error())}
+			return "", "", nil, field.ErrorList{field.Invalid(at, image.RecordFile, err.Error())}
 		}
 		b = &read
 	}
 	if b == nil {
-		return "", nil, nil
+		return "", "", nil, nil
 	}
 	if b.Flow != flow {
-		return "", nil, field.ErrorList{field.Invalid(at, b.Reference, fmt.Sprintf("the image was built for flow %q, not %q: run `%s image build` for this flow", b.Flow, flow, flow))}
+		return "", "", nil, field.ErrorList{field.Invalid(at, b.Reference, fmt.Sprintf("the image was built for flow %q, not %q: run `%s image build` for this flow", b.Flow, flow, flow))}
 	}
-	return b.Reference, at, nil
+	return b.Reference, b.Base, at, nil
+}
+
+// nonRootBase reports whether the flow's own image, built on base (as `image
+// build` names it; "" when no build is recorded, and then config's base_image,
+// which image build uses), is known to run as a non-root user: only the
+// default base, distroless's :nonroot (uid 65532), is.
+func nonRootBase(base string, c Config) bool {
+	if base == "" {
+		base = c.BaseImage
+	}
+	return base == "" || base == image.DefaultBase
 }

@@ -105,13 +105,13 @@ func Compile(f *sdk.Flow, o Options) (*plan.Flow, field.ErrorList) {
 	var artifactErrs field.ErrorList
 	p.Artifacts, artifactErrs = artifacts(spec, o)
 	errs = append(errs, artifactErrs...)
-	builtImage, builtAt, builtErrs := runImage(spec.Name, o)
+	builtImage, builtBase, builtAt, builtErrs := runImage(spec.Name, o)
 	errs = append(errs, builtErrs...)
 	configSpec := o.Config.stepDefaults()
 	flowLayer := layer{spec: &spec.Defaults, path: field.NewPath("flow"), name: same}
 	configLayer := layer{spec: &configSpec, path: field.NewPath("config"), name: snake}
 	env := stepEnv{flow: spec.Name, entrypoint: entrypoint, gpuToleration: o.Config.GPUToleration == nil || *o.Config.GPUToleration,
-		artifactVolume: p.Artifacts != nil && p.Artifacts.Claim != ""}
+		artifactVolume: p.Artifacts != nil && p.Artifacts.Claim != "", nonRootImage: nonRootBase(builtBase, o.Config)}
 	var classErrs field.ErrorList
 	env.classes, classErrs = o.Config.DeviceClasses.deviceClasses()
 	errs = append(errs, classErrs...)

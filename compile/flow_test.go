@@ -119,6 +119,7 @@ func TestBody(t *testing.T) {
 			want: with(func(s *plan.Step) {
 				s.Body = plan.BodyRun
 				s.Command = []string{"/usr/local/bin/f", "step", "s"}
+				s.RunAsNonRoot = new(true) // the flow's own image, on the default base
 			}),
 		},
 		{
@@ -128,6 +129,7 @@ func TestBody(t *testing.T) {
 			want: with(func(s *plan.Step) {
 				s.Body = plan.BodyRun
 				s.Command = []string{"/app/flow", "step", "s"}
+				s.RunAsNonRoot = new(true)
 			}),
 		},
 		{

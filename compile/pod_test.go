@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/manifoldflow/manifold/compile"
+	"github.com/manifoldflow/manifold/image"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -231,5 +232,46 @@ func TestTextMustBeUTF8(t *testing.T) {
 	s := mustStep(t, one(sdk.Env("VALUE", odd)), compile.Options{}, "s")
 	if s.Env[0].Value != odd {
 		t.Errorf("env value = %q, want %q", s.Env[0].Value, odd)
+	}
+}
+
+// TestRunAsNonRootWhereKnown: runAsNonRoot is claimed only where the plan knows
+// the step's user: a non-zero RunAsUser, or a Run step on the flow's own image
+// built on the default base (distroless :nonroot), as image build recorded it or
+// as manifold.toml's base_image says it will be built. Another image, a Run
+// step's image on another base, and an explicit RunAsNonRoot(false) or root are
+// left alone.
+func TestRunAsNonRootWhereKnown(t *testing.T) {
+	const img = "example.com/f:v1"
+	run := func(nop *sdk.Context) error { return nil }
+	record := func(base string) *image.Record {
+		return &image.Record{Flow: "f", Reference: "example.com/f@sha256:" + strings.Repeat("0", 64), Base: base}
+	}
+	for _, tc := range []struct {
+		name string
+		step []sdk.StepOption
+		o    compile.Options
+		want *bool
+	}{
+		{"run step, default base", []sdk.StepOption{sdk.Run(run)}, compile.Options{}, ptr(true)},
+		{"run step, base_image is the default", []sdk.StepOption{sdk.Run(run)}, compile.Options{Config: compile.Config{BaseImage: image.DefaultBase}}, ptr(true)},
+		{"run step, base_image another", []sdk.StepOption{sdk.Run(run)}, compile.Options{Config: compile.Config{BaseImage: "python:3.12"}}, nil},
+		{"run step, built on the default base", []sdk.StepOption{sdk.Run(run)}, compile.Options{BuiltImage: record(image.DefaultBase)}, ptr(true)},
+		{"run step, built on scratch", []sdk.StepOption{sdk.Run(run)}, compile.Options{BuiltImage: record(image.Scratch)}, nil},
+		// The record says what the image is; the config's base only says what
+		// the next build would use.
+		{"run step, built on scratch, base_image the default", []sdk.StepOption{sdk.Run(run)}, compile.Options{BuiltImage: record(image.Scratch), Config: compile.Config{BaseImage: image.DefaultBase}}, nil},
+		{"run step, RunAsNonRoot(false)", []sdk.StepOption{sdk.Run(run), sdk.RunAsNonRoot(false)}, compile.Options{}, ptr(false)},
+		{"run step, as root", []sdk.StepOption{sdk.Run(run), sdk.RunAsUser(0)}, compile.Options{}, nil},
+		{"command step", []sdk.StepOption{sdk.Command("true")}, compile.Options{}, nil},
+		{"command step as a user", []sdk.StepOption{sdk.Command("true"), sdk.RunAsUser(1000)}, compile.Options{}, ptr(true)},
+		{"command step as root", []sdk.StepOption{sdk.Command("true"), sdk.RunAsUser(0)}, compile.Options{}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustStep(t, sdk.NewFlow("f", sdk.Image(img)).Step("s", tc.step...), tc.o, "s")
+			if diff := cmp.Diff(tc.want, s.RunAsNonRoot); diff != "" {
+				t.Errorf("RunAsNonRoot (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

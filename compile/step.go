@@ -30,6 +30,9 @@ type stepEnv struct {
 	// artifactVolume is set when every pod mounts the flow's artifact volume at
 	// plan.ArtifactVolumePath.
 	artifactVolume bool
+	// nonRootImage is set when the flow's own image, which Run steps run, is
+	// known to run as a non-root user (nonRootBase).
+	nonRootImage bool
 }
 
 // compile checks one merged step and builds its plan. known holds every step name
@@ -302,6 +305,13 @@ func (e stepEnv) pod(r *resolved, s *plan.Step) field.ErrorList {
 		if r.runAsNonRoot.v && r.runAsUser.set && r.runAsUser.v == 0 {
 			errs = append(errs, field.Forbidden(r.runAsNonRoot.at, "RunAsNonRoot(true) with RunAsUser(0) can never start: choose a non-zero user id"))
 		}
+	}
+	// Pod Security's restricted level asks for runAsNonRoot=true; it is claimed
+	// only where it is known: a non-zero RunAsUser, or a Run step on the flow's
+	// own image built on a base that runs as non-root. Another image may run as
+	// root, and is given no user it did not ask for.
+	if !r.runAsNonRoot.set && ((r.runAsUser.set && r.runAsUser.v > 0) || (!r.runAsUser.set && s.Body == plan.BodyRun && e.nonRootImage)) {
+		s.RunAsNonRoot = new(true)
 	}
 	s.HostNetwork = r.hostNetwork.set && r.hostNetwork.v
 	return errs

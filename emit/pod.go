@@ -90,13 +90,7 @@ func Pod(f *plan.Flow, s *plan.Step, o PodOptions) corev1.PodTemplateSpec {
 	for _, name := range s.ImagePullSecrets {
 		spec.ImagePullSecrets = append(spec.ImagePullSecrets, corev1.LocalObjectReference{Name: name})
 	}
-	if w := s.EFAWiring; w != nil {
-		add := make([]corev1.Capability, len(w.Capabilities))
-		for i, name := range w.Capabilities {
-			add[i] = corev1.Capability(name)
-		}
-		c.SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: add}}
-	}
+	c.SecurityContext = containerSecurity(s)
 	if s.MountsSharedMemory() {
 		shm := &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}
 		if s.SharedMemory != "" {
@@ -120,8 +114,9 @@ func Pod(f *plan.Flow, s *plan.Step, o PodOptions) corev1.PodTemplateSpec {
 		// ClusterFirst, falls back to the node's resolver under host networking).
 		spec.HostNetwork, spec.DNSPolicy = true, corev1.DNSClusterFirstWithHostNet
 	}
-	if s.RunAsUser != nil || s.RunAsNonRoot != nil {
-		spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: s.RunAsUser, RunAsNonRoot: s.RunAsNonRoot}
+	spec.SecurityContext = &corev1.PodSecurityContext{
+		RunAsUser: s.RunAsUser, RunAsNonRoot: s.RunAsNonRoot,
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
 	spec.ResourceClaims, c.Resources.Claims = podClaims(f, s)
 	spec.Containers = []corev1.Container{c}
@@ -131,6 +126,21 @@ func Pod(f *plan.Flow, s *plan.Step, o PodOptions) corev1.PodTemplateSpec {
 		ObjectMeta: metav1.ObjectMeta{Labels: podLabels(f, s), Annotations: podAnnotations(s)},
 		Spec:       spec,
 	}
+}
+
+// containerSecurity returns the step's container security context, as Pod
+// Security's restricted level asks: no privilege escalation, every capability
+// dropped, and added back only those EFA wiring needs (IPC_LOCK, which needs the
+// privileged level). The pod's security context holds the rest: the
+// RuntimeDefault seccomp profile, and runAsNonRoot where the plan knows it.
+func containerSecurity(s *plan.Step) *corev1.SecurityContext {
+	caps := &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}
+	if w := s.EFAWiring; w != nil {
+		for _, name := range w.Capabilities {
+			caps.Add = append(caps.Add, corev1.Capability(name))
+		}
+	}
+	return &corev1.SecurityContext{AllowPrivilegeEscalation: new(false), Capabilities: caps}
 }
 
 // podLabels returns the labels of step s's pods: the step's, and the run's when f

@@ -69,7 +69,7 @@ func TestPodCarriesEveryField(t *testing.T) {
 				{Key: "aws.amazon.com/neuron", Operator: "Exists", Effect: "NoSchedule"},
 			},
 			ImagePullSecrets: []corev1.LocalObjectReference{{Name: "ecr"}, {Name: "ngc"}},
-			SecurityContext:  &corev1.PodSecurityContext{RunAsUser: ptr(int64(1000)), RunAsNonRoot: ptr(true)},
+			SecurityContext:  &corev1.PodSecurityContext{RunAsUser: ptr(int64(1000)), RunAsNonRoot: ptr(true), SeccompProfile: runtimeDefault},
 			Volumes: []corev1.Volume{
 				{Name: "dshm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &shm}}},
 				{Name: "pvc-0", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
@@ -99,7 +99,8 @@ func TestPodCarriesEveryField(t *testing.T) {
 						"vpc.amazonaws.com/efa": resource.MustParse("8"),
 					},
 				},
-				VolumeMounts: []corev1.VolumeMount{{Name: "dshm", MountPath: "/dev/shm"}, {Name: "pvc-0", MountPath: "/data"}},
+				VolumeMounts:    []corev1.VolumeMount{{Name: "dshm", MountPath: "/dev/shm"}, {Name: "pvc-0", MountPath: "/data"}},
+				SecurityContext: restricted(),
 			}},
 		},
 	}
@@ -109,12 +110,24 @@ func TestPodCarriesEveryField(t *testing.T) {
 	}
 }
 
+// runtimeDefault is the seccomp profile of every pod.
+var runtimeDefault = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+
+// restricted is the security context of every container without EFA wiring.
+func restricted() *corev1.SecurityContext {
+	return &corev1.SecurityContext{AllowPrivilegeEscalation: ptr(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
+}
+
+// TestPodMinimalHasNoEmptyFields: a step that sets nothing gets a pod with
+// nothing but its container and what Pod Security's restricted level asks of
+// every pod; runAsNonRoot is left to the image, which may run as root.
 func TestPodMinimalHasNoEmptyFields(t *testing.T) {
 	f := &plan.Flow{Name: "f", Steps: []plan.Step{{Name: "a", Image: "busybox", Command: []string{"true"}}}}
 	got := emit.Pod(f, &f.Steps[0], emit.PodOptions{})
 	want := corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-		RestartPolicy: corev1.RestartPolicyNever,
-		Containers:    []corev1.Container{{Name: "main", Image: "busybox", Command: []string{"true"}}},
+		RestartPolicy:   corev1.RestartPolicyNever,
+		SecurityContext: &corev1.PodSecurityContext{SeccompProfile: runtimeDefault},
+		Containers:      []corev1.Container{{Name: "main", Image: "busybox", Command: []string{"true"}, SecurityContext: restricted()}},
 	}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Pod (-want +got):\n%s", diff)
@@ -224,7 +237,9 @@ func TestPodWithEFAWiring(t *testing.T) {
 	s.EFAWiring = &plan.Wiring{Arch: plan.ArchX86, Env: []plan.EnvVar{{Name: "FI_PROVIDER", Value: "efa"}}, Capabilities: []string{"IPC_LOCK"}}
 	pod := emit.Pod(f, s, emit.PodOptions{})
 	c := pod.Spec.Containers[0]
-	want := &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"IPC_LOCK"}}}
+	// Every capability dropped, IPC_LOCK the one added back.
+	want := restricted()
+	want.Capabilities.Add = []corev1.Capability{"IPC_LOCK"}
 	if diff := cmp.Diff(want, c.SecurityContext); diff != "" {
 		t.Errorf("container security context (-want +got):\n%s", diff)
 	}

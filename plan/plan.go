@@ -242,7 +242,11 @@ type Step struct {
 	Port int
 	// Nodes is how many nodes run the step at once, each with the whole pod; 1 for
 	// an ordinary step.
-	Nodes        int
+	Nodes int
+	// RunAsUser and RunAsNonRoot are the pod's security context, nil when unset.
+	// RunAsNonRoot is also true, unless the step says otherwise, where the
+	// step's user is known not to be root: a non-zero RunAsUser, or a Run step
+	// on the flow's own image built on a base that runs as non-root.
 	RunAsUser    *int64
 	RunAsNonRoot *bool
 	// HostNetwork runs the step's pods in their node's network namespace.

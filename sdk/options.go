@@ -496,7 +496,10 @@ func (o nodes) applyStep(s *StepSpec) { s.Nodes = new(int(o)) }
 func (o nodes) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o nodes) String() string        { return fmt.Sprintf("Nodes(%d)", int(o)) }
 
-// RunAsUser runs the step's containers as user id uid.
+// RunAsUser runs the step's containers as user id uid. A non-zero uid also
+// sets runAsNonRoot, which Pod Security's restricted level asks of every pod: a
+// step on an image that runs as root (busybox, most Deep Learning Containers)
+// meets that level with it. 0 runs the step as root.
 func RunAsUser(uid int64) Option { return runAsUser(uid) }
 
 type runAsUser int64
@@ -506,6 +509,9 @@ func (o runAsUser) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
 func (o runAsUser) String() string        { return fmt.Sprintf("RunAsUser(%d)", int64(o)) }
 
 // RunAsNonRoot makes the kubelet refuse to start the step's containers as root.
+// Manifold sets it itself for a non-zero RunAsUser and for Run steps on the flow's
+// own image built on the default base; RunAsNonRoot(true) says so of another
+// image that runs as a non-root user, RunAsNonRoot(false) lets a step run as root.
 func RunAsNonRoot(v bool) Option { return runAsNonRoot(v) }
 
 type runAsNonRoot bool

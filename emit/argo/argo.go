@@ -359,7 +359,7 @@ type shared struct {
 	securityContext     *corev1.PodSecurityContext
 	serviceAccount      string
 	imagePullSecrets    []corev1.LocalObjectReference
-	container           corev1.Container // image, imagePullPolicy and the leading env
+	container           corev1.Container // image, imagePullPolicy, securityContext and the leading env
 }
 
 // workflowSpec returns the spec's workflow-level fields and what they share.
@@ -414,6 +414,10 @@ func workflowSpec(f *plan.Flow, pods []corev1.PodTemplateSpec, resources, litera
 	main := func(p *corev1.PodTemplateSpec) *corev1.Container { return &p.Spec.Containers[0] }
 	sh.container.Image = mostCommon(pods, func(p *corev1.PodTemplateSpec) string { return main(p).Image })
 	sh.container.ImagePullPolicy = mostCommon(pods, func(p *corev1.PodTemplateSpec) corev1.PullPolicy { return main(p).ImagePullPolicy })
+	// The container's security context is the same for every step but those
+	// with EFA wiring, which write their own whole (a strategic merge replaces
+	// the capability lists).
+	sh.container.SecurityContext = mostCommon(pods, func(p *corev1.PodTemplateSpec) *corev1.SecurityContext { return main(p).SecurityContext })
 	// Every step's environment starts with the params' variables, the same for all
 	// steps on Argo, after BracesEnv when the flow carries "{{".
 	n := len(f.Params)
@@ -442,6 +446,7 @@ func stepTemplate(s *plan.Step, pod corev1.PodTemplateSpec, sh shared) (wfv1.Tem
 	if c.ImagePullPolicy == sh.container.ImagePullPolicy {
 		c.ImagePullPolicy = ""
 	}
+	c.SecurityContext = unless(c.SecurityContext, sh.container.SecurityContext)
 	// A strategic merge puts the template's own variables before those only the
 	// defaults have, so the params' variables can come from templateDefaults only
 	// when the step has no others; otherwise the template lists them all, in order.

@@ -20,8 +20,10 @@ var flow = sdk.NewFlow("hello",
 ).
 	Step("greet", sdk.Run(greet)).
 	Step("shout", sdk.Run(shout), sdk.After("greet")).
+	// busybox runs as root unless told otherwise; as the flow's own image's
+	// user (65532), the step's pod meets Pod Security's restricted level.
 	Step("echo", sdk.After("shout"),
-		sdk.Image("busybox:1.37"),
+		sdk.Image("busybox:1.37"), sdk.RunAsUser(65532),
 		sdk.Command("sh", "-c", "echo \"hello, $(MANIFOLD_PARAM_NAME), from a Command step\""))
 
 // greet writes a greeting for the name param.

@@ -44,6 +44,9 @@ type planStep struct {
 	// DRA is set when the step claims its devices through DRA instead of
 	// device-plugin resources.
 	DRA bool
+	// Wired is set when the step has EFA wiring, whose IPC_LOCK capability
+	// needs Pod Security's privileged level.
+	Wired bool
 }
 
 // example is one example flow, or a variant of one compiled with extra
@@ -170,7 +173,8 @@ func parsePlan(out string) ([]planStep, error) {
 				continue
 			}
 			n, unit, ok := strings.Cut(part, " ")
-			unit, _, _ = strings.Cut(unit, " ") // "8 EFA (wired)"
+			unit, wired, _ := strings.Cut(unit, " ") // "8 EFA (wired)"
+			s.Wired = s.Wired || wired == "(wired)"
 			count, err := strconv.Atoi(n)
 			if !ok || err != nil {
 				continue // timeout: not what placement depends on

@@ -24,7 +24,10 @@ var targets = []string{"job", "jobset", "argo", "argo-job", "airflow"}
 const argoJobConfig = `argo_multi_node = "job"`
 
 // TestExamples runs every example (neuron-train and gpu-efa train on two nodes) on
-// every target: the Jobs and the JobSets in the order their
+// every target, in a namespace labelled with the Pod Security level the example
+// needs (podSecurityLevel: restricted, but privileged for EFA wiring), so that
+// every pod, the Argo executor's containers and the Airflow operator's pod
+// included, is admitted at that level: the Jobs and the JobSets in the order their
 // manifold.dev/after annotations give, and the WorkflowTemplate submitted as a
 // Workflow. Every object must be accepted by the API server (created with
 // strict field validation); every step must complete, on nodes of its instance
@@ -51,7 +54,8 @@ func TestExamples(t *testing.T) {
 			live := map[string]map[string][]corev1.Pod{}
 			for _, target := range targets {
 				t.Run(target, func(t *testing.T) {
-					r := runTarget(t, c, c.Namespace(t), e, target)
+					ns := c.LabelledNamespace(t, map[string]string{podSecurityEnforce: podSecurityLevel(e)})
+					r := runTarget(t, c, ns, e, target)
 					for _, check := range []func(*example, *jobRun) []string{checkComplete, checkPlacement, checkResources, checkOrder, checkDistinctNodes} {
 						for _, problem := range check(e, r) {
 							t.Error(problem)
@@ -75,6 +79,22 @@ func TestExamples(t *testing.T) {
 			})
 		})
 	}
+}
+
+// podSecurityEnforce is the namespace label that sets the Pod Security level
+// admission enforces.
+const podSecurityEnforce = "pod-security.kubernetes.io/enforce"
+
+// podSecurityLevel is the level every pod of e meets: restricted, but
+// privileged when a step has EFA wiring, whose IPC_LOCK capability no other
+// level allows.
+func podSecurityLevel(e *example) string {
+	for _, s := range e.Steps {
+		if s.Wired {
+			return "privileged"
+		}
+	}
+	return "restricted"
 }
 
 // runTarget compiles e for target and runs it in namespace ns.

@@ -177,6 +177,19 @@ func (c *Cluster) registerWebhooks(ctx context.Context, name string, port int, k
 	return nil
 }
 
+// ArgoExecutorSecurity is the executor part of the workflow-controller's
+// ConfigMap that lets Argo's own init and wait containers (and a resource
+// template's main container) run in a namespace at Pod Security's restricted
+// level. The controller gives them executor.securityContext as it is; unset,
+// they get none, except a resource template's, which get MinimalCtrSC (these
+// values and a read-only root). 8737 is the argoexec image's own user.
+const ArgoExecutorSecurity = "securityContext:\n" +
+	"  runAsNonRoot: true\n" +
+	"  runAsUser: 8737\n" +
+	"  allowPrivilegeEscalation: false\n" +
+	"  capabilities:\n    drop: [ALL]\n" +
+	"  seccompProfile:\n    type: RuntimeDefault\n"
+
 // startArgo runs Argo's workflow-controller for all namespaces, its metrics
 // server off, re-examining running Workflows every second instead of every ten
 // (kwok finishes pods at once, so the default only adds waiting). (It also serves
@@ -185,7 +198,8 @@ func (c *Cluster) registerWebhooks(ctx context.Context, name string, port int, k
 // Its executor (ArgoExecImage, pushed by ArgoExecutor for real nodes) reaches the
 // API server the way a pod in the node's network does here: at 127.0.0.1 and the
 // API server's port, given as KUBERNETES_SERVICE_HOST and _PORT (the cluster runs
-// no service proxy; a container's own variables win over the kubelet's).
+// no service proxy; a container's own variables win over the kubelet's), and
+// runs as ArgoExecutorSecurity says.
 func (c *Cluster) startArgo(ctx context.Context, apiPort int) error {
 	if err := c.createNamespace(ctx, ArgoNamespace); err != nil {
 		return err
@@ -197,7 +211,8 @@ func (c *Cluster) startArgo(ctx context.Context, apiPort int) error {
 			"telemetryConfig": "enabled: false\n",
 			"executor": "env:\n" +
 				"- name: KUBERNETES_SERVICE_HOST\n  value: 127.0.0.1\n" +
-				"- name: KUBERNETES_SERVICE_PORT\n  value: \"" + strconv.Itoa(apiPort) + "\"\n",
+				"- name: KUBERNETES_SERVICE_PORT\n  value: \"" + strconv.Itoa(apiPort) + "\"\n" +
+				ArgoExecutorSecurity,
 		},
 	}
 	if _, err := c.Client.CoreV1().ConfigMaps(ArgoNamespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {

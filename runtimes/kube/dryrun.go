@@ -317,7 +317,8 @@ var (
 var podSecurityFields = []struct{ check, field string }{
 	{"privileged", "securityContext.privileged"},
 	{"non-default capabilities", "securityContext.capabilities.add"},
-	{"unrestricted capabilities", "securityContext.capabilities"},
+	{"in securityContext.capabilities.add", "securityContext.capabilities.add"}, // restricted's, of a capability added
+	{"must set securityContext.capabilities.drop", "securityContext.capabilities.drop"}, // restricted's, of one not dropped
 	{"allowPrivilegeEscalation", "securityContext.allowPrivilegeEscalation"},
 	{"runAsNonRoot", "securityContext.runAsNonRoot"},
 	{"runAsUser=0", "securityContext.runAsUser"},
@@ -325,6 +326,35 @@ var podSecurityFields = []struct{ check, field string }{
 	{"hostPath volumes", "spec.volumes"},
 	{"restricted volume types", "spec.volumes"},
 	{"hostPort", "ports[*].hostPort"},
+}
+
+// podSecurityTodo says what to do about a refusal by Pod Security's level,
+// whose message is msg: what each option the level forbids is for, and which
+// option or level lets the step run.
+func podSecurityTodo(level, msg string) string {
+	var todo []string
+	privileged := false
+	if strings.Contains(msg, "hostNetwork=true") {
+		todo = append(todo, "sdk.HostNetwork puts the pod in the node's network, which only the privileged level allows")
+		privileged = true
+	}
+	if strings.Contains(msg, "IPC_LOCK") {
+		todo = append(todo, "sdk.EFAWiring adds the IPC_LOCK capability EFA needs, which only the privileged level allows")
+		privileged = true
+	}
+	if level == "restricted" && strings.Contains(msg, "runAsNonRoot") {
+		todo = append(todo, "the step's image may run as root: give the step a non-root user with sdk.RunAsUser(UID), or sdk.RunAsNonRoot(true) when its image already runs as one")
+	}
+	if len(todo) == 0 {
+		todo = append(todo, "the pod sets what the "+level+" level forbids")
+	}
+	where := "run the step in a namespace at the baseline or privileged level (--namespace, sdk.Namespace), or ask its admins to lower the level"
+	if privileged {
+		where = "run the step in a namespace at the privileged level (--namespace, sdk.Namespace), ask its admins to lower the level, or leave the option out"
+	} else if level == "restricted" && strings.Contains(msg, "runAsNonRoot") && len(todo) == 1 {
+		return todo[0]
+	}
+	return strings.Join(todo, "; ") + ": " + where
 }
 
 // explain turns the API server's refusal st of ask a into a Refusal, or into a
@@ -361,22 +391,7 @@ func (c *cluster) explain(ctx context.Context, a ask, st metav1.Status, limitRan
 				fields = append(fields, f.field)
 			}
 		}
-		switch level {
-		case "restricted":
-			r.Todo = "Manifold's pods do not set what the restricted level asks of every container (allowPrivilegeEscalation=false, every capability dropped, runAsNonRoot, a RuntimeDefault seccomp profile): run the flow in a namespace at the baseline or privileged level (--namespace, sdk.Namespace), or ask its admins to lower the level"
-		default:
-			var what []string
-			if strings.Contains(msg, "hostNetwork=true") {
-				what = append(what, "sdk.HostNetwork")
-			}
-			if strings.Contains(msg, "IPC_LOCK") {
-				what = append(what, "sdk.EFAWiring, whose IPC_LOCK capability EFA needs")
-			}
-			if len(what) == 0 {
-				what = append(what, "what the level forbids")
-			}
-			r.Todo = "run the step in a namespace at the privileged level (--namespace, sdk.Namespace), ask its admins to lower the level, or leave out " + strings.Join(what, " and ")
-		}
+		r.Todo = podSecurityTodo(level, msg)
 	case webhookRE.MatchString(msg):
 		name := webhookRE.FindStringSubmatch(msg)[1]
 		r.By = "the admission webhook " + name

@@ -102,20 +102,45 @@ func checkRefuses(t *testing.T, p *plan.Flow, o kube.Options, step, by string) {
 
 // TestDryRunPodSecurity: a Job whose pods the namespace's Pod Security level
 // forbids is accepted, then makes no pods. The dry run of each step's pod finds
-// it before anything is created, with --no-check too: the restricted level
-// refuses any Manifold pod; the baseline level refuses a step in the host's
-// network and EFA wiring's IPC_LOCK capability, and takes a plain step.
+// it before anything is created, with --no-check too. The restricted level
+// takes a Run step on the flow's own image and a step given a user, and refuses
+// a step on another image that may run as root (saying which option makes it
+// restricted), EFA wiring's IPC_LOCK capability and a step in the host's
+// network (both need the privileged level); the baseline level refuses the
+// last two, and takes a plain step.
 func TestDryRunPodSecurity(t *testing.T) {
 	c := simcluster.Shared(t)
 	const enforce = "pod-security.kubernetes.io/enforce"
 
 	t.Run("restricted", func(t *testing.T) {
 		ns := c.LabelledNamespace(t, map[string]string{enforce: "restricted"})
-		p := compileFlow(t, sdk.NewFlow("dry-restricted", sdk.Image("example.com/flow:v1")).Step("only", sdk.Command("true")))
+		run := func(*sdk.Context) error { return nil }
+		p := compileFlow(t, sdk.NewFlow("dry-restricted", sdk.Image("example.com/flow:v1")).
+			Step("own", sdk.Run(run)).
+			Step("user", sdk.Image("busybox:1.37"), sdk.Command("true"), sdk.RunAsUser(65532)).
+			Step("root", sdk.Image("busybox:1.37"), sdk.Command("true")).
+			Step("net", sdk.Run(run), sdk.HostNetwork(true)).
+			Step("efa", sdk.Run(run), sdk.EFA(1), sdk.EFAWiring()))
 		o := options(c, ns, t.TempDir())
-		r := byStep(t, refused(t, c, ns, p, o), "only")
-		wantRefusal(t, r, "pod", enforce+"=restricted of namespace "+ns, "securityContext.allowPrivilegeEscalation", `violates PodSecurity "restricted:latest"`)
-		checkRefuses(t, p, o, "only", enforce+"=restricted")
+		o.NoCheck = true // no node has EFA: the dry run is made all the same
+		refusals := refused(t, c, ns, p, o)
+		if len(refusals) != 3 {
+			t.Errorf("%d refusals; want those of root, net and efa: %v", len(refusals), refusals)
+		}
+		by := enforce + "=restricted of namespace " + ns
+		root := byStep(t, refusals, "root")
+		wantRefusal(t, root, "pod", by, "securityContext.runAsNonRoot", `violates PodSecurity "restricted:latest"`)
+		if !strings.Contains(root.Todo, "sdk.RunAsUser") {
+			t.Errorf("refusal of a step that may run as root: %q; want it to name sdk.RunAsUser", root.String())
+		}
+		wantRefusal(t, byStep(t, refusals, "net"), "pod", by, "spec.hostNetwork", "host namespaces")
+		efa := byStep(t, refusals, "efa")
+		wantRefusal(t, efa, "pod", by, "securityContext.capabilities.add", "IPC_LOCK")
+		if !strings.Contains(efa.Todo, "sdk.EFAWiring") || !strings.Contains(efa.Todo, "privileged level") {
+			t.Errorf("refusal of EFA wiring: %q; want it to name sdk.EFAWiring and the privileged level", efa.String())
+		}
+		checkRefuses(t, p, o, "root", by)
+		checkRefuses(t, p, o, "efa", by)
 	})
 
 	t.Run("baseline", func(t *testing.T) {

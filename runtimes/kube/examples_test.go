@@ -1,14 +1,19 @@
 package kube_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/manifoldflow/manifold/harness/exampletest"
 	"github.com/manifoldflow/manifold/harness/simcluster"
@@ -119,5 +124,70 @@ func TestCheckCommand(t *testing.T) {
 	out, code = run("--kubeconfig", writeKubeconfig(t, "https://127.0.0.1:1", nil, "x"))
 	if code != 2 || !strings.Contains(out, "cannot reach the cluster at https://127.0.0.1:1") {
 		t.Errorf("check of an unreachable cluster: status %d; want 2:\n%s", code, out)
+	}
+}
+
+// TestExamplesPodSecurity runs `<flow> check` of every example, as Jobs and as
+// JobSets, against a namespace labelled pod-security.kubernetes.io/enforce=
+// restricted, as a user would: every step's pod is admitted by the API
+// server's dry run, but for the steps with EFA wiring (validate marks them
+// "(wired)"), whose IPC_LOCK capability is refused before anything is created,
+// each with Manifold's own line naming the step, the level and the option.
+func TestExamplesPodSecurity(t *testing.T) {
+	c := simcluster.Shared(t)
+	bins := exampletest.Build(t)
+	ns := c.LabelledNamespace(t, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
+	wiredRE := regexp.MustCompile(`(?m)^  (\S+) .*\(wired\)`)
+	names := slices.Sorted(maps.Keys(bins))
+	if len(names) < 6 {
+		t.Fatalf("examples built: %v; want every example", names)
+	}
+	for _, name := range names {
+		cmd := exec.Command(bins[name], "validate")
+		cmd.Dir = t.TempDir()
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s validate: %v\n%s", name, err, out)
+		}
+		wired := map[string]bool{}
+		for _, m := range wiredRE.FindAllStringSubmatch(string(out), -1) {
+			wired[m[1]] = true
+		}
+		for _, as := range []string{"job", "jobset"} {
+			t.Run(name+"/"+as, func(t *testing.T) {
+				cmd := exec.Command(bins[name], "check", "--kubeconfig", c.Kubeconfig, "--namespace", ns, "--as", as, "-o", "json")
+				cmd.Dir = t.TempDir()
+				out, err := cmd.Output()
+				var exit *exec.ExitError
+				if err != nil && !errors.As(err, &exit) {
+					t.Fatal(err)
+				}
+				var report placement.Report
+				if err := json.Unmarshal(out, &report); err != nil {
+					t.Fatalf("check -o json: %v:\n%s", err, out)
+				}
+				if len(report.Steps) == 0 {
+					t.Fatalf("check reports no steps:\n%s", out)
+				}
+				for _, p := range report.Steps {
+					switch {
+					case !wired[p.Step] && !p.OK:
+						t.Errorf("step %s: refused in a restricted namespace: %s", p.Step, p.Reason)
+					case wired[p.Step] && (p.OK || !strings.Contains(p.Reason, "pod-security.kubernetes.io/enforce=restricted of namespace "+ns) ||
+						!strings.Contains(p.Reason, "securityContext.capabilities.add") || !strings.Contains(p.Reason, "sdk.EFAWiring")):
+						t.Errorf("step %s (EFA wiring): ok %t, reason %q; want it refused by the restricted level, naming the field and sdk.EFAWiring", p.Step, p.OK, p.Reason)
+					}
+				}
+				if want := len(wired) > 0; (err != nil) != want {
+					t.Errorf("check exit: %v; want a failure exactly when a step is wired (%v)", err, wired)
+				}
+				for _, gvr := range kinds {
+					list, err := c.Dynamic.Resource(gvr).Namespace(ns).List(context.Background(), metav1.ListOptions{})
+					if err != nil || len(list.Items) > 0 {
+						t.Errorf("check created %s in %s: %v", gvr.Resource, ns, err)
+					}
+				}
+			})
+		}
 	}
 }

@@ -31,6 +31,7 @@ with DAG(
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"memory": "512Mi"}, requests={"cpu": "500m", "memory": "512Mi"}),
         volume_mounts=[k8s.V1VolumeMount(name="manifold-artifacts", mount_path="/manifold/artifacts")],
+        container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(drop=["ALL"]), allow_privilege_escalation=False),
         base_container_name="main",
         labels={
             "app.kubernetes.io/name": "foreach",
@@ -39,6 +40,7 @@ with DAG(
             "manifold.dev/step": "plan",
         },
         volumes=[k8s.V1Volume(name="manifold-artifacts", persistent_volume_claim=k8s.V1PersistentVolumeClaimVolumeSource(claim_name="shared-artifacts"))],
+        security_context=k8s.V1PodSecurityContext(run_as_non_root=True, seccomp_profile=k8s.V1SeccompProfile(type="RuntimeDefault")),
         retries=0,
         on_finish_action="delete_succeeded_pod",
     )
@@ -53,6 +55,7 @@ with DAG(
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"memory": "512Mi"}, requests={"cpu": "500m", "memory": "512Mi"}),
         volume_mounts=[k8s.V1VolumeMount(name="manifold-artifacts", mount_path="/manifold/artifacts")],
+        container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(drop=["ALL"]), allow_privilege_escalation=False),
         base_container_name="main",
         labels={
             "app.kubernetes.io/name": "foreach",
@@ -61,6 +64,7 @@ with DAG(
             "manifold.dev/step": "process",
         },
         volumes=[k8s.V1Volume(name="manifold-artifacts", persistent_volume_claim=k8s.V1PersistentVolumeClaimVolumeSource(claim_name="shared-artifacts"))],
+        security_context=k8s.V1PodSecurityContext(run_as_non_root=True, seccomp_profile=k8s.V1SeccompProfile(type="RuntimeDefault")),
         retries=3,
         retry_delay=datetime.timedelta(seconds=10),
         retry_exponential_backoff=2,
@@ -111,6 +115,7 @@ with DAG(
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"memory": "512Mi"}, requests={"cpu": "500m", "memory": "512Mi"}),
         volume_mounts=[k8s.V1VolumeMount(name="manifold-artifacts", mount_path="/manifold/artifacts")],
+        container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(drop=["ALL"]), allow_privilege_escalation=False),
         base_container_name="main",
         labels={
             "app.kubernetes.io/name": "foreach",
@@ -119,6 +124,7 @@ with DAG(
             "manifold.dev/step": "report",
         },
         volumes=[k8s.V1Volume(name="manifold-artifacts", persistent_volume_claim=k8s.V1PersistentVolumeClaimVolumeSource(claim_name="shared-artifacts"))],
+        security_context=k8s.V1PodSecurityContext(run_as_non_root=True, seccomp_profile=k8s.V1SeccompProfile(type="RuntimeDefault")),
         retries=0,
         on_finish_action="delete_succeeded_pod",
     )

@@ -24,6 +24,7 @@ with DAG(
             "plan",
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"memory": "512Mi"}, requests={"cpu": "500m", "memory": "512Mi"}),
+        container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(drop=["ALL"]), allow_privilege_escalation=False),
         base_container_name="main",
         labels={
             "app.kubernetes.io/name": "foreach",
@@ -31,6 +32,7 @@ with DAG(
             "manifold.dev/flow": "foreach",
             "manifold.dev/step": "plan",
         },
+        security_context=k8s.V1PodSecurityContext(run_as_non_root=True, seccomp_profile=k8s.V1SeccompProfile(type="RuntimeDefault")),
         retries=0,
         on_finish_action="delete_succeeded_pod",
     )
@@ -44,6 +46,7 @@ with DAG(
             "process",
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"memory": "512Mi"}, requests={"cpu": "500m", "memory": "512Mi"}),
+        container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(drop=["ALL"]), allow_privilege_escalation=False),
         base_container_name="main",
         labels={
             "app.kubernetes.io/name": "foreach",
@@ -51,6 +54,7 @@ with DAG(
             "manifold.dev/flow": "foreach",
             "manifold.dev/step": "process",
         },
+        security_context=k8s.V1PodSecurityContext(run_as_non_root=True, seccomp_profile=k8s.V1SeccompProfile(type="RuntimeDefault")),
         retries=3,
         retry_delay=datetime.timedelta(seconds=10),
         retry_exponential_backoff=2,
@@ -82,6 +86,7 @@ with DAG(
             "report",
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"memory": "512Mi"}, requests={"cpu": "500m", "memory": "512Mi"}),
+        container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(drop=["ALL"]), allow_privilege_escalation=False),
         base_container_name="main",
         labels={
             "app.kubernetes.io/name": "foreach",
@@ -89,6 +94,7 @@ with DAG(
             "manifold.dev/flow": "foreach",
             "manifold.dev/step": "report",
         },
+        security_context=k8s.V1PodSecurityContext(run_as_non_root=True, seccomp_profile=k8s.V1SeccompProfile(type="RuntimeDefault")),
         retries=0,
         on_finish_action="delete_succeeded_pod",
     )

@@ -31,6 +31,7 @@ with DAG(
             k8s.V1EnvVar(name="NOTE", value=literal("{{workflow.name}} $(MANIFOLD_PARAM_NAME) ${{")),
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"memory": "128Mi"}, requests={"cpu": "100m", "memory": "128Mi"}),
+        container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(drop=["ALL"]), allow_privilege_escalation=False),
         base_container_name="main",
         labels={
             "app.kubernetes.io/name": "hello",
@@ -38,6 +39,7 @@ with DAG(
             "manifold.dev/flow": "hello",
             "manifold.dev/step": "greet",
         },
+        security_context=k8s.V1PodSecurityContext(run_as_non_root=True, seccomp_profile=k8s.V1SeccompProfile(type="RuntimeDefault")),
         retries=0,
         on_finish_action="delete_succeeded_pod",
     )
@@ -55,6 +57,7 @@ with DAG(
             k8s.V1EnvVar(name="NOTE", value=literal("{{workflow.name}} $(MANIFOLD_PARAM_NAME) ${{")),
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"memory": "128Mi"}, requests={"cpu": "100m", "memory": "128Mi"}),
+        container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(drop=["ALL"]), allow_privilege_escalation=False),
         base_container_name="main",
         labels={
             "app.kubernetes.io/name": "hello",
@@ -62,6 +65,7 @@ with DAG(
             "manifold.dev/flow": "hello",
             "manifold.dev/step": "shout",
         },
+        security_context=k8s.V1PodSecurityContext(run_as_non_root=True, seccomp_profile=k8s.V1SeccompProfile(type="RuntimeDefault")),
         retries=0,
         on_finish_action="delete_succeeded_pod",
     )
@@ -79,6 +83,7 @@ with DAG(
             k8s.V1EnvVar(name="NOTE", value=literal("{{workflow.name}} $(MANIFOLD_PARAM_NAME) ${{")),
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"memory": "128Mi"}, requests={"cpu": "100m", "memory": "128Mi"}),
+        container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(drop=["ALL"]), allow_privilege_escalation=False),
         base_container_name="main",
         labels={
             "app.kubernetes.io/name": "hello",
@@ -86,6 +91,7 @@ with DAG(
             "manifold.dev/flow": "hello",
             "manifold.dev/step": "echo",
         },
+        security_context=k8s.V1PodSecurityContext(run_as_user=65532, run_as_non_root=True, seccomp_profile=k8s.V1SeccompProfile(type="RuntimeDefault")),
         retries=0,
         on_finish_action="delete_succeeded_pod",
     )

@@ -30,6 +30,7 @@ with DAG(
             k8s.V1EnvVar(name="MANIFOLD_PARAM_NAME", value="{{ params['name'] }}"),
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"memory": "128Mi"}, requests={"cpu": "100m", "memory": "128Mi"}),
+        container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(drop=["ALL"]), allow_privilege_escalation=False),
         base_container_name="main",
         labels={
             "app.kubernetes.io/name": "hello",
@@ -37,6 +38,7 @@ with DAG(
             "manifold.dev/flow": "hello",
             "manifold.dev/step": "greet",
         },
+        security_context=k8s.V1PodSecurityContext(run_as_non_root=True, seccomp_profile=k8s.V1SeccompProfile(type="RuntimeDefault")),
         retries=0,
         on_finish_action="delete_succeeded_pod",
     )
@@ -53,6 +55,7 @@ with DAG(
             k8s.V1EnvVar(name="MANIFOLD_PARAM_NAME", value="{{ params['name'] }}"),
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"memory": "128Mi"}, requests={"cpu": "100m", "memory": "128Mi"}),
+        container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(drop=["ALL"]), allow_privilege_escalation=False),
         base_container_name="main",
         labels={
             "app.kubernetes.io/name": "hello",
@@ -60,6 +63,7 @@ with DAG(
             "manifold.dev/flow": "hello",
             "manifold.dev/step": "shout",
         },
+        security_context=k8s.V1PodSecurityContext(run_as_non_root=True, seccomp_profile=k8s.V1SeccompProfile(type="RuntimeDefault")),
         retries=0,
         on_finish_action="delete_succeeded_pod",
     )
@@ -76,6 +80,7 @@ with DAG(
             k8s.V1EnvVar(name="MANIFOLD_PARAM_NAME", value="{{ params['name'] }}"),
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"memory": "128Mi"}, requests={"cpu": "100m", "memory": "128Mi"}),
+        container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(drop=["ALL"]), allow_privilege_escalation=False),
         base_container_name="main",
         labels={
             "app.kubernetes.io/name": "hello",
@@ -83,6 +88,7 @@ with DAG(
             "manifold.dev/flow": "hello",
             "manifold.dev/step": "echo",
         },
+        security_context=k8s.V1PodSecurityContext(run_as_user=65532, run_as_non_root=True, seccomp_profile=k8s.V1SeccompProfile(type="RuntimeDefault")),
         retries=0,
         on_finish_action="delete_succeeded_pod",
     )

@@ -33,6 +33,7 @@ with DAG(
             k8s.V1EnvVar(name="MANIFOLD_PARAM_EPOCHS", value="{{ params['epochs'] }}"),
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"memory": "16Gi"}, requests={"cpu": "4", "memory": "16Gi"}),
+        container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(drop=["ALL"]), allow_privilege_escalation=False),
         base_container_name="main",
         labels={
             "app.kubernetes.io/name": "neuron-train",
@@ -43,6 +44,7 @@ with DAG(
             "team": "ml-platform",
         },
         tolerations=[k8s.V1Toleration(key="dedicated", operator="Equal", value="ml", effect="NoSchedule")],
+        security_context=k8s.V1PodSecurityContext(run_as_non_root=True, seccomp_profile=k8s.V1SeccompProfile(type="RuntimeDefault")),
         retries=0,
         on_finish_action="delete_succeeded_pod",
     )
@@ -90,7 +92,7 @@ with DAG(
             k8s.V1VolumeMount(name="dshm", mount_path="/dev/shm"),
             k8s.V1VolumeMount(name="pvc-0", mount_path="/data"),
         ],
-        container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(add=["IPC_LOCK"])),
+        container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(add=["IPC_LOCK"], drop=["ALL"]), allow_privilege_escalation=False),
         base_container_name="main",
         node_selector={"node.kubernetes.io/instance-type": "trn1.32xlarge"},
         tolerations=[
@@ -102,6 +104,7 @@ with DAG(
             k8s.V1Volume(name="dshm", empty_dir=k8s.V1EmptyDirVolumeSource(medium="Memory", size_limit="64Gi")),
             k8s.V1Volume(name="pvc-0", persistent_volume_claim=k8s.V1PersistentVolumeClaimVolumeSource(claim_name="training-data")),
         ],
+        security_context=k8s.V1PodSecurityContext(seccomp_profile=k8s.V1SeccompProfile(type="RuntimeDefault")),
         active_deadline_seconds=21600,
         labels={
             "app.kubernetes.io/name": "neuron-train",
@@ -144,6 +147,7 @@ with DAG(
             k8s.V1EnvVar(name="MANIFOLD_PARAM_EPOCHS", value="{{ params['epochs'] }}"),
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"aws.amazon.com/neuron": "1"}, requests={"aws.amazon.com/neuron": "1"}),
+        container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(drop=["ALL"]), allow_privilege_escalation=False),
         base_container_name="main",
         labels={
             "app.kubernetes.io/name": "neuron-train",
@@ -158,6 +162,7 @@ with DAG(
             k8s.V1Toleration(key="dedicated", operator="Equal", value="ml", effect="NoSchedule"),
             k8s.V1Toleration(key="aws.amazon.com/neuron", operator="Exists", effect="NoSchedule"),
         ],
+        security_context=k8s.V1PodSecurityContext(run_as_non_root=True, seccomp_profile=k8s.V1SeccompProfile(type="RuntimeDefault")),
         retries=0,
         on_finish_action="delete_succeeded_pod",
     )

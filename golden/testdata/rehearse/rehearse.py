@@ -30,6 +30,7 @@ with DAG(
             k8s.V1EnvVar(name="MANIFOLD_PARAM_EPOCHS", value="{{ params['epochs'] }}"),
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"memory": "128Mi"}, requests={"cpu": "100m", "memory": "128Mi"}),
+        container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(drop=["ALL"]), allow_privilege_escalation=False),
         base_container_name="main",
         labels={
             "app.kubernetes.io/name": "rehearse",
@@ -37,6 +38,7 @@ with DAG(
             "manifold.dev/flow": "rehearse",
             "manifold.dev/step": "prepare",
         },
+        security_context=k8s.V1PodSecurityContext(run_as_non_root=True, seccomp_profile=k8s.V1SeccompProfile(type="RuntimeDefault")),
         retries=0,
         on_finish_action="delete_succeeded_pod",
     )
@@ -63,7 +65,7 @@ with DAG(
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"aws.amazon.com/neuron": "16", "memory": "128Mi", "vpc.amazonaws.com/efa": "8"}, requests={"aws.amazon.com/neuron": "16", "cpu": "100m", "memory": "128Mi", "vpc.amazonaws.com/efa": "8"}),
         volume_mounts=[k8s.V1VolumeMount(name="dshm", mount_path="/dev/shm")],
-        container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(add=["IPC_LOCK"])),
+        container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(add=["IPC_LOCK"], drop=["ALL"]), allow_privilege_escalation=False),
         base_container_name="main",
         labels={
             "app.kubernetes.io/name": "rehearse",
@@ -74,6 +76,7 @@ with DAG(
         node_selector={"node.kubernetes.io/instance-type": "trn1.32xlarge"},
         tolerations=[k8s.V1Toleration(key="aws.amazon.com/neuron", operator="Exists", effect="NoSchedule")],
         volumes=[k8s.V1Volume(name="dshm", empty_dir=k8s.V1EmptyDirVolumeSource(medium="Memory"))],
+        security_context=k8s.V1PodSecurityContext(run_as_non_root=True, seccomp_profile=k8s.V1SeccompProfile(type="RuntimeDefault")),
         active_deadline_seconds=600,
         retries=1,
         retry_delay=datetime.timedelta(seconds=10),
@@ -95,6 +98,7 @@ with DAG(
             k8s.V1EnvVar(name="MANIFOLD_PARAM_EPOCHS", value="{{ params['epochs'] }}"),
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"aws.amazon.com/neuron": "1", "memory": "128Mi"}, requests={"aws.amazon.com/neuron": "1", "cpu": "100m", "memory": "128Mi"}),
+        container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(drop=["ALL"]), allow_privilege_escalation=False),
         base_container_name="main",
         labels={
             "app.kubernetes.io/name": "rehearse",
@@ -104,6 +108,7 @@ with DAG(
         },
         node_selector={"node.kubernetes.io/instance-type": "inf2.xlarge"},
         tolerations=[k8s.V1Toleration(key="aws.amazon.com/neuron", operator="Exists", effect="NoSchedule")],
+        security_context=k8s.V1PodSecurityContext(run_as_non_root=True, seccomp_profile=k8s.V1SeccompProfile(type="RuntimeDefault")),
         retries=0,
         on_finish_action="delete_succeeded_pod",
     )
