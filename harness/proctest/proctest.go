@@ -1,4 +1,5 @@
-// Package proctest tells tests whether a process still runs.
+// Package proctest tells tests whether a process still runs, and when a kill
+// loop kills one.
 package proctest
 
 import (

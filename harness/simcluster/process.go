@@ -6,9 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"syscall"
 	"time"
+
+	"github.com/manifoldflow/manifold/internal/deathsig"
 )
 
 // process is one program the cluster started, with its log file.
@@ -22,27 +23,6 @@ type process struct {
 	bin  string
 	args []string
 	env  []string
-}
-
-// spawnRequests carries starts to one goroutine locked to its OS thread. The
-// children are started with Pdeathsig, which Linux delivers when the thread that
-// started them ends; a thread that lives as long as the process makes the signal
-// mean "the test binary died" (a test timeout, a crash), so no program outlives
-// the test even when cleanup never runs.
-var spawnRequests = make(chan spawnRequest)
-
-type spawnRequest struct {
-	cmd *exec.Cmd
-	err chan error
-}
-
-func init() {
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread lives as long as the process
-		for r := range spawnRequests {
-			r.err <- r.cmd.Start()
-		}
-	}()
 }
 
 // start runs bin with args, its output going to dir/logs/name.log.
@@ -72,10 +52,10 @@ func spawn(dir, name, bin string, args, env []string, mode int) (*process, error
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	r := spawnRequest{cmd: cmd, err: make(chan error)}
-	spawnRequests <- r
-	if err := <-r.err; err != nil {
+	// No program outlives the test binary, even when cleanup never runs (a
+	// test timeout, a crash).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := deathsig.Start(cmd); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan struct{}), bin: bin, args: args, env: env}

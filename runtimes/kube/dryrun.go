@@ -317,7 +317,7 @@ var (
 var podSecurityFields = []struct{ check, field string }{
 	{"privileged", "securityContext.privileged"},
 	{"non-default capabilities", "securityContext.capabilities.add"},
-	{"in securityContext.capabilities.add", "securityContext.capabilities.add"}, // restricted's, of a capability added
+	{"in securityContext.capabilities.add", "securityContext.capabilities.add"},         // restricted's, of a capability added
 	{"must set securityContext.capabilities.drop", "securityContext.capabilities.drop"}, // restricted's, of one not dropped
 	{"allowPrivilegeEscalation", "securityContext.allowPrivilegeEscalation"},
 	{"runAsNonRoot", "securityContext.runAsNonRoot"},

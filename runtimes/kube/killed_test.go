@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,6 +22,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/manifoldflow/manifold/harness/proctest"
 	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/record"
@@ -48,33 +47,6 @@ func killedFlow() *sdk.Flow {
 		Step("fan", sdk.After("first"), sdk.Command("fan"), sdk.Foreach("a", "b", "c"), runFor("6s")).
 		Step("side", sdk.Command("side"), runFor("12s")).
 		Step("join", sdk.After("fan", "side"), sdk.Command("join"), runFor("4s"))
-}
-
-// killSchedule is the seeded random schedule of a kill loop: how many times
-// the runner is killed and the rng that picks when. MANIFOLD_KILL_SEED replays
-// a schedule; MANIFOLD_KILL_ROUNDS asks for that many kills (a longer loop than
-// the default 8 to 15).
-func killSchedule(t *testing.T) (int, *rand.Rand) {
-	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("MANIFOLD_KILL_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("MANIFOLD_KILL_SEED=%q: %v", s, err)
-		}
-		seed = v
-	}
-	rng := rand.New(rand.NewPCG(seed, seed))
-	rounds := 8 + rng.IntN(8)
-	if s := os.Getenv("MANIFOLD_KILL_ROUNDS"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 1 {
-			t.Fatalf("MANIFOLD_KILL_ROUNDS=%q: give a number of kills, 1 or more", s)
-		}
-		rounds = v
-	}
-	t.Logf("kill loop: %d kills, seed %d (MANIFOLD_KILL_SEED=%d replays it)", rounds, seed, seed)
-	return rounds, rng
 }
 
 // runner is one runner started as a subprocess.
@@ -288,7 +260,7 @@ func TestRunnerKilled(t *testing.T) {
 	root := t.TempDir()
 	const id = "killed"
 	tr := track(t, c, ns, id)
-	rounds, rng := killSchedule(t)
+	rounds, rng := proctest.KillSchedule(t)
 	args := []string{"run", "--kube", "--no-build", "--kubeconfig", c.Kubeconfig, "--namespace", ns, "--run-id", id}
 	runs := filepath.Join(root, record.DefaultRoot)
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/manifoldflow/manifold/harness/proctest"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
@@ -49,32 +49,6 @@ var killedFlow = sdk.NewFlow("killed", sdk.Image("registry.example.com/killed:v1
 	Step("fan", sdk.After("first"), scriptStep("fan", "2"), sdk.Foreach("a", "b", "c")).
 	Step("side", scriptStep("side", "4")).
 	Step("join", sdk.After("fan", "side"), scriptStep("join", "2"))
-
-// killSchedule is the seeded random schedule of a kill loop: MANIFOLD_KILL_SEED
-// replays one, MANIFOLD_KILL_ROUNDS asks for that many kills (a longer loop than
-// the default 8 to 15).
-func killSchedule(t *testing.T) (int, *rand.Rand) {
-	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("MANIFOLD_KILL_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("MANIFOLD_KILL_SEED=%q: %v", s, err)
-		}
-		seed = v
-	}
-	rng := rand.New(rand.NewPCG(seed, seed))
-	rounds := 8 + rng.IntN(8)
-	if s := os.Getenv("MANIFOLD_KILL_ROUNDS"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 1 {
-			t.Fatalf("MANIFOLD_KILL_ROUNDS=%q: give a number of kills, 1 or more", s)
-		}
-		rounds = v
-	}
-	t.Logf("kill loop: %d kills, seed %d (MANIFOLD_KILL_SEED=%d replays it)", rounds, seed, seed)
-	return rounds, rng
-}
 
 // logLines reads the steps' log: per label, what each run of it wrote
 // ("start", "end", "overlap"), and the times of its ends.
@@ -174,7 +148,7 @@ func TestRunnerKilled(t *testing.T) {
 		}
 	}()
 
-	rounds, rng := killSchedule(t)
+	rounds, rng := proctest.KillSchedule(t)
 	succeeded := map[string]int{} // label → its starts in the log when the record first said it succeeded
 	kills := 0
 	for i := range rounds {

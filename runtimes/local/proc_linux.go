@@ -3,9 +3,7 @@ package local
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -13,38 +11,8 @@ import (
 	"github.com/manifoldflow/manifold/plan"
 )
 
-// dieWithRunner has Linux send SIGKILL to the process when the runner dies.
-func dieWithRunner(attr *syscall.SysProcAttr) { attr.Pdeathsig = syscall.SIGKILL }
-
-// starts carries the starts of steps to one goroutine locked to its OS thread.
-// Linux sends a child's Pdeathsig when the thread that started it ends, not the
-// process; a thread that lives as long as the runner makes the signal mean
-// "the runner died".
-var starts = make(chan startRequest)
-
-type startRequest struct {
-	cmd *exec.Cmd
-	err chan error
-}
-
-func init() {
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread lives as long as the process
-		for r := range starts {
-			r.err <- r.cmd.Start()
-		}
-	}()
-}
-
-// start starts cmd from the thread that lives as long as the runner.
-func start(cmd *exec.Cmd) error {
-	r := startRequest{cmd: cmd, err: make(chan error)}
-	starts <- r
-	return <-r.err
-}
-
 // stopOrphans kills what an earlier runner of the run in dir left running: a
-// step's processes die with their runner (dieWithRunner), but what they
+// step's processes die with their runner (internal/deathsig), but what they
 // started outlives them. Such a process has the run directory in its
 // environment (plan.EnvRunDir), as every process of a step has; while this
 // runner holds the run's lock no other runner's step has it. It returns the

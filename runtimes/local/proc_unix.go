@@ -13,7 +13,6 @@ import (
 // none of them running unwatched.
 func newGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	dieWithRunner(cmd.SysProcAttr)
 }
 
 // signalGroup sends sig to the process group that pid leads.

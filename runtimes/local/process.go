@@ -14,6 +14,7 @@ import (
 	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/internal/atomicfile"
 	"github.com/manifoldflow/manifold/internal/credential"
+	"github.com/manifoldflow/manifold/internal/deathsig"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/dag"
 	"github.com/manifoldflow/manifold/runtimes/record"
@@ -221,7 +222,7 @@ func (r *runner) attempt(ctx context.Context, t *task, n int) outcome {
 	}
 	defer errR.Close()
 	cmd.Stdout, cmd.Stderr = outW, errW
-	err = start(cmd)
+	err = deathsig.Start(cmd)
 	outW.Close()
 	errW.Close()
 	if err != nil {

@@ -1,7 +1,0 @@
-//go:build unix && !linux
-
-package local
-
-import "syscall"
-
-func dieWithRunner(*syscall.SysProcAttr) {}
