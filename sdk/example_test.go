@@ -297,9 +297,12 @@ func ExampleEFAWiring() {
 	// NCCL_IGNORE_DISABLED_P2P=1
 	// LD_LIBRARY_PATH=/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu:/opt/amazon/efa/lib:/opt/amazon/openmpi/lib:/usr/local/cuda/compat/lib:/usr/local/nvidia/lib:/usr/local/nvidia/lib64:/usr/local/cuda/lib64
 	// PATH=/opt/amazon/efa/bin:/opt/amazon/openmpi/bin:/usr/local/nvidia/bin:/usr/local/cuda/bin:/opt/conda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+	// allowPrivilegeEscalation: false
 	// capabilities:
 	//   add:
 	//   - IPC_LOCK
+	//   drop:
+	//   - ALL
 }
 
 func ExampleEFAArch() {
@@ -549,7 +552,10 @@ func ExampleRunAsUser() {
 	f := sdk.NewFlow("f", sdk.Image(img)).Step("s", sdk.Command("true"), sdk.RunAsUser(1000))
 	show(pod(f, "s").SecurityContext)
 	// Output:
+	// runAsNonRoot: true
 	// runAsUser: 1000
+	// seccompProfile:
+	//   type: RuntimeDefault
 }
 
 func ExampleRunAsNonRoot() {
@@ -558,6 +564,8 @@ func ExampleRunAsNonRoot() {
 	// Output:
 	// runAsNonRoot: true
 	// runAsUser: 1000
+	// seccompProfile:
+	//   type: RuntimeDefault
 }
 
 func ExampleHostNetwork() {

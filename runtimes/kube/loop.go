@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -268,6 +269,11 @@ func (r *runner) evaluate(ctx context.Context, units []*unit) {
 				var pm string
 				pm, reason, code = podFailure(p, u.Step)
 				msg = pm + "; " + u.kind + " " + msg
+				if ob.reason == batchv1.JobReasonDeadlineExceeded {
+					// The step's Timeout ended it: its pod was killed (and
+					// may be remembered as last seen), which is not the cause.
+					reason = ob.reason
+				}
 				if tail := r.logs.tail(ctx, p); tail != "" {
 					msg += "\n" + tail
 				}
