@@ -100,13 +100,6 @@ func TestRelease(t *testing.T) {
 			r.Add(u)
 		}
 	}
-	labels := func(us []*dag.Unit) string {
-		var l []string
-		for _, u := range us {
-			l = append(l, u.Label)
-		}
-		return strings.Join(l, " ")
-	}
 	if got := labels(r.Release()); got != "a d" {
 		t.Fatalf("first release %q, want a d", got)
 	}
@@ -241,25 +234,18 @@ func TestReleaseJoin(t *testing.T) {
 		units[f.Steps[i].Name] = dag.NewUnit(&f.Steps[i], -1)
 		r.Add(units[f.Steps[i].Name])
 	}
-	names := func(us []*dag.Unit) string {
-		var l []string
-		for _, u := range us {
-			l = append(l, u.Label)
-		}
-		return strings.Join(l, " ")
-	}
-	if got := names(r.Release()); got != "a b c" {
+	if got := labels(r.Release()); got != "a b c" {
 		t.Fatalf("first release %q, want a b c", got)
 	}
 	for _, s := range []string{"a", "b", "c"} {
 		r.Start(units[s])
 	}
 	r.Succeed(units["b"], nil)
-	if got := names(r.Release()); got != "" {
+	if got := labels(r.Release()); got != "" {
 		t.Fatalf("release after b succeeded: %q, want none", got)
 	}
 	r.Fail(units["c"], "exit status 1", "", new(1))
-	if got := names(r.Release()); got != "" {
+	if got := labels(r.Release()); got != "" {
 		t.Fatalf("release after c failed: %q, want none", got)
 	}
 	for _, s := range []string{"k", "l"} {
@@ -274,7 +260,7 @@ func TestReleaseJoin(t *testing.T) {
 		t.Errorf("Unfinished = %d with a running and j pending, want 2", n)
 	}
 	r.Succeed(units["a"], nil)
-	if got := names(r.Release()); got != "j" {
+	if got := labels(r.Release()); got != "j" {
 		t.Fatalf("release after a succeeded: %q, want j", got)
 	}
 	r.Start(units["j"])
@@ -282,4 +268,13 @@ func TestReleaseJoin(t *testing.T) {
 	if n := r.Unfinished(); n != 0 {
 		t.Errorf("Unfinished = %d once every unit ended, want 0", n)
 	}
+}
+
+// labels lists the labels of units, space-separated.
+func labels(us []*dag.Unit) string {
+	var l []string
+	for _, u := range us {
+		l = append(l, u.Label)
+	}
+	return strings.Join(l, " ")
 }
