@@ -310,10 +310,13 @@ func Human(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
-// Count prints n of a noun for people: 1 step, 3 steps.
+// Count prints n of a noun for people: 1 step, 3 steps, 2 processes.
 func Count(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "s") {
+		return strconv.Itoa(n) + " " + noun + "es"
 	}
 	return strconv.Itoa(n) + " " + noun + "s"
 }

@@ -159,3 +159,21 @@ func TestHuman(t *testing.T) {
 		}
 	}
 }
+
+func TestCount(t *testing.T) {
+	for _, tt := range []struct {
+		n    int
+		noun string
+		want string
+	}{
+		{1, "step", "1 step"},
+		{3, "step", "3 steps"},
+		{0, "node", "0 nodes"},
+		{1, "process", "1 process"},
+		{2, "process", "2 processes"},
+	} {
+		if got := display.Count(tt.n, tt.noun); got != tt.want {
+			t.Errorf("Count(%d, %q) = %q, want %q", tt.n, tt.noun, got, tt.want)
+		}
+	}
+}

@@ -193,11 +193,7 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 		// What a killed runner's steps started may still run; it must not
 		// run beside the steps run again.
 		if orphans := stopOrphans(dir); len(orphans) > 0 {
-			what := "1 process"
-			if len(orphans) > 1 {
-				what = fmt.Sprintf("%d processes", len(orphans))
-			}
-			notes = append(notes, "stopped "+what+" that an earlier runner of this run left running")
+			notes = append(notes, "stopped "+display.Count(len(orphans), "process")+" that an earlier runner of this run left running")
 		}
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("run %s: %w", id, err)
