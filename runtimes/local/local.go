@@ -245,9 +245,8 @@ func (r *runner) addTasks(s *plan.Step, resumed bool) error {
 		if s.Foreach != nil {
 			index = i
 		}
-		t := &task{Unit: dag.NewUnit(s, index), order: len(r.tasks)}
-		t.artifacts = sdk.ArtifactDir(r.Dir, s.Name, index)
-		t.stateDir = record.StateDir(r.Dir, s.Name, index)
+		t := newTask(r.Dir, dag.NewUnit(s, index))
+		t.order = len(r.tasks)
 		if resumed {
 			if err := r.Resume(t.Unit); err != nil {
 				return err
@@ -258,6 +257,12 @@ func (r *runner) addTasks(s *plan.Step, resumed bool) error {
 		r.byUnit[t.Unit] = t
 	}
 	return nil
+}
+
+// newTask is unit u of the run kept in dir, with where its artifacts and its
+// state go.
+func newTask(dir string, u *dag.Unit) *task {
+	return &task{Unit: u, artifacts: sdk.ArtifactDir(dir, u.Step.Name, u.Index), stateDir: record.StateDir(dir, u.Step.Name, u.Index)}
 }
 
 // event is an attempt that ended, or a retry whose backoff is over.

@@ -56,7 +56,7 @@ func Attempt(ctx context.Context, r *dag.Run, u *dag.Unit, n int, o Options) (*i
 		o.KillGrace = DefaultKillGrace
 	}
 	run := &runner{Run: r, o: o}
-	t := &task{Unit: u, artifacts: sdk.ArtifactDir(r.Dir, u.Step.Name, u.Index), stateDir: record.StateDir(r.Dir, u.Step.Name, u.Index)}
+	t := newTask(r.Dir, u)
 	if err := os.MkdirAll(t.stateDir, 0o755); err != nil {
 		return nil, err
 	}
