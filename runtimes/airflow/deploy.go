@@ -1,0 +1,282 @@
+package airflow
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/manifoldflow/manifold/emit"
+	emitairflow "github.com/manifoldflow/manifold/emit/airflow"
+	"github.com/manifoldflow/manifold/plan"
+)
+
+// Deployed is what Deploy wrote.
+type Deployed struct {
+	// DAGID is the DAG's id in Airflow.
+	DAGID string
+	// Files are the paths written, in the order they were written.
+	Files []string
+	// Source is the DAG file's content, which WaitParsed looks for.
+	Source []byte
+	// Claims is the <flow>.claims.yaml of a flow whose steps claim devices,
+	// which Deploy leaves out: it goes to the cluster (kubectl apply), not to
+	// the dags folder. Nil for none.
+	Claims []byte
+	// At is when the DAG file was renamed into place.
+	At time.Time
+}
+
+// DAGFiles are the names, in dir, of the files Deploy writes for flow, in the
+// order it writes them: the .kpo.json first, so that a DAG file Airflow parses
+// never meets a half-written companion.
+func DAGFiles(flow string) []string {
+	return []string{flow + ".kpo.json", flow + ".py"}
+}
+
+// header begins every DAG file the airflow target writes; Undeploy removes
+// only a file that begins so.
+const header = "# Airflow DAG of flow "
+
+// Deploy writes f's DAG file and .kpo.json, as the airflow target emits them,
+// into the dags folder dir: each to a temporary file in dir, named
+// .<name>.tmp-<random> (a name the DAG processor skips, as it does every name
+// not ending in .py), synced, then renamed into place, and the folder synced.
+func Deploy(dir string, f *plan.Flow) (*Deployed, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("dags folder: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("dags folder %s is not a directory", dir)
+	}
+	files, errs := emit.Files(emitairflow.Target{}, f)
+	if len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	byName := map[string][]byte{}
+	for _, file := range files {
+		byName[file.Name] = file.Data
+	}
+	d, errs := emitairflow.Build(f)
+	if len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	dep := &Deployed{DAGID: d.ID, Claims: byName[f.Name+emit.ClaimsFileSuffix]}
+	for _, name := range DAGFiles(f.Name) {
+		data, ok := byName[name]
+		if !ok {
+			return nil, fmt.Errorf("the airflow target wrote no %s", name)
+		}
+		p := filepath.Join(dir, name)
+		if err := writeAtomic(p, data); err != nil {
+			return dep, err
+		}
+		dep.Files = append(dep.Files, p)
+		if strings.HasSuffix(name, ".py") {
+			dep.Source, dep.At = data, time.Now()
+		}
+	}
+	return dep, syncDir(dir)
+}
+
+// writeAtomic writes data to path through a temporary file in its directory
+// renamed into place.
+func writeAtomic(path string, data []byte) (err error) {
+	dir, name := filepath.Split(path)
+	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(tmp.Name())
+			err = fmt.Errorf("writing %s: %w", path, err)
+		}
+	}()
+	if _, err = tmp.Write(data); err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return fmt.Errorf("syncing %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Undeploy removes from dir the files Deploy writes for flow: the DAG file
+// first, so Airflow never parses a DAG whose companion is gone. A DAG file
+// that the airflow target did not write is left alone, and is an error.
+// It returns the paths removed; none when nothing was deployed.
+func Undeploy(dir, flow string) ([]string, error) {
+	names := DAGFiles(flow)
+	py := filepath.Join(dir, names[1])
+	data, err := os.ReadFile(py)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return nil, err
+	case !bytes.HasPrefix(data, []byte(header+flow+",")):
+		return nil, fmt.Errorf("%s was not written by manifold (it does not begin %q): remove it yourself if it is to go", py, header+flow)
+	}
+	var removed []string
+	for _, name := range []string{names[1], names[0]} {
+		p := filepath.Join(dir, name)
+		switch err := os.Remove(p); {
+		case err == nil:
+			removed = append(removed, p)
+		case !errors.Is(err, os.ErrNotExist):
+			return removed, err
+		}
+	}
+	return removed, syncDir(dir)
+}
+
+// DAG is what the API says of a DAG.
+type DAG struct {
+	ID             string     `json:"dag_id"`
+	IsPaused       bool       `json:"is_paused"`
+	IsStale        bool       `json:"is_stale"`
+	LastParsedTime *time.Time `json:"last_parsed_time"`
+	FileLoc        string     `json:"fileloc"`
+	RelativeLoc    string     `json:"relative_fileloc"`
+	FileToken      string     `json:"file_token"`
+	HasImportErrs  bool       `json:"has_import_errors"`
+}
+
+// DAG returns DAG id; NotFound(err) when Airflow has not stored it.
+func (c *Client) DAG(ctx context.Context, id string) (*DAG, error) {
+	var d DAG
+	if err := c.call(ctx, http.MethodGet, path("dags", id), nil, nil, &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// source returns the DAG file content Airflow stored for DAG id, at its latest
+// version.
+func (c *Client) source(ctx context.Context, id string) (string, error) {
+	var s struct {
+		Content *string `json:"content"`
+	}
+	if err := c.call(ctx, http.MethodGet, "/api/v2/dagSources/"+url.PathEscape(id), nil, nil, &s); err != nil || s.Content == nil {
+		return "", err
+	}
+	return *s.Content, nil
+}
+
+// Pause pauses or unpauses DAG id.
+func (c *Client) Pause(ctx context.Context, id string, paused bool) error {
+	return c.call(ctx, http.MethodPatch, path("dags", id), nil, map[string]bool{"is_paused": paused}, nil)
+}
+
+// DeleteDAG deletes DAG id and its runs from Airflow's database. Its file, if
+// still in the dags folder, makes it again at the next parse.
+func (c *Client) DeleteDAG(ctx context.Context, id string) error {
+	return c.call(ctx, http.MethodDelete, path("dags", id), nil, nil, nil)
+}
+
+// ImportError is a DAG file Airflow could not import.
+type ImportError struct {
+	ID         int       `json:"import_error_id"`
+	Timestamp  time.Time `json:"timestamp"`
+	Filename   string    `json:"filename"`
+	Bundle     string    `json:"bundle_name"`
+	StackTrace string    `json:"stack_trace"`
+}
+
+// ImportErrors returns the import errors Airflow holds for the file called
+// name (relative to its bundle, the dags folder).
+func (c *Client) ImportErrors(ctx context.Context, name string) ([]ImportError, error) {
+	var out struct {
+		Errors []ImportError `json:"import_errors"`
+	}
+	q := url.Values{"filename": {name}, "limit": {"100"}}
+	if err := c.call(ctx, http.MethodGet, "/api/v2/importErrors", q, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Errors, nil
+}
+
+// ParseError is what WaitParsed returns when Airflow could not import the DAG
+// file: the file and Airflow's stack trace.
+type ParseError struct {
+	File, Trace string
+}
+
+func (e *ParseError) Error() string {
+	return fmt.Sprintf("Airflow could not import %s:\n%s", e.File, strings.TrimRight(e.Trace, "\n"))
+}
+
+// WaitParsed waits until Airflow has stored the DAG that dep deployed at its new
+// content, or has reported an import error of its file since it was written
+// (ParseError), polling every interval up to a few seconds. A DAG Airflow knows
+// is asked to be parsed again at once; a new file waits for the DAG processor
+// to list the folder again ([dag_processor] refresh_interval). ctx bounds the
+// wait.
+func (c *Client) WaitParsed(ctx context.Context, dep *Deployed) error {
+	name := filepath.Base(dep.Files[len(dep.Files)-1])
+	asked := false
+	wait := PollMin
+	for {
+		d, err := c.DAG(ctx, dep.DAGID)
+		switch {
+		case NotFound(err):
+		case err != nil:
+			return err
+		default:
+			src, err := c.source(ctx, dep.DAGID)
+			if err != nil && !NotFound(err) {
+				return err
+			}
+			if src == string(dep.Source) && !d.IsStale {
+				return nil
+			}
+			if !asked && d.FileToken != "" {
+				// Ask for a parse now rather than at the next interval.
+				if err := c.call(ctx, http.MethodPut, path("parseDagFile", d.FileToken), nil, nil, nil); err == nil {
+					asked = true
+				}
+			}
+		}
+		errs, err := c.ImportErrors(ctx, name)
+		if err != nil {
+			return err
+		}
+		for _, ie := range errs {
+			// Airflow's clock and this machine's may differ a little.
+			if !ie.Timestamp.Before(dep.At.Add(-2 * time.Second)) {
+				return &ParseError{File: ie.Filename, Trace: ie.StackTrace}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for Airflow to parse %s: %w (the DAG processor lists new files every [dag_processor] refresh_interval, 5 minutes by default)", name, context.Cause(ctx))
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, PollMax)
+	}
+}

@@ -1,0 +1,457 @@
+package airflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	emitairflow "github.com/manifoldflow/manifold/emit/airflow"
+	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/dag"
+	"github.com/manifoldflow/manifold/runtimes/display"
+	"github.com/manifoldflow/manifold/runtimes/record"
+	"github.com/manifoldflow/manifold/runtimes/tracing"
+)
+
+// Polling of a followed run: PollMin after a change, doubling while nothing
+// changes, up to PollMax.
+const (
+	PollMin = 500 * time.Millisecond
+	PollMax = 5 * time.Second
+)
+
+// OutageLimit is how long Follow goes on asking an API server that does not
+// answer before it gives up.
+const OutageLimit = 2 * time.Minute
+
+// logTail is how many lines of a failed task's log Follow prints.
+const logTail = 40
+
+// FollowOptions say where a followed run is shown and recorded.
+type FollowOptions struct {
+	// Root holds the run records; record.DefaultRoot when empty.
+	Root string
+	// Params are the run's params, for its record.
+	Params map[string]string
+	// Stdout receives the run's events and view, Stderr the logs of failed
+	// tasks; io.Discard when nil.
+	Stdout, Stderr io.Writer
+	// Live redraws the view in place, on a terminal Width by Height.
+	Live          bool
+	Width, Height int
+	// Tracer traces the run; nil traces nothing.
+	Tracer *tracing.Tracer
+	// OnInterrupt is asked, when ctx ends the follow, whether to stop the DAG
+	// run (mark it failed) or leave it running; nil leaves it.
+	OnInterrupt func() (stop bool)
+}
+
+// Result is how a followed run ended.
+type Result struct {
+	dag.Result
+	// Stopped says an interrupted follow stopped the DAG run; otherwise an
+	// interrupted run goes on in Airflow.
+	Stopped bool
+}
+
+// unit is a dag unit and what the follower last saw of its task instance.
+type unit struct {
+	*dag.Unit
+	try      int // the try last seen started
+	retried  int // the try last seen up for retry
+	finished bool
+}
+
+type follower struct {
+	c     *Client
+	r     *dag.Run
+	o     FollowOptions
+	dagID string
+	units []*unit
+	// byTask finds a unit by task id and map index.
+	byTask map[string]map[int]*unit
+}
+
+// stepOfTask returns the step of a task id of f's DAG: the step of that name,
+// or the multi-node step whose Service task it is.
+func stepOfTask(f *plan.Flow, task string) (string, bool) {
+	for _, suffix := range []string{emitairflow.ServiceDeleteTaskSuffix, emitairflow.ServiceTaskSuffix} {
+		if s, ok := strings.CutSuffix(task, suffix); ok && f.Step(s) != nil {
+			return s, false
+		}
+	}
+	return task, f.Step(task) != nil
+}
+
+// Follow follows run runID of DAG dagID, f's, until it ends (or ctx ends the
+// follow), recording it under o.Root/<runID> as a run of runtime "airflow",
+// with the shared live view and trace. A run already recorded there (one
+// Clear made run again) is followed on in the same record: its steps that
+// succeeded stay so. A failed task's log is printed, and kept in its record.
+func (c *Client) Follow(ctx context.Context, f *plan.Flow, dagID, runID string, o FollowOptions) (*Result, error) {
+	if o.Root == "" {
+		o.Root = record.DefaultRoot
+	}
+	if o.Stdout == nil {
+		o.Stdout = io.Discard
+	}
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
+	root, err := filepath.Abs(o.Root)
+	if err != nil {
+		return nil, err
+	}
+	dir, lk, err := record.Open(root, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer lk.Close()
+	fl := &follower{c: c, r: dag.New(f, runID, dir), o: o, dagID: dagID, byTask: map[string]map[int]*unit{}}
+	for i := range f.Steps {
+		s := &f.Steps[i]
+		idx := []int{-1}
+		if s.Foreach != nil {
+			idx = idx[:0]
+			for j := range s.Foreach {
+				idx = append(idx, j)
+			}
+		}
+		fl.byTask[s.Name] = map[int]*unit{}
+		for _, j := range idx {
+			u := &unit{Unit: dag.NewUnit(s, j)}
+			fl.units = append(fl.units, u)
+			fl.byTask[s.Name][j] = u
+			fl.r.Add(u.Unit)
+		}
+	}
+	resumed, err := fl.open()
+	if err != nil {
+		return nil, err
+	}
+	fl.r.Trace = o.Tracer.Begin(f, runID, "airflow")
+	labels := make([]string, len(fl.units))
+	for i, u := range fl.units {
+		labels[i] = u.Label
+	}
+	fl.r.Disp = display.New(display.Options{
+		Stdout: o.Stdout, Stderr: o.Stderr, Live: o.Live, Width: o.Width, Height: o.Height,
+		Labels: labels, View: fl.r.StepView, StateColumn: 1,
+	})
+	verb := "following run"
+	if resumed {
+		verb = "following again run"
+	}
+	fl.r.Disp.Note("%s %s of DAG %s at %s: %s; record in %s", verb, runID, dagID, c.URL(), display.Count(len(f.Steps), "step"), display.Rel(dir))
+	fl.r.Disp.Start()
+	fl.r.Release()
+
+	interrupted, err := fl.loop(ctx)
+	res := &Result{}
+	if interrupted {
+		why := "left running in Airflow"
+		if o.OnInterrupt != nil && o.OnInterrupt() {
+			if _, serr := c.Stop(context.WithoutCancel(ctx), dagID, runID); serr != nil {
+				fl.r.Disp.Note("stopping DAG run %s: %v", runID, serr)
+			} else {
+				res.Stopped, why = true, "stopped: the DAG run was marked failed"
+			}
+		}
+		for _, u := range fl.units {
+			if !fl.r.Final(u.Unit) {
+				fl.r.Interrupt(u.Unit, why)
+			}
+		}
+	}
+	fl.r.Disp.Stop()
+	dres, ferr := fl.r.Finish(interrupted, nil)
+	res.Result = *dres
+	fl.r.Ended(dres.State)
+	if err != nil {
+		return res, err
+	}
+	if interrupted && !res.Stopped {
+		return res, fmt.Errorf("stopped following run %s, which goes on in Airflow: %w", runID, dag.ErrInterrupted)
+	}
+	return res, ferr
+}
+
+// open writes the run's record, or reads back the one an earlier follow of the
+// run wrote.
+func (fl *follower) open() (bool, error) {
+	f := fl.r.Flow
+	fl.r.Rec = record.Record{
+		Flow: f.Name, ID: fl.r.ID, State: record.Running, Start: time.Now().UTC(), PID: os.Getpid(),
+		Params: fl.o.Params, Runtime: "airflow", Cluster: fl.c.URL(),
+	}
+	for i := range f.Steps {
+		s := &f.Steps[i]
+		fl.r.Rec.Steps = append(fl.r.Rec.Steps, record.StepInfo{Name: s.Name, After: s.After, Items: len(s.Foreach)})
+	}
+	prev, err := record.ReadRecord(fl.r.Dir)
+	resumed := err == nil
+	switch {
+	case resumed:
+		if prev.Flow != f.Name || prev.Runtime != "airflow" {
+			return false, fmt.Errorf("run %s is recorded as a run of flow %s on %s, not of %s on Airflow", fl.r.ID, prev.Flow, cmpOr(prev.Runtime, "this machine"), f.Name)
+		}
+		fl.r.Rec.Start, fl.r.Rec.Params = prev.Start, prev.Params
+	case !errors.Is(err, os.ErrNotExist):
+		return false, fmt.Errorf("run %s: %w", fl.r.ID, err)
+	}
+	for _, u := range fl.units {
+		if !resumed {
+			if err := record.WriteTask(fl.r.Dir, fl.r.Task(u.Unit)); err != nil {
+				return false, err
+			}
+			continue
+		}
+		prevTask, _ := record.ReadTask(fl.r.Dir, u.Step.Name, u.Index)
+		if err := fl.r.Resume(u.Unit); err != nil {
+			return false, err
+		}
+		if !u.Earlier {
+			// Airflow counts tries on: the next is prevTask.Attempts+1.
+			fl.r.Amend(u.Unit, func(t *record.Task) { t.Attempts = prevTask.Attempts })
+		}
+	}
+	return resumed, record.WriteRecord(fl.r.Dir, fl.r.Rec)
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// loop polls the DAG run and its task instances until the run ends, telling
+// the dag run what changed; it returns true when ctx ended it.
+func (fl *follower) loop(ctx context.Context) (bool, error) {
+	wait := PollMin
+	var failingSince time.Time
+	for {
+		run, tis, err := fl.poll(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return true, nil
+		case err != nil:
+			if failingSince.IsZero() {
+				failingSince = time.Now()
+				fl.r.Disp.Note("Airflow does not answer (%v); asking again", err)
+			} else if time.Since(failingSince) > OutageLimit {
+				return false, fmt.Errorf("following run %s: Airflow has not answered for %s: %w", fl.r.ID, OutageLimit, err)
+			}
+		default:
+			if !failingSince.IsZero() {
+				fl.r.Disp.Note("Airflow answers again")
+				failingSince = time.Time{}
+			}
+			changed := fl.apply(ctx, tis)
+			if run.Final() {
+				// The run's last task states may have come after the run's:
+				// read them once more.
+				if tis, err = fl.c.TaskInstances(ctx, fl.dagID, fl.r.ID); err == nil {
+					fl.apply(ctx, tis)
+				}
+				fl.settle(run)
+				return false, nil
+			}
+			if changed {
+				wait = PollMin
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return true, nil
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, PollMax)
+	}
+}
+
+func (fl *follower) poll(ctx context.Context) (*DAGRun, []TaskInstance, error) {
+	run, err := fl.c.Run(ctx, fl.dagID, fl.r.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	tis, err := fl.c.TaskInstances(ctx, fl.dagID, fl.r.ID)
+	return run, tis, err
+}
+
+// apply tells the dag run what the task instances show, in the flow's order so
+// that a failure skips what waits for it before that is looked at; it reports
+// whether anything changed.
+func (fl *follower) apply(ctx context.Context, tis []TaskInstance) bool {
+	own := map[*unit]*TaskInstance{}
+	// failedOther holds, by step, a failed task of the step that is not its
+	// own (a multi-node step's Service task).
+	failedOther := map[string]string{}
+	for i := range tis {
+		ti := &tis[i]
+		step, mine := stepOfTask(fl.r.Flow, ti.TaskID)
+		if !mine {
+			if ti.StateName() == "failed" {
+				failedOther[step] = ti.TaskID
+			}
+			continue
+		}
+		if u := fl.byTask[step][ti.MapIndex]; u != nil {
+			own[u] = ti
+		}
+	}
+	changed := false
+	for _, u := range fl.units {
+		ti := own[u]
+		if ti == nil || u.finished || fl.r.Final(u.Unit) {
+			continue
+		}
+		if fl.applyOne(ctx, u, ti, failedOther[u.Step.Name]) {
+			changed = true
+			if fl.r.Final(u.Unit) {
+				fl.r.Release()
+			}
+		}
+	}
+	return changed
+}
+
+// applyOne tells the dag run what task instance ti shows of unit u.
+func (fl *follower) applyOne(ctx context.Context, u *unit, ti *TaskInstance, failedOther string) bool {
+	r := fl.r
+	switch st := ti.StateName(); st {
+	case "none", "scheduled", "queued":
+		return false
+	case "running", "restarting", "deferred", "up_for_reschedule", "awaiting_input":
+		return fl.start(u, ti)
+	case "up_for_retry":
+		if u.retried == ti.TryNumber {
+			return false
+		}
+		fl.start(u, ti)
+		u.retried = ti.TryNumber
+		msg := fl.failure(ctx, u, ti)
+		r.Update(u.Unit, func(t *record.Task) { t.State, t.Error = record.Retrying, msg })
+		r.Disp.Event(u.Label, true, "try %d failed: %s; Airflow retries it", ti.TryNumber, msg)
+		return true
+	case "success":
+		fl.start(u, ti)
+		u.finished = true
+		r.Succeed(u.Unit, nil)
+		return true
+	case "failed":
+		fl.start(u, ti)
+		u.finished = true
+		r.Fail(u.Unit, fl.failure(ctx, u, ti), "failed", nil)
+		return true
+	case "upstream_failed":
+		u.finished = true
+		msg := "not started: a task it waits for failed"
+		if failedOther != "" {
+			msg = "not started: its task " + failedOther + " failed"
+		}
+		r.Fail(u.Unit, msg, "UpstreamFailed", nil)
+		return true
+	case "skipped", "removed":
+		u.finished = true
+		r.Update(u.Unit, func(t *record.Task) { t.State, t.End, t.Error = record.Skipped, time.Now().UTC(), "Airflow "+st+" it" })
+		r.Disp.Event(u.Label, true, "not started: Airflow %s it", st)
+		return true
+	default:
+		return false
+	}
+}
+
+// start records that try ti.TryNumber of u runs, when it is new; Airflow's
+// try number is the attempt's.
+func (fl *follower) start(u *unit, ti *TaskInstance) bool {
+	if u.try == ti.TryNumber {
+		return false
+	}
+	u.try = ti.TryNumber
+	fl.r.Update(u.Unit, func(t *record.Task) {
+		n := max(ti.TryNumber, t.Attempts+1)
+		if t.Start.IsZero() || n == 1 {
+			t.Start, t.End = time.Now().UTC(), time.Time{}
+		}
+		t.Attempts, t.State, t.ExitCode, t.Error, t.Reason = n, record.Running, nil, "", ""
+		if ti.Hostname != nil {
+			t.Node = *ti.Hostname
+		}
+	})
+	if ti.StartDate != nil {
+		fl.r.Running(u.Unit, *ti.StartDate)
+	}
+	fl.r.Disp.Event(u.Label, false, "try %d of task %s running", ti.TryNumber, ti.TaskID)
+	return true
+}
+
+// failure reads the log of the failed try ti of u: it keeps it in u's record,
+// prints its last lines, and returns what it says went wrong.
+func (fl *follower) failure(ctx context.Context, u *unit, ti *TaskInstance) string {
+	msg := fmt.Sprintf("task %s failed in try %d", ti.TaskID, ti.TryNumber)
+	log, err := fl.c.Log(ctx, fl.dagID, fl.r.ID, ti.TaskID, ti.MapIndex, ti.TryNumber)
+	if err != nil {
+		fl.r.Disp.Note("reading the log of %s: %v", u.Label, err)
+		return msg
+	}
+	dir := record.StateDir(fl.r.Dir, u.Step.Name, u.Index)
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		marker := record.AttemptMarker(ti.TryNumber, time.Now())
+		fh, err := os.OpenFile(filepath.Join(dir, record.StdoutLog), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err == nil {
+			_, _ = io.WriteString(fh, marker+log)
+			_ = fh.Close()
+		}
+	}
+	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
+	if len(lines) > logTail {
+		lines = lines[len(lines)-logTail:]
+	}
+	fmt.Fprintf(fl.o.Stderr, "last %s of the log of %s, try %d (logs --target airflow %s %s prints it all):\n", display.Count(len(lines), "line"), u.Label, ti.TryNumber, fl.r.ID, u.Step.Name)
+	for _, l := range lines {
+		fmt.Fprintln(fl.o.Stderr, display.Prefixed(u.Label, len(u.Label), l))
+	}
+	if why := Reason(log); why != "" {
+		msg += ": " + why
+	}
+	return msg
+}
+
+// Reason is what a task's log says made it fail: the first line of the last
+// exception it reports, "" when it reports none.
+func Reason(log string) string {
+	lines := strings.Split(log, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		// logLine writes an exception as "Type: value" on an indented line.
+		if strings.HasPrefix(lines[i], "  ") && strings.Contains(l, ": ") && !strings.HasPrefix(l, "File ") {
+			if len(l) > 300 {
+				l = l[:300] + "…"
+			}
+			return l
+		}
+	}
+	return ""
+}
+
+// settle ends the units the run's end leaves unfinished: a DAG run marked
+// failed from outside leaves tasks that never ran.
+func (fl *follower) settle(run *DAGRun) {
+	for _, u := range fl.units {
+		if fl.r.Final(u.Unit) {
+			continue
+		}
+		if run.State == RunFailed {
+			fl.r.Update(u.Unit, func(t *record.Task) {
+				t.State, t.End, t.Error = record.Skipped, time.Now().UTC(), "not started: DAG run "+run.ID+" failed first"
+			})
+			fl.r.Disp.Event(u.Label, true, "not started: the DAG run failed first")
+		}
+	}
+}
