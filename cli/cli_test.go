@@ -19,6 +19,7 @@ import (
 
 	"github.com/manifoldflow/manifold/cli"
 	"github.com/manifoldflow/manifold/harness/proctest"
+	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -158,8 +159,14 @@ var sleepyFlow = sdk.NewFlow("sleepyflow", sdk.Image("registry.example.com/sleep
 // scripts' status command.
 const envStatus = "CLITEST_STATUS"
 
+// withCluster runs the tests, then stops the simulated cluster that
+// simcluster.Shared started for them, if any.
+type withCluster struct{ m *testing.M }
+
+func (w withCluster) Run() int { return simcluster.Main(w.m) }
+
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(withCluster{m}, map[string]func(){
 		"trainflow":  flowMain(trainFlow),
 		"fanflow":    flowMain(fanFlow),
 		"badflow":    flowMain(badFlow),

@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/record"
 )
 
 // The states of a DAG run.
@@ -224,4 +227,83 @@ func logLine(raw json.RawMessage) string {
 		line += "\n  " + e.ExcType + ": " + e.ExcValue
 	}
 	return line
+}
+
+// RunState is the record state of a DAG run state.
+func RunState(state string) record.State {
+	switch state {
+	case RunSuccess:
+		return record.Succeeded
+	case RunFailed:
+		return record.Failed
+	case RunRunning:
+		return record.Running
+	}
+	return record.Pending
+}
+
+// TaskState is the record state of a task instance state.
+func TaskState(state string) record.State {
+	switch state {
+	case "success":
+		return record.Succeeded
+	case "failed", "upstream_failed":
+		return record.Failed
+	case "up_for_retry":
+		return record.Retrying
+	case "running", "restarting", "deferred", "up_for_reschedule", "awaiting_input":
+		return record.Running
+	case "queued":
+		return record.Queued
+	case "skipped", "removed":
+		return record.Skipped
+	}
+	return record.Pending
+}
+
+// Label names a task instance of f's DAG as the record names its unit: its
+// step, with [index] for a foreach item; a multi-node step's Service tasks by
+// their own task id.
+func Label(f *plan.Flow, ti TaskInstance) string {
+	step, mine := stepOfTask(f, ti.TaskID)
+	if !mine {
+		return ti.TaskID
+	}
+	if ti.MapIndex >= 0 {
+		return step + "[" + strconv.Itoa(ti.MapIndex) + "]"
+	}
+	return step
+}
+
+// Tasks are the task instances of a run of f's DAG as record tasks, in the
+// flow's order: a step's own task (each map index of a foreach step's), its
+// tries as attempts. The Service tasks of a multi-node step are left out.
+func Tasks(f *plan.Flow, tis []TaskInstance) []record.Task {
+	var out []record.Task
+	for i := range f.Steps {
+		s := &f.Steps[i]
+		for _, ti := range tis {
+			if ti.TaskID != s.Name || (s.Foreach != nil) != (ti.MapIndex >= 0) {
+				continue
+			}
+			t := record.Task{Step: s.Name, State: TaskState(ti.StateName()), Attempts: ti.TryNumber}
+			if ti.MapIndex >= 0 {
+				t.Index = new(ti.MapIndex)
+				if ti.MapIndex < len(s.Foreach) {
+					t.Item = s.Foreach[ti.MapIndex]
+				}
+			}
+			if ti.StartDate != nil {
+				t.Start = *ti.StartDate
+			}
+			if ti.EndDate != nil {
+				t.End = *ti.EndDate
+			}
+			if st := ti.StateName(); st != "success" && st != "none" && st != "running" {
+				t.Reason = st
+			}
+			out = append(out, t)
+		}
+	}
+	return out
 }

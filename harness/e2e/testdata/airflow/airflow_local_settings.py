@@ -6,15 +6,20 @@ test asks it to fail:
   MANIFOLD_READ_LOGS is 1 (the pods run on a real node, which serves them);
 - the operators keep the pods they created, so that the tests can check where
   each ran;
-- a pod of the step named by MANIFOLD_SIMFAIL_STEP gets the label that makes
+- a pod of the step named by MANIFOLD_SIMFAIL_STEP, or by the content of the
+  file MANIFOLD_SIMFAIL_STEP_FILE names (read at each pod, so that a test can
+  remove the cause of a failure while Airflow runs), gets the label that makes
   kwok fail it;
 - the step container of a pod of the step named by MANIFOLD_EXIT_STEP prints a
   line and exits 3 instead of running its command (on a real node; its image
-  must have sh).
+  must have sh);
+- the DAG that MANIFOLD_REJECT_DAG names is refused (a cluster policy
+  violation), which Airflow reports as an import error of its file.
 """
 
 import os
 
+from airflow.exceptions import AirflowClusterPolicyViolation
 from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
 from airflow.providers.cncf.kubernetes.utils.pod_manager import OnFinishAction
 
@@ -22,6 +27,11 @@ FAIL_LABEL = "sim.manifold.dev/fail"
 STEP_LABEL = "manifold.dev/step"
 STEP_CONTAINER = "main"  # base_container_name, as the DAG names it
 EXIT_COMMAND = ["sh", "-c", "echo this step fails on purpose; exit 3"]
+
+
+def dag_policy(dag):
+    if dag.dag_id == os.environ.get("MANIFOLD_REJECT_DAG"):
+        raise AirflowClusterPolicyViolation(f"DAG {dag.dag_id} is refused by the test's cluster policy")
 
 
 def task_policy(task):
@@ -42,10 +52,21 @@ def task_policy(task):
         task.on_finish_action = OnFinishAction.KEEP_POD
 
 
+def fail_step():
+    path = os.environ.get("MANIFOLD_SIMFAIL_STEP_FILE")
+    if path:
+        try:
+            with open(path) as f:
+                return f.read().strip()
+        except FileNotFoundError:
+            return None
+    return os.environ.get("MANIFOLD_SIMFAIL_STEP")
+
+
 def pod_mutation_hook(pod):
     labels = pod.metadata.labels or {}
     step = labels.get(STEP_LABEL)
-    if step and step == os.environ.get("MANIFOLD_SIMFAIL_STEP"):
+    if step and step == fail_step():
         labels[FAIL_LABEL] = "true"
         pod.metadata.labels = labels
     if step and step == os.environ.get("MANIFOLD_EXIT_STEP"):

@@ -1,0 +1,498 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+	"golang.org/x/term"
+
+	emitairflow "github.com/manifoldflow/manifold/emit/airflow"
+	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runid"
+	"github.com/manifoldflow/manifold/runtimes/airflow"
+	"github.com/manifoldflow/manifold/runtimes/display"
+	"github.com/manifoldflow/manifold/runtimes/record"
+	"github.com/manifoldflow/manifold/sdk"
+)
+
+// The --on-interrupt choices of a followed run.
+const (
+	onInterruptStop  = "stop"
+	onInterruptLeave = "leave"
+)
+
+// airflowFlags are the flags of the lifecycle commands for --target airflow.
+// Credentials are never flags: see runtimes/airflow.LoadConfig.
+func airflowFlags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringFlag{Name: "airflow-url", Usage: "with --target airflow: the Airflow API server's `URL` (default: $" + airflow.EnvURL + ", then url in " + airflowConfigHint() + ")"},
+		&ucli.StringFlag{Name: "dags-folder", Usage: "with --target airflow: the `DIR` of Airflow's DAG processor, as this machine reaches it (default: dags_folder in " + airflowConfigHint() + ")"},
+		&ucli.BoolFlag{Name: "wait-parsed", Usage: "deploy --target airflow: wait until Airflow has imported the DAG, or print its import error"},
+		&ucli.DurationFlag{Name: "parse-timeout", Value: 10 * time.Minute, Usage: "deploy --target airflow --wait-parsed: give up after `DURATION`"},
+		&ucli.BoolFlag{Name: "delete-dag", Usage: "undeploy --target airflow: also delete the DAG and the record of its runs from Airflow"},
+		&ucli.IntFlag{Name: "limit", Value: 25, Usage: "runs list --target airflow: list the last `N` runs"},
+	}
+}
+
+// airflowConfigHint names the Airflow config file for usage text.
+func airflowConfigHint() string {
+	return "$" + airflow.EnvConfig + " or ~/.config/manifold/airflow.toml"
+}
+
+// airflowConfig is the Airflow config of the command line: the config file
+// and environment, with --airflow-url and --dags-folder over them.
+func airflowConfig(c *ucli.Context) (airflow.Config, error) {
+	cfg, err := airflow.LoadConfig(airflow.ConfigPath())
+	if err != nil {
+		return cfg, usageErr("%v", err)
+	}
+	if u := c.String("airflow-url"); u != "" {
+		cfg.URL = u
+	}
+	if d := c.String("dags-folder"); d != "" {
+		cfg.DagsFolder = d
+	}
+	return cfg, nil
+}
+
+// airflowClient returns a client of the Airflow the command line names.
+func airflowClient(c *ucli.Context) (*airflow.Client, error) {
+	cfg, err := airflowConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := airflow.New(cfg)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	return cl, nil
+}
+
+// dagID is the id of p's DAG, as the airflow target names it.
+func dagID(p *plan.Flow) (string, error) {
+	d, errs := emitairflow.Build(p)
+	if len(errs) > 0 {
+		return "", invalidErr(errs.ToAggregate())
+	}
+	return d.ID, nil
+}
+
+// dagsFolder is the dags folder of the command line, or a usage error.
+func dagsFolder(c *ucli.Context) (string, error) {
+	cfg, err := airflowConfig(c)
+	if err != nil {
+		return "", err
+	}
+	if cfg.DagsFolder == "" {
+		return "", usageErr("--target airflow: give --dags-folder DIR (the dags folder of Airflow's DAG processor), or dags_folder in %s", airflowConfigHint())
+	}
+	return cfg.DagsFolder, nil
+}
+
+// airflowDeploy writes p's DAG into the dags folder, and with --wait-parsed
+// waits until Airflow has imported it.
+func airflowDeploy(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
+	dir, err := dagsFolder(c)
+	if err != nil {
+		return err
+	}
+	var cl *airflow.Client
+	if c.Bool("wait-parsed") {
+		// Credentials are checked before anything is written.
+		if cl, err = airflowClient(c); err != nil {
+			return err
+		}
+	}
+	dep, err := airflow.Deploy(dir, p)
+	if err != nil {
+		return invalidErr(err)
+	}
+	out := c.App.Writer
+	for _, f := range dep.Files {
+		fmt.Fprintf(out, "wrote %s\n", display.Rel(f))
+	}
+	if dep.Claims != nil {
+		fmt.Fprintf(out, "the steps of %s claim devices: apply %s%s to the cluster (compile --target airflow writes it)\n", p.Name, p.Name, ".claims.yaml")
+	}
+	if cl == nil {
+		fmt.Fprintf(out, "DAG %s deployed; Airflow imports it at its next parse (--wait-parsed waits for it)\n", dep.DAGID)
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(c.Context, c.Duration("parse-timeout"))
+	defer cancel()
+	fmt.Fprintf(out, "waiting for Airflow at %s to import DAG %s\n", cl.URL(), dep.DAGID)
+	if err := cl.WaitParsed(ctx, dep); err != nil {
+		return invalidErr(err)
+	}
+	fmt.Fprintf(out, "Airflow imported DAG %s\n", dep.DAGID)
+	return nil
+}
+
+// airflowUndeploy removes the files deploy wrote, and with --delete-dag the
+// DAG from Airflow.
+func airflowUndeploy(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
+	dir, err := dagsFolder(c)
+	if err != nil {
+		return err
+	}
+	var cl *airflow.Client
+	if c.Bool("delete-dag") {
+		if cl, err = airflowClient(c); err != nil {
+			return err
+		}
+	}
+	removed, err := airflow.Undeploy(dir, p.Name)
+	if err != nil {
+		return invalidErr(err)
+	}
+	for _, f := range removed {
+		fmt.Fprintf(c.App.Writer, "removed %s\n", display.Rel(f))
+	}
+	id, err := dagID(p)
+	if err != nil {
+		return err
+	}
+	if cl != nil {
+		switch err := cl.DeleteDAG(c.Context, id); {
+		case airflow.NotFound(err):
+			fmt.Fprintf(c.App.Writer, "Airflow has no DAG %s\n", id)
+		case err != nil:
+			return invalidErr(err)
+		default:
+			fmt.Fprintf(c.App.Writer, "deleted DAG %s and its runs from Airflow\n", id)
+		}
+		return nil
+	}
+	if len(removed) == 0 {
+		return invalidErr(fmt.Errorf("no DAG of flow %s in %s: nothing to undeploy", p.Name, dir))
+	}
+	return nil
+}
+
+// airflowTrigger starts a run of p's DAG with params as its conf, and with
+// --wait follows it to its end.
+func airflowTrigger(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, params map[string]string) error {
+	all := map[string]string{}
+	for _, prm := range p.Params {
+		all[prm.Name] = prm.Value
+	}
+	for name := range params {
+		if _, ok := all[name]; !ok {
+			names := slices.Sorted(maps.Keys(all))
+			if len(names) == 0 {
+				return usageErr("--param %s: flow %s has no params", name, p.Name)
+			}
+			return usageErr("--param %s: flow %s has no such param; its params are %s", name, p.Name, strings.Join(names, ", "))
+		}
+	}
+	maps.Copy(all, params)
+	if err := checkOnInterrupt(c); err != nil {
+		return err
+	}
+	cl, err := airflowClient(c)
+	if err != nil {
+		return err
+	}
+	id, err := dagID(p)
+	if err != nil {
+		return err
+	}
+	run, unpaused, err := cl.Trigger(c.Context, id, runid.New(time.Now()), params)
+	if unpaused {
+		fmt.Fprintf(c.App.Writer, "DAG %s was paused: unpaused it\n", id)
+	}
+	if err != nil {
+		return invalidErr(err)
+	}
+	fmt.Fprintf(c.App.Writer, "triggered run %s of DAG %s\n", run.ID, id)
+	if !c.Bool("wait") {
+		fmt.Fprintf(c.App.Writer, "follow it with retry or runs show --target airflow %s\n", run.ID)
+		return nil
+	}
+	return airflowFollow(c, cl, p, id, run.ID, all)
+}
+
+// checkOnInterrupt refuses an --on-interrupt that names neither choice.
+func checkOnInterrupt(c *ucli.Context) error {
+	switch v := c.String("on-interrupt"); v {
+	case "", onInterruptStop, onInterruptLeave:
+		return nil
+	default:
+		return usageErr("--on-interrupt %q: choose %s (mark the run failed) or %s (let it go on)", v, onInterruptStop, onInterruptLeave)
+	}
+}
+
+// airflowFollow follows run of DAG id with the live view, recorded and traced
+// as run --kube runs are, and returns its result as an exit status.
+func airflowFollow(c *ucli.Context, cl *airflow.Client, p *plan.Flow, id, run string, params map[string]string) error {
+	tracer, endTracing, err := startTracing(c)
+	if err != nil {
+		return err
+	}
+	defer endTracing()
+	width, height, live := terminal(c.App.Writer)
+	res, err := cl.Follow(c.Context, p, id, run, airflow.FollowOptions{
+		Params: params,
+		Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
+		Live: live, Width: width, Height: height,
+		Tracer:      tracer,
+		OnInterrupt: func() bool { return stopOnInterrupt(c, run) },
+	})
+	switch {
+	case err == nil:
+		return nil
+	case res != nil && res.State == record.Interrupted:
+		if !res.Stopped {
+			fmt.Fprintf(c.App.ErrWriter, "run %s goes on in Airflow: stop it with stop --target airflow %s\n", run, run)
+		}
+		return &exitError{code: ExitInterrupted, err: err}
+	}
+	return invalidErr(err)
+}
+
+// stopOnInterrupt says whether an interrupted follow stops the run: as
+// --on-interrupt says, else as the user answers on a terminal, else not.
+func stopOnInterrupt(c *ucli.Context, run string) bool {
+	switch c.String("on-interrupt") {
+	case onInterruptStop:
+		return true
+	case onInterruptLeave:
+		return false
+	}
+	in, ok := c.App.Reader.(*os.File)
+	if c.App.Reader == nil {
+		in, ok = os.Stdin, true
+	}
+	if !ok || !term.IsTerminal(int(in.Fd())) {
+		return false
+	}
+	fmt.Fprintf(c.App.ErrWriter, "\nstop run %s in Airflow (mark it failed)? [y/N] ", run)
+	answer, _ := bufio.NewReader(in).ReadString('\n')
+	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(answer)), "y")
+}
+
+// airflowRunsList lists the last runs of p's DAG.
+func airflowRunsList(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
+	cl, err := airflowClient(c)
+	if err != nil {
+		return err
+	}
+	id, err := dagID(p)
+	if err != nil {
+		return err
+	}
+	runs, err := cl.Runs(c.Context, id, max(c.Int("limit"), 1))
+	if err != nil {
+		return invalidErr(err)
+	}
+	rows := [][]string{{"RUN", "STATE", "STARTED", "DURATION", "TYPE"}}
+	for _, r := range runs {
+		rec := runRecord(cl, p, &r)
+		started := ""
+		if !rec.Start.IsZero() {
+			started = rec.Start.Local().Format(time.DateTime)
+		}
+		dur := ""
+		if !rec.Start.IsZero() {
+			dur = span(rec.State, rec.Start, rec.End)
+		}
+		rows = append(rows, []string{r.ID, string(rec.State), started, dur, r.RunType})
+	}
+	return writeTable(c.App.Writer, rows)
+}
+
+// runRecord is a DAG run as a run record.
+func runRecord(cl *airflow.Client, p *plan.Flow, r *airflow.DAGRun) *record.Record {
+	rec := &record.Record{Flow: p.Name, ID: r.ID, State: airflow.RunState(r.State), Runtime: "airflow", Cluster: cl.URL(), Params: map[string]string{}}
+	if r.StartDate != nil {
+		rec.Start = *r.StartDate
+	}
+	if r.EndDate != nil {
+		rec.End = *r.EndDate
+	}
+	for k, v := range r.Conf {
+		if s, ok := v.(string); ok {
+			rec.Params[k] = s
+		} else {
+			rec.Params[k] = fmt.Sprint(v)
+		}
+	}
+	return rec
+}
+
+// airflowRunsShow shows a run of p's DAG as Airflow has it: its steps'
+// tasks, their states and tries.
+func airflowRunsShow(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, run string) error {
+	cl, err := airflowClient(c)
+	if err != nil {
+		return err
+	}
+	id, err := dagID(p)
+	if err != nil {
+		return err
+	}
+	r, err := cl.Run(c.Context, id, run)
+	if err != nil {
+		return invalidErr(err)
+	}
+	tis, err := cl.TaskInstances(c.Context, id, run)
+	if err != nil {
+		return invalidErr(err)
+	}
+	return showRun(c.App.Writer, runRecord(cl, p, r), airflow.Tasks(p, tis))
+}
+
+// airflowLogs prints the logs of run's tasks from Airflow, of every try (or
+// --attempt's), step by step in the flow's order.
+func airflowLogs(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, run, step string) error {
+	if step != "" && p.Step(step) == nil {
+		return usageErr("logs: flow %s has no step %s", p.Name, step)
+	}
+	cl, err := airflowClient(c)
+	if err != nil {
+		return err
+	}
+	id, err := dagID(p)
+	if err != nil {
+		return err
+	}
+	if _, err := cl.Run(c.Context, id, run); err != nil {
+		return invalidErr(err)
+	}
+	tis, err := cl.TaskInstances(c.Context, id, run)
+	if err != nil {
+		return invalidErr(err)
+	}
+	tasks := airflow.Tasks(p, tis)
+	byLabel := map[string]airflow.TaskInstance{}
+	for _, ti := range tis {
+		byLabel[airflow.Label(p, ti)] = ti
+	}
+	index := -1
+	if c.IsSet("index") {
+		index = c.Int("index")
+	}
+	var picked []record.Task
+	for _, t := range tasks {
+		if step != "" && t.Step != step || index >= 0 && (t.Index == nil || *t.Index != index) {
+			continue
+		}
+		picked = append(picked, t)
+	}
+	labelled := len(picked) > 1
+	pad := 0
+	for _, t := range picked {
+		pad = max(pad, len(t.Label()))
+	}
+	wrote := false
+	for _, t := range picked {
+		ti, ok := byLabel[t.Label()]
+		if !ok || ti.TryNumber == 0 {
+			continue
+		}
+		tries := make([]int, 0, ti.TryNumber)
+		for n := 1; n <= ti.TryNumber; n++ {
+			tries = append(tries, n)
+		}
+		if c.IsSet("attempt") {
+			n := c.Int("attempt")
+			if n < 1 || n > ti.TryNumber {
+				return invalidErr(fmt.Errorf("run %s: %s made %s, not attempt %d", run, t.Label(), display.Count(ti.TryNumber, "try"), n))
+			}
+			tries = []int{n}
+		}
+		for _, n := range tries {
+			log, err := cl.Log(c.Context, id, run, ti.TaskID, ti.MapIndex, n)
+			if err != nil {
+				return invalidErr(err)
+			}
+			label := ""
+			if labelled {
+				label = t.Label()
+			}
+			if len(tries) > 1 {
+				log = "--- try " + strconv.Itoa(n) + "\n" + log
+			}
+			if err := writeLog(c.App.Writer, label, pad, []byte(log)); err != nil {
+				return err
+			}
+			wrote = wrote || log != ""
+		}
+	}
+	if !wrote {
+		fmt.Fprintf(c.App.ErrWriter, "run %s: no task has run yet\n", run)
+	}
+	return nil
+}
+
+// airflowStop marks a run failed.
+func airflowStop(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, run string) error {
+	cl, err := airflowClient(c)
+	if err != nil {
+		return err
+	}
+	id, err := dagID(p)
+	if err != nil {
+		return err
+	}
+	r, err := cl.Run(c.Context, id, run)
+	if err != nil {
+		return invalidErr(err)
+	}
+	if r.Final() {
+		return invalidErr(fmt.Errorf("run %s of DAG %s has already ended: %s", run, id, r.State))
+	}
+	if _, err := cl.Stop(c.Context, id, run); err != nil {
+		return invalidErr(err)
+	}
+	fmt.Fprintf(c.App.Writer, "marked run %s of DAG %s failed: Airflow fails its running tasks, whose pods are deleted as their workers stop them, and skips the tasks not started (retry %s runs the failed ones again)\n", run, id, run)
+	return nil
+}
+
+// airflowRetry clears the failed tasks of a run and those after them, so
+// Airflow runs them again in the same run, and follows it again, in the same
+// record.
+func airflowRetry(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, run string) error {
+	if err := checkOnInterrupt(c); err != nil {
+		return err
+	}
+	cl, err := airflowClient(c)
+	if err != nil {
+		return err
+	}
+	id, err := dagID(p)
+	if err != nil {
+		return err
+	}
+	r, err := cl.Run(c.Context, id, run)
+	if err != nil {
+		return invalidErr(err)
+	}
+	if !r.Final() {
+		return invalidErr(fmt.Errorf("run %s of DAG %s is %s: retry it once it has ended (or stop it first)", run, id, r.State))
+	}
+	cleared, err := cl.Clear(c.Context, id, run)
+	if err != nil {
+		return invalidErr(err)
+	}
+	if len(cleared) == 0 {
+		return invalidErr(fmt.Errorf("run %s of DAG %s has no failed task to retry (it %s)", run, id, r.State))
+	}
+	var labels []string
+	for _, ti := range cleared {
+		if l := airflow.Label(p, ti); !slices.Contains(labels, l) {
+			labels = append(labels, l)
+		}
+	}
+	fmt.Fprintf(c.App.Writer, "cleared %s of run %s: %s\n", display.Count(len(labels), "task"), run, strings.Join(labels, ", "))
+	params := runRecord(cl, p, r).Params
+	return airflowFollow(c, cl, p, id, run, params)
+}

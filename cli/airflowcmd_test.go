@@ -1,0 +1,410 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/manifoldflow/manifold/harness/airflowtest"
+	"github.com/manifoldflow/manifold/harness/otlptest"
+	"github.com/manifoldflow/manifold/harness/simcluster"
+	"github.com/manifoldflow/manifold/harness/testflows"
+	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/airflow"
+	"github.com/manifoldflow/manifold/runtimes/record"
+	"github.com/manifoldflow/manifold/runtimes/tracing"
+	"github.com/manifoldflow/manifold/sdk"
+)
+
+// airflowTestApp is a command line whose commands call the Airflow side of
+// the lifecycle commands, with the flags the lifecycle commands give them.
+func airflowTestApp(flow *sdk.Flow, p *plan.Flow, stdout, stderr *bytes.Buffer) *ucli.App {
+	flags := append(airflowFlags(),
+		&ucli.BoolFlag{Name: "wait"},
+		&ucli.StringFlag{Name: "on-interrupt"},
+		&ucli.StringSliceFlag{Name: "param"},
+		&ucli.IntFlag{Name: "index"},
+		&ucli.IntFlag{Name: "attempt"},
+	)
+	run := func(f func(c *ucli.Context) error) ucli.ActionFunc { return f }
+	arg := func(c *ucli.Context, i int) string { return c.Args().Get(i) }
+	cmd := func(name string, action func(c *ucli.Context) error) *ucli.Command {
+		return &ucli.Command{Name: name, Flags: flags, Action: run(action)}
+	}
+	return &ucli.App{
+		Name: flow.Name(), Writer: stdout, ErrWriter: stderr, Reader: strings.NewReader(""),
+		ExitErrHandler: func(*ucli.Context, error) {},
+		Commands: []*ucli.Command{
+			cmd("deploy", func(c *ucli.Context) error { return airflowDeploy(c, flow, p) }),
+			cmd("undeploy", func(c *ucli.Context) error { return airflowUndeploy(c, flow, p) }),
+			cmd("trigger", func(c *ucli.Context) error {
+				params := map[string]string{}
+				for _, kv := range c.StringSlice("param") {
+					k, v, _ := strings.Cut(kv, "=")
+					params[k] = v
+				}
+				return airflowTrigger(c, flow, p, params)
+			}),
+			cmd("list", func(c *ucli.Context) error { return airflowRunsList(c, flow, p) }),
+			cmd("show", func(c *ucli.Context) error { return airflowRunsShow(c, flow, p, arg(c, 0)) }),
+			cmd("logs", func(c *ucli.Context) error { return airflowLogs(c, flow, p, arg(c, 0), arg(c, 1)) }),
+			cmd("stop", func(c *ucli.Context) error { return airflowStop(c, flow, p, arg(c, 0)) }),
+			cmd("retry", func(c *ucli.Context) error { return airflowRetry(c, flow, p, arg(c, 0)) }),
+		},
+	}
+}
+
+// afResult is what one command printed and its exit status.
+type afResult struct {
+	stdout, stderr string
+	code           int
+}
+
+// runAF runs one Airflow command of flow and returns what it printed and its
+// exit status, as cli.Run would.
+func runAF(t *testing.T, flow *sdk.Flow, p *plan.Flow, args ...string) afResult {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	began := time.Now()
+	err := airflowTestApp(flow, p, &out, &errOut).RunContext(t.Context(), append([]string{flow.Name()}, args...))
+	r := afResult{stdout: out.String(), stderr: errOut.String()}
+	var ex *exitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ex):
+		r.code = ex.code
+		if ex.err != nil {
+			r.stderr += "error: " + ex.err.Error() + "\n"
+		}
+	default:
+		r.code, r.stderr = ExitUsage, r.stderr+"error: "+err.Error()+"\n"
+	}
+	t.Logf("%s %s: exit %d in %s\nstdout:\n%s\nstderr:\n%s", flow.Name(), strings.Join(args, " "), r.code, time.Since(began).Round(10*time.Millisecond), r.stdout, r.stderr)
+	return r
+}
+
+var triggeredRE = regexp.MustCompile(`triggered run (\S+) of DAG`)
+
+// triggeredRun returns the run id a trigger printed.
+func triggeredRun(t *testing.T, r afResult) string {
+	t.Helper()
+	m := triggeredRE.FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("trigger printed no run id:\n%s%s", r.stdout, r.stderr)
+	}
+	return m[1]
+}
+
+// readRun reads a followed run's record in the working directory.
+func readRun(t *testing.T, id string) (*record.Record, map[string]record.Task) {
+	t.Helper()
+	rec, tasks, err := record.Read(record.DefaultRoot, id)
+	if err != nil {
+		t.Fatalf("run %s's record: %v", id, err)
+	}
+	byLabel := map[string]record.Task{}
+	for _, tk := range tasks {
+		byLabel[tk.Label()] = tk
+	}
+	return rec, byLabel
+}
+
+// chainFlow is a flow of three Command steps, a → b → c, whose pods kwok runs;
+// each step runs for runFor ("" for at once).
+func chainFlow(name, runFor string) *sdk.Flow {
+	opts := func(after string) []sdk.StepOption {
+		o := []sdk.StepOption{sdk.Command("true")}
+		if after != "" {
+			o = append(o, sdk.After(after))
+		}
+		if runFor != "" {
+			o = append(o, sdk.Label(simcluster.LabelRunFor, runFor))
+		}
+		return o
+	}
+	return sdk.NewFlow(name, sdk.Image("registry.example.com/ml/"+name+":v1"), sdk.Param("size", "small")).
+		Step("a", opts("")...).
+		Step("b", opts("a")...).
+		Step("c", opts("b")...)
+}
+
+// TestAirflowLifecycle runs flows on a real Airflow 3 (API server, scheduler
+// and DAG processor on loopback, SQLite, the simple auth manager), whose pod
+// operators run their pods on the simulated cluster: deploy --wait-parsed,
+// trigger --wait, a failing step named, retry, stop, runs list and show, logs,
+// an import error, and the trace of a followed run.
+func TestAirflowLifecycle(t *testing.T) {
+	cluster := simcluster.Shared(t)
+	ns := cluster.Namespace(t)
+	failFile := filepath.Join(t.TempDir(), "fail-step")
+	srv := airflowtest.StartServer(t, airflowtest.ServerOptions{
+		Kubeconfig: cluster.Kubeconfig, Namespace: ns, Policy: airflowtest.PolicyE2E(),
+		Env: []string{"MANIFOLD_SIMFAIL_STEP_FILE=" + failFile, "MANIFOLD_REJECT_DAG=afrejected"},
+	})
+	t.Chdir(t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv(airflow.EnvConfig, "")
+	t.Setenv(airflow.EnvToken, "")
+	t.Setenv(airflow.EnvURL, srv.URL)
+	t.Setenv(airflow.EnvUsername, airflowtest.Username)
+	t.Setenv(airflow.EnvPassword, airflowtest.Password)
+	dags := []string{"--dags-folder", srv.Dags}
+
+	t.Run("success", func(t *testing.T) {
+		rcv := otlptest.New(t)
+		rcv.Env(t)
+		flow := chainFlow("afok", "")
+		p := testflows.Compile(t, flow)
+		if r := runAF(t, flow, p, append([]string{"deploy", "--wait-parsed"}, dags...)...); r.code != 0 || !strings.Contains(r.stdout, "Airflow imported DAG afok") {
+			t.Fatalf("deploy --wait-parsed: exit %d, want 0 and the DAG imported", r.code)
+		}
+		for _, name := range []string{"afok.py", "afok.kpo.json"} {
+			if _, err := os.Stat(filepath.Join(srv.Dags, name)); err != nil {
+				t.Errorf("deploy left no %s: %v", name, err)
+			}
+		}
+		leftovers, _ := filepath.Glob(filepath.Join(srv.Dags, ".*tmp-*"))
+		if len(leftovers) > 0 {
+			t.Errorf("deploy left temporary files: %v", leftovers)
+		}
+		r := runAF(t, flow, p, "trigger", "--wait", "--param", "size=large")
+		if r.code != 0 {
+			t.Fatalf("trigger --wait: exit %d, want 0", r.code)
+		}
+		id := triggeredRun(t, r)
+		rec, tasks := readRun(t, id)
+		if rec.State != record.Succeeded || rec.Runtime != "airflow" || rec.Cluster != srv.URL || rec.Params["size"] != "large" {
+			t.Errorf("record: state %s, runtime %q, at %q, params %v; want succeeded, airflow, %s, size=large", rec.State, rec.Runtime, rec.Cluster, rec.Params, srv.URL)
+		}
+		for _, s := range []string{"a", "b", "c"} {
+			if tk := tasks[s]; tk.State != record.Succeeded || tk.Attempts != 1 {
+				t.Errorf("step %s: %s after %d attempts; want succeeded after 1", s, tk.State, tk.Attempts)
+			}
+			pods, err := cluster.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: plan.LabelFlow + "=afok," + plan.LabelStep + "=" + s})
+			if err != nil || len(pods.Items) != 1 {
+				t.Errorf("step %s: pods %v, %v; want the one its task ran", s, len(pods.Items), err)
+			}
+		}
+		if tasks["a"].End.After(tasks["b"].Start) || tasks["b"].End.After(tasks["c"].Start) {
+			t.Errorf("steps out of order: a %v–%v, b %v–%v, c %v", tasks["a"].Start, tasks["a"].End, tasks["b"].Start, tasks["b"].End, tasks["c"].Start)
+		}
+
+		// The trace of the followed run.
+		spans := waitSpans(t, rcv, 7)
+		want := `run afok manifold.result=succeeded [Ok]
+  step a manifold.attempts=1 manifold.result=succeeded [Ok]
+    attempt 1 manifold.attempt=1 manifold.result=succeeded [Ok]
+  step b manifold.attempts=1 manifold.result=succeeded [Ok]
+    attempt 1 manifold.attempt=1 manifold.result=succeeded [Ok]
+  step c manifold.attempts=1 manifold.result=succeeded [Ok]
+    attempt 1 manifold.attempt=1 manifold.result=succeeded [Ok]
+`
+		keys := []string{tracing.AttrAttempt, tracing.AttrAttempts, tracing.AttrResult}
+		if got := otlptest.Tree(spans, keys, false); got != want {
+			t.Errorf("span tree:\n%s\nwant:\n%s", got, want)
+		}
+		for _, s := range spans {
+			if s.Name == "run afok" && (s.Attrs[tracing.AttrRuntime] != "airflow" || s.Attrs[tracing.AttrRunID] != id) {
+				t.Errorf("run span attributes %v; want runtime airflow, run %s", s.Attrs, id)
+			}
+		}
+
+		// runs list, runs show and logs read the run back from Airflow.
+		if r := runAF(t, flow, p, "list"); r.code != 0 || !regexp.MustCompile(regexp.QuoteMeta(id)+`\s+succeeded`).MatchString(r.stdout) {
+			t.Errorf("runs list: exit %d; want run %s succeeded in:\n%s", r.code, id, r.stdout)
+		}
+		r = runAF(t, flow, p, "show", id)
+		if r.code != 0 || !strings.Contains(r.stdout, "run "+id+" of flow afok: succeeded") || !strings.Contains(r.stdout, "params size=large") {
+			t.Errorf("runs show: exit %d; want the run succeeded with size=large", r.code)
+		}
+		for _, s := range []string{"a", "b", "c"} {
+			if !regexp.MustCompile(`(?m)^` + s + `\s+succeeded\s+1\s`).MatchString(r.stdout) {
+				t.Errorf("runs show: no row of step %s succeeded in 1 attempt", s)
+			}
+		}
+		r = runAF(t, flow, p, "logs", id, "b")
+		if r.code != 0 || !strings.Contains(r.stdout, "afok-b") {
+			t.Errorf("logs RUN b: exit %d; want b's task log, naming its pod afok-b-…", r.code)
+		}
+		if r := runAF(t, flow, p, "logs", id, "nosuch"); r.code != ExitUsage {
+			t.Errorf("logs RUN nosuch: exit %d, want %d", r.code, ExitUsage)
+		}
+
+		// undeploy removes what deploy wrote, and nothing else.
+		other := filepath.Join(srv.Dags, "notmanifold.py")
+		if err := os.WriteFile(other, []byte("# a DAG of someone else\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if r := runAF(t, flow, p, append([]string{"undeploy", "--delete-dag"}, dags...)...); r.code != 0 {
+			t.Errorf("undeploy: exit %d, want 0", r.code)
+		}
+		entries, _ := os.ReadDir(srv.Dags)
+		var left []string
+		for _, e := range entries {
+			left = append(left, e.Name())
+		}
+		if strings.Join(left, " ") != "notmanifold.py" {
+			t.Errorf("dags folder after undeploy: %v; want only notmanifold.py", left)
+		}
+		if err := os.Remove(other); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("fail-retry", func(t *testing.T) {
+		flow := chainFlow("affail", "")
+		p := testflows.Compile(t, flow)
+		if err := os.WriteFile(failFile, []byte("b"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if r := runAF(t, flow, p, append([]string{"deploy", "--wait-parsed"}, dags...)...); r.code != 0 {
+			t.Fatalf("deploy --wait-parsed: exit %d", r.code)
+		}
+		r := runAF(t, flow, p, "trigger", "--wait")
+		id := triggeredRun(t, r)
+		if r.code != ExitInvalid || !strings.Contains(r.stderr, "error: step b failed: task b failed in try 1") || !strings.Contains(r.stderr, "not started: c") {
+			t.Errorf("trigger --wait: exit %d; want %d, step b named as failed and c not started", r.code, ExitInvalid)
+		}
+		if !strings.Contains(r.stderr, "of the log of b, try 1") {
+			t.Errorf("trigger --wait printed no log of b's failed try")
+		}
+		rec, tasks := readRun(t, id)
+		if rec.State != record.Failed || tasks["a"].State != record.Succeeded || tasks["b"].State != record.Failed || tasks["c"].State != record.Skipped {
+			t.Errorf("record: run %s, a %s, b %s, c %s; want failed, succeeded, failed, skipped", rec.State, tasks["a"].State, tasks["b"].State, tasks["c"].State)
+		}
+		logData, err := os.ReadFile(filepath.Join(record.StateDir(filepath.Join(record.DefaultRoot, id), "b", -1), record.StdoutLog))
+		if err != nil || !bytes.Contains(logData, []byte("affail-b")) {
+			t.Errorf("b's recorded log: %v; want its task's log", err)
+		}
+
+		// The cause removed, retry runs b and c again in the same run.
+		if err := os.WriteFile(failFile, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r = runAF(t, flow, p, "retry", id)
+		if r.code != 0 || !strings.Contains(r.stdout, "cleared 2 tasks of run "+id+": b, c") {
+			t.Fatalf("retry: exit %d; want 0, b and c cleared", r.code)
+		}
+		rec, tasks = readRun(t, id)
+		if rec.State != record.Succeeded {
+			t.Errorf("record after retry: %s, want succeeded", rec.State)
+		}
+		for s, attempts := range map[string]int{"a": 1, "b": 2, "c": 1} {
+			if tk := tasks[s]; tk.State != record.Succeeded || tk.Attempts != attempts {
+				t.Errorf("step %s after retry: %s after %d attempts; want succeeded after %d", s, tk.State, tk.Attempts, attempts)
+			}
+		}
+		if r := runAF(t, flow, p, "retry", id); r.code != ExitInvalid || !strings.Contains(r.stderr, "no failed task to retry") {
+			t.Errorf("retry of a run that succeeded: exit %d; want %d, nothing to retry", r.code, ExitInvalid)
+		}
+		r = runAF(t, flow, p, "logs", "--attempt", "1", id, "b")
+		if r.code != 0 || !strings.Contains(r.stdout, "affail-b") {
+			t.Errorf("logs --attempt 1 RUN b: exit %d; want the failed try's log", r.code)
+		}
+	})
+
+	t.Run("stop", func(t *testing.T) {
+		flow := chainFlow("afstop", "10m")
+		p := testflows.Compile(t, flow)
+		if r := runAF(t, flow, p, append([]string{"deploy", "--wait-parsed"}, dags...)...); r.code != 0 {
+			t.Fatalf("deploy --wait-parsed: exit %d", r.code)
+		}
+		r := runAF(t, flow, p, "trigger")
+		if r.code != 0 {
+			t.Fatalf("trigger: exit %d", r.code)
+		}
+		id := triggeredRun(t, r)
+		cl, err := airflow.New(airflow.Config{URL: srv.URL, Username: airflowtest.Username, Password: airflowtest.Password})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitTask(t, cl, "afstop", id, "a", "running")
+		if r := runAF(t, flow, p, "stop", id); r.code != 0 {
+			t.Fatalf("stop: exit %d", r.code)
+		}
+		run, err := cl.Run(t.Context(), "afstop", id)
+		if err != nil || run.State != airflow.RunFailed {
+			t.Errorf("run after stop: %v, %v; want failed", run, err)
+		}
+		states := waitTask(t, cl, "afstop", id, "a", "failed")
+		if states["b"] != "skipped" && states["b"] != "none" {
+			t.Errorf("b after stop: %s; want skipped (or none)", states["b"])
+		}
+		if r := runAF(t, flow, p, "stop", id); r.code != ExitInvalid || !strings.Contains(r.stderr, "already ended") {
+			t.Errorf("stop of an ended run: exit %d; want %d", r.code, ExitInvalid)
+		}
+	})
+
+	t.Run("import-error", func(t *testing.T) {
+		flow := chainFlow("afrejected", "")
+		p := testflows.Compile(t, flow)
+		r := runAF(t, flow, p, append([]string{"deploy", "--wait-parsed"}, dags...)...)
+		if r.code != ExitInvalid || !strings.Contains(r.stderr, "Airflow could not import afrejected.py") || !strings.Contains(r.stderr, "refused by the test's cluster policy") {
+			t.Errorf("deploy --wait-parsed of a DAG Airflow refuses: exit %d; want %d and the import error", r.code, ExitInvalid)
+		}
+	})
+
+	t.Run("usage", func(t *testing.T) {
+		flow := chainFlow("afusage", "")
+		p := testflows.Compile(t, flow)
+		if r := runAF(t, flow, p, "deploy"); r.code != ExitUsage || !strings.Contains(r.stderr, "--dags-folder") {
+			t.Errorf("deploy without a dags folder: exit %d; want %d naming --dags-folder", r.code, ExitUsage)
+		}
+		if r := runAF(t, flow, p, "trigger", "--param", "nosuch=1"); r.code != ExitUsage || !strings.Contains(r.stderr, "its params are size") {
+			t.Errorf("trigger --param nosuch: exit %d; want %d naming the flow's params", r.code, ExitUsage)
+		}
+		if r := runAF(t, flow, p, "trigger", "--on-interrupt", "maybe"); r.code != ExitUsage {
+			t.Errorf("trigger --on-interrupt maybe: exit %d; want %d", r.code, ExitUsage)
+		}
+		t.Setenv(airflow.EnvPassword, "wrong")
+		if r := runAF(t, flow, p, "list"); r.code != ExitInvalid || !strings.Contains(r.stderr, "Unauthorized") {
+			t.Errorf("runs list with a wrong password: exit %d; want %d, unauthorized", r.code, ExitInvalid)
+		}
+	})
+}
+
+// waitSpans waits until rcv has at least n spans (the trace is sent as the
+// command ends, but the receiver may see it a moment later).
+func waitSpans(t *testing.T, rcv *otlptest.Receiver, n int) []otlptest.Span {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		spans := rcv.Spans()
+		if len(spans) >= n || time.Now().After(deadline) {
+			return spans
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitTask waits until task of the run is in state, and returns the states of
+// every task then.
+func waitTask(t *testing.T, cl *airflow.Client, dagID, run, task, state string) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	for {
+		tis, err := cl.TaskInstances(ctx, dagID, run)
+		states := map[string]string{}
+		for _, ti := range tis {
+			states[ti.TaskID] = ti.StateName()
+		}
+		if err == nil && states[task] == state {
+			return states
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("task %s of run %s never %s: %v, %v", task, run, state, states, err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
