@@ -418,13 +418,14 @@ func airflowLogs(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, run, step string
 			if labelled {
 				label = t.Label()
 			}
+			text := log.Text()
 			if len(tries) > 1 {
-				log = "--- try " + strconv.Itoa(n) + "\n" + log
+				text = "--- try " + strconv.Itoa(n) + "\n" + text
 			}
-			if err := writeLog(c.App.Writer, label, pad, []byte(log)); err != nil {
+			if err := writeLog(c.App.Writer, label, pad, []byte(text)); err != nil {
 				return err
 			}
-			wrote = wrote || log != ""
+			wrote = wrote || text != ""
 		}
 	}
 	if !wrote {
@@ -484,7 +485,7 @@ func airflowRetry(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, run string) err
 		return invalidErr(err)
 	}
 	if len(cleared) == 0 {
-		return invalidErr(fmt.Errorf("run %s of DAG %s has no failed task to retry (it %s)", run, id, r.State))
+		return invalidErr(fmt.Errorf("run %s of DAG %s has no failed task to retry (it %s)", run, id, airflow.RunState(r.State)))
 	}
 	var labels []string
 	for _, ti := range cleared {

@@ -223,7 +223,7 @@ func TestAirflowLifecycle(t *testing.T) {
 			t.Errorf("runs list: exit %d; want run %s succeeded in:\n%s", r.code, id, r.stdout)
 		}
 		r = runAF(t, flow, p, "show", id)
-		if r.code != 0 || !strings.Contains(r.stdout, "run "+id+" of flow afok: succeeded") || !strings.Contains(r.stdout, "params size=large") {
+		if r.code != 0 || !strings.Contains(r.stdout, "run "+id+" of flow afok: succeeded\non Airflow "+srv.URL+"\n") || !strings.Contains(r.stdout, "params size=large") {
 			t.Errorf("runs show: exit %d; want the run succeeded with size=large", r.code)
 		}
 		for _, s := range []string{"a", "b", "c"} {
@@ -271,11 +271,11 @@ func TestAirflowLifecycle(t *testing.T) {
 		}
 		r := runAF(t, flow, p, "trigger", "--wait")
 		id := triggeredRun(t, r)
-		if r.code != ExitInvalid || !strings.Contains(r.stderr, "error: step b failed: task b failed in try 1") || !strings.Contains(r.stderr, "not started: c") {
+		if r.code != ExitInvalid || !regexp.MustCompile(`error: step b failed: task b failed in try 1: AirflowException: Pod affail-b-\S+ returned a failure. failed by the sim.manifold.dev/fail label;`).MatchString(r.stderr) || !strings.Contains(r.stderr, "not started: c") {
 			t.Errorf("trigger --wait: exit %d; want %d, step b named as failed and c not started", r.code, ExitInvalid)
 		}
-		if !strings.Contains(r.stderr, "of the log of b, try 1") {
-			t.Errorf("trigger --wait printed no log of b's failed try")
+		if !strings.Contains(r.stderr, "of the log of b, try 1") || !strings.Contains(r.stderr, "b |   AirflowException: Pod affail-b-") || strings.Contains(r.stderr, "remote_pod") {
+			t.Errorf("trigger --wait printed no log of b's failed try, or printed its pod whole")
 		}
 		rec, tasks := readRun(t, id)
 		if rec.State != record.Failed || tasks["a"].State != record.Succeeded || tasks["b"].State != record.Failed || tasks["c"].State != record.Skipped {

@@ -143,9 +143,13 @@ func showRun(out io.Writer, rec *record.Record, tasks []record.Task) error {
 }
 
 // clusterLine says where a cluster run ran: "on cluster URL (context C),
-// namespace N, as job", leaving out what the record does not hold.
+// namespace N, as job" ("on Airflow URL" for a run Airflow ran), leaving out
+// what the record does not hold.
 func clusterLine(rec *record.Record) string {
 	line := "on cluster"
+	if rec.Runtime == "airflow" {
+		line = "on Airflow"
+	}
 	if rec.Cluster != "" {
 		line += " " + rec.Cluster
 	}

@@ -342,12 +342,13 @@ func (fl *follower) applyOne(ctx context.Context, u *unit, ti *TaskInstance, fai
 	case "success":
 		fl.start(u, ti)
 		u.finished = true
-		r.Succeed(u.Unit, nil)
+		r.Succeed(u.Unit, func(t *record.Task) { endAt(t, ti) })
 		return true
 	case "failed":
 		fl.start(u, ti)
 		u.finished = true
 		r.Fail(u.Unit, fl.failure(ctx, u, ti), "failed", nil)
+		r.Update(u.Unit, func(t *record.Task) { endAt(t, ti) })
 		return true
 	case "upstream_failed":
 		u.finished = true
@@ -367,6 +368,13 @@ func (fl *follower) applyOne(ctx context.Context, u *unit, ti *TaskInstance, fai
 	}
 }
 
+// endAt sets the end of t to the task instance's end, on Airflow's clock.
+func endAt(t *record.Task, ti *TaskInstance) {
+	if ti.EndDate != nil && !ti.EndDate.Before(t.Start) {
+		t.End = ti.EndDate.UTC()
+	}
+}
+
 // start records that try ti.TryNumber of u runs, when it is new; Airflow's
 // try number is the attempt's.
 func (fl *follower) start(u *unit, ti *TaskInstance) bool {
@@ -378,11 +386,12 @@ func (fl *follower) start(u *unit, ti *TaskInstance) bool {
 		n := max(ti.TryNumber, t.Attempts+1)
 		if t.Start.IsZero() || n == 1 {
 			t.Start, t.End = time.Now().UTC(), time.Time{}
+			if ti.StartDate != nil {
+				// Airflow's clock: the follower may see the try late.
+				t.Start = ti.StartDate.UTC()
+			}
 		}
 		t.Attempts, t.State, t.ExitCode, t.Error, t.Reason = n, record.Running, nil, "", ""
-		if ti.Hostname != nil {
-			t.Node = *ti.Hostname
-		}
 	})
 	if ti.StartDate != nil {
 		fl.r.Running(u.Unit, *ti.StartDate)
@@ -400,44 +409,24 @@ func (fl *follower) failure(ctx context.Context, u *unit, ti *TaskInstance) stri
 		fl.r.Disp.Note("reading the log of %s: %v", u.Label, err)
 		return msg
 	}
+	if log.Exception != "" {
+		msg += ": " + log.Exception
+	}
 	dir := record.StateDir(fl.r.Dir, u.Step.Name, u.Index)
 	if err := os.MkdirAll(dir, 0o755); err == nil {
 		marker := record.AttemptMarker(ti.TryNumber, time.Now())
 		fh, err := os.OpenFile(filepath.Join(dir, record.StdoutLog), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		if err == nil {
-			_, _ = io.WriteString(fh, marker+log)
+			_, _ = io.WriteString(fh, marker+log.Text())
 			_ = fh.Close()
 		}
 	}
-	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
-	if len(lines) > logTail {
-		lines = lines[len(lines)-logTail:]
-	}
+	lines := log.Tail(logTail)
 	fmt.Fprintf(fl.o.Stderr, "last %s of the log of %s, try %d (logs --target airflow %s %s prints it all):\n", display.Count(len(lines), "line"), u.Label, ti.TryNumber, fl.r.ID, u.Step.Name)
 	for _, l := range lines {
 		fmt.Fprintln(fl.o.Stderr, display.Prefixed(u.Label, len(u.Label), l))
 	}
-	if why := Reason(log); why != "" {
-		msg += ": " + why
-	}
 	return msg
-}
-
-// Reason is what a task's log says made it fail: the first line of the last
-// exception it reports, "" when it reports none.
-func Reason(log string) string {
-	lines := strings.Split(log, "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		l := strings.TrimSpace(lines[i])
-		// logLine writes an exception as "Type: value" on an indented line.
-		if strings.HasPrefix(lines[i], "  ") && strings.Contains(l, ": ") && !strings.HasPrefix(l, "File ") {
-			if len(l) > 300 {
-				l = l[:300] + "…"
-			}
-			return l
-		}
-	}
-	return ""
 }
 
 // settle ends the units the run's end leaves unfinished: a DAG run marked

@@ -178,43 +178,77 @@ func (c *Client) Clear(ctx context.Context, id, runID string) ([]TaskInstance, e
 	return out.TIs, nil
 }
 
+// TaskLog is the log of one try of a task.
+type TaskLog struct {
+	// Lines are its messages, one a line (an exception's on the lines that
+	// follow its message, indented).
+	Lines []string
+	// Exception is the last exception it reports, "Type: message", with
+	// what the pod operator appends to its message (the whole pod) left out;
+	// "" when it reports none.
+	Exception string
+	// short holds Lines with the pod operator's pod dumps left out.
+	short []string
+}
+
+// Text is the whole log.
+func (l *TaskLog) Text() string {
+	if len(l.Lines) == 0 {
+		return ""
+	}
+	return strings.Join(l.Lines, "\n") + "\n"
+}
+
+// Tail is the last n lines of the log, without the pods the pod operator
+// prints whole in its exceptions.
+func (l *TaskLog) Tail(n int) []string {
+	if len(l.short) > n {
+		return l.short[len(l.short)-n:]
+	}
+	return l.short
+}
+
+// podDump begins what the pod operator appends to the message of a pod's
+// failure: the whole pod.
+const podDump = "\nremote_pod:"
+
 // Log returns the log of try try of task taskID (map index mapIndex, -1 for a
-// task that is not mapped) in run runID of DAG id, a line per message.
-func (c *Client) Log(ctx context.Context, id, runID, taskID string, mapIndex, try int) (string, error) {
+// task that is not mapped) in run runID of DAG id.
+func (c *Client) Log(ctx context.Context, id, runID, taskID string, mapIndex, try int) (*TaskLog, error) {
 	var out struct {
 		Content []json.RawMessage `json:"content"`
 	}
 	q := url.Values{"full_content": {"true"}, "map_index": {strconv.Itoa(mapIndex)}}
 	if err := c.call(ctx, http.MethodGet, path("dags", id, "dagRuns", runID, "taskInstances", taskID, "logs", strconv.Itoa(try)), q, nil, &out); err != nil {
-		return "", err
+		return nil, err
 	}
-	var b strings.Builder
+	l := &TaskLog{}
 	for _, raw := range out.Content {
-		b.WriteString(logLine(raw))
-		b.WriteByte('\n')
+		l.add(raw)
 	}
-	return b.String(), nil
+	return l, nil
 }
 
-// logLine writes one message of a task's log: a plain string, or a structured
-// message as "timestamp level event", and its error detail when it has one.
-func logLine(raw json.RawMessage) string {
+// add adds one message of a task's log: a plain string, or a structured
+// message as "timestamp LEVEL event", and the exceptions it carries.
+func (l *TaskLog) add(raw json.RawMessage) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return s
+		l.Lines, l.short = append(l.Lines, s), append(l.short, s)
+		return
 	}
 	var m struct {
 		Timestamp string `json:"timestamp"`
 		Level     string `json:"level"`
 		Event     string `json:"event"`
-		Logger    string `json:"logger"`
 		Error     []struct {
 			ExcType  string `json:"exc_type"`
 			ExcValue string `json:"exc_value"`
 		} `json:"error_detail"`
 	}
 	if json.Unmarshal(raw, &m) != nil {
-		return string(raw)
+		l.Lines, l.short = append(l.Lines, string(raw)), append(l.short, string(raw))
+		return
 	}
 	var parts []string
 	for _, p := range []string{m.Timestamp, strings.ToUpper(m.Level), m.Event} {
@@ -223,10 +257,17 @@ func logLine(raw json.RawMessage) string {
 		}
 	}
 	line := strings.Join(parts, " ")
+	l.Lines, l.short = append(l.Lines, line), append(l.short, line)
 	for _, e := range m.Error {
-		line += "\n  " + e.ExcType + ": " + e.ExcValue
+		full := "  " + e.ExcType + ": " + strings.ReplaceAll(e.ExcValue, "\n", "\n    ")
+		l.Lines = append(l.Lines, strings.Split(full, "\n")...)
+		value, dumped := e.ExcValue, e.ExcValue
+		if i := strings.Index(value, podDump); i >= 0 {
+			value, dumped = value[:i], value[:i]+" (the pod follows in the full log)"
+		}
+		l.short = append(l.short, strings.Split("  "+e.ExcType+": "+strings.ReplaceAll(dumped, "\n", "\n    "), "\n")...)
+		l.Exception = e.ExcType + ": " + strings.Join(strings.Fields(strings.ReplaceAll(value, "\n", " ")), " ")
 	}
-	return line
 }
 
 // RunState is the record state of a DAG run state.
