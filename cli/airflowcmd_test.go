@@ -119,10 +119,14 @@ func readRun(t *testing.T, id string) (*record.Record, map[string]record.Task) {
 }
 
 // chainFlow is a flow of three Command steps, a → b → c, whose pods kwok runs;
-// each step runs for runFor ("" for at once).
-func chainFlow(name, runFor string) *sdk.Flow {
+// each step runs for runFor ("" for at once); b is a foreach step over items,
+// when there are some.
+func chainFlow(name, runFor string, items ...string) *sdk.Flow {
 	opts := func(after string) []sdk.StepOption {
 		o := []sdk.StepOption{sdk.Command("true")}
+		if after == "a" && len(items) > 0 {
+			o = append(o, sdk.Foreach(items...))
+		}
 		if after != "" {
 			o = append(o, sdk.After(after))
 		}
@@ -162,7 +166,7 @@ func TestAirflowLifecycle(t *testing.T) {
 	t.Run("success", func(t *testing.T) {
 		rcv := otlptest.New(t)
 		rcv.Env(t)
-		flow := chainFlow("afok", "")
+		flow := chainFlow("afok", "", "x", "y")
 		p := testflows.Compile(t, flow)
 		if r := runAF(t, flow, p, append([]string{"deploy", "--wait-parsed"}, dags...)...); r.code != 0 || !strings.Contains(r.stdout, "Airflow imported DAG afok") {
 			t.Fatalf("deploy --wait-parsed: exit %d, want 0 and the DAG imported", r.code)
@@ -185,26 +189,36 @@ func TestAirflowLifecycle(t *testing.T) {
 		if rec.State != record.Succeeded || rec.Runtime != "airflow" || rec.Cluster != srv.URL || rec.Params["size"] != "large" {
 			t.Errorf("record: state %s, runtime %q, at %q, params %v; want succeeded, airflow, %s, size=large", rec.State, rec.Runtime, rec.Cluster, rec.Params, srv.URL)
 		}
-		for _, s := range []string{"a", "b", "c"} {
-			if tk := tasks[s]; tk.State != record.Succeeded || tk.Attempts != 1 {
-				t.Errorf("step %s: %s after %d attempts; want succeeded after 1", s, tk.State, tk.Attempts)
-			}
-			pods, err := cluster.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: plan.LabelFlow + "=afok," + plan.LabelStep + "=" + s})
-			if err != nil || len(pods.Items) != 1 {
-				t.Errorf("step %s: pods %v, %v; want the one its task ran", s, len(pods.Items), err)
+		if len(tasks) != 4 {
+			t.Errorf("record holds %d tasks, want a, b[0], b[1] and c", len(tasks))
+		}
+		for label, item := range map[string]string{"a": "", "b[0]": "x", "b[1]": "y", "c": ""} {
+			if tk := tasks[label]; tk.State != record.Succeeded || tk.Attempts != 1 || tk.Item != item {
+				t.Errorf("%s: %s after %d attempts, item %q; want succeeded after 1, item %q", label, tk.State, tk.Attempts, tk.Item, item)
 			}
 		}
-		if tasks["a"].End.After(tasks["b"].Start) || tasks["b"].End.After(tasks["c"].Start) {
-			t.Errorf("steps out of order: a %v–%v, b %v–%v, c %v", tasks["a"].Start, tasks["a"].End, tasks["b"].Start, tasks["b"].End, tasks["c"].Start)
+		for s, n := range map[string]int{"a": 1, "b": 2, "c": 1} {
+			pods, err := cluster.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: plan.LabelFlow + "=afok," + plan.LabelStep + "=" + s})
+			if err != nil || len(pods.Items) != n {
+				t.Errorf("step %s: %d pods, %v; want the %d its tasks ran", s, len(pods.Items), err, n)
+			}
+		}
+		for _, b := range []string{"b[0]", "b[1]"} {
+			if tasks["a"].End.After(tasks[b].Start) || tasks[b].End.After(tasks["c"].Start) {
+				t.Errorf("steps out of order: a %v–%v, %s %v–%v, c %v", tasks["a"].Start, tasks["a"].End, b, tasks[b].Start, tasks[b].End, tasks["c"].Start)
+			}
 		}
 
 		// The trace of the followed run.
-		spans := waitSpans(t, rcv, 7)
+		spans := waitSpans(t, rcv, 10)
 		want := `run afok manifold.result=succeeded [Ok]
   step a manifold.attempts=1 manifold.result=succeeded [Ok]
     attempt 1 manifold.attempt=1 manifold.result=succeeded [Ok]
-  step b manifold.attempts=1 manifold.result=succeeded [Ok]
-    attempt 1 manifold.attempt=1 manifold.result=succeeded [Ok]
+  step b manifold.result=succeeded [Ok]
+    item b[0] manifold.attempts=1 manifold.result=succeeded [Ok]
+      attempt 1 manifold.attempt=1 manifold.result=succeeded [Ok]
+    item b[1] manifold.attempts=1 manifold.result=succeeded [Ok]
+      attempt 1 manifold.attempt=1 manifold.result=succeeded [Ok]
   step c manifold.attempts=1 manifold.result=succeeded [Ok]
     attempt 1 manifold.attempt=1 manifold.result=succeeded [Ok]
 `
@@ -226,14 +240,16 @@ func TestAirflowLifecycle(t *testing.T) {
 		if r.code != 0 || !strings.Contains(r.stdout, "run "+id+" of flow afok: succeeded\non Airflow "+srv.URL+"\n") || !strings.Contains(r.stdout, "params size=large") {
 			t.Errorf("runs show: exit %d; want the run succeeded with size=large", r.code)
 		}
-		for _, s := range []string{"a", "b", "c"} {
-			if !regexp.MustCompile(`(?m)^` + s + `\s+succeeded\s+1\s`).MatchString(r.stdout) {
-				t.Errorf("runs show: no row of step %s succeeded in 1 attempt", s)
+		for _, row := range []string{`a\s+succeeded`, `b\[0\]\s+x\s+succeeded`, `b\[1\]\s+y\s+succeeded`, `c\s+succeeded`} {
+			if !regexp.MustCompile(`(?m)^` + row + `\s+1\s`).MatchString(r.stdout) {
+				t.Errorf("runs show: no row %s in 1 attempt", row)
 			}
 		}
 		r = runAF(t, flow, p, "logs", id, "b")
-		if r.code != 0 || !strings.Contains(r.stdout, "afok-b") {
-			t.Errorf("logs RUN b: exit %d; want b's task log, naming its pod afok-b-…", r.code)
+		for _, b := range []string{"b[0]", "b[1]"} {
+			if r.code != 0 || !strings.Contains(r.stdout, b+" | ") || !regexp.MustCompile(regexp.QuoteMeta(b)+` \|.*Building pod afok-b-`).MatchString(r.stdout) {
+				t.Errorf("logs RUN b: exit %d; want %s's task log, naming its pod afok-b-…", r.code, b)
+			}
 		}
 		if r := runAF(t, flow, p, "logs", id, "nosuch"); r.code != ExitUsage {
 			t.Errorf("logs RUN nosuch: exit %d, want %d", r.code, ExitUsage)

@@ -159,8 +159,8 @@ func (c *Client) Stop(ctx context.Context, id, runID string) (*DAGRun, error) {
 
 // Clear clears the failed task instances of run runID of DAG id, and those
 // downstream of them (upstream_failed), so the scheduler runs them again in
-// the same run, which it sets running again. It returns the task instances
-// cleared.
+// the same run, which it sets queued again, at the DAG's latest version. It
+// returns the task instances cleared.
 func (c *Client) Clear(ctx context.Context, id, runID string) ([]TaskInstance, error) {
 	body := map[string]any{
 		"dry_run":            false,
@@ -168,6 +168,8 @@ func (c *Client) Clear(ctx context.Context, id, runID string) ([]TaskInstance, e
 		"dag_run_id":         runID,
 		"include_downstream": true,
 		"reset_dag_runs":     true,
+		// A flow deployed again since (its fix) runs at its new version.
+		"run_on_latest_version": true,
 	}
 	var out struct {
 		TIs []TaskInstance `json:"task_instances"`
