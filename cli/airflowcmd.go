@@ -214,7 +214,7 @@ func airflowTrigger(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, params map[st
 	}
 	fmt.Fprintf(c.App.Writer, "triggered run %s of DAG %s\n", run.ID, id)
 	if !c.Bool("wait") {
-		fmt.Fprintf(c.App.Writer, "follow it with retry or runs show --target airflow %s\n", run.ID)
+		fmt.Fprintf(c.App.Writer, "follow it with retry --target airflow %s; runs show --target airflow %s shows it\n", run.ID, run.ID)
 		return nil
 	}
 	return airflowFollow(c, cl, p, id, run.ID, all)
@@ -460,7 +460,7 @@ func airflowStop(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, run string) erro
 
 // airflowRetry clears the failed tasks of a run and those after them, so
 // Airflow runs them again in the same run, and follows it again, in the same
-// record.
+// record. A run that has not ended is followed again as it is.
 func airflowRetry(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, run string) error {
 	if err := checkOnInterrupt(c); err != nil {
 		return err
@@ -477,8 +477,10 @@ func airflowRetry(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, run string) err
 	if err != nil {
 		return invalidErr(err)
 	}
+	params := runRecord(cl, p, r).Params
 	if !r.Final() {
-		return invalidErr(fmt.Errorf("run %s of DAG %s is %s: retry it once it has ended (or stop it first)", run, id, r.State))
+		fmt.Fprintf(c.App.Writer, "run %s is %s in Airflow: following it (nothing to clear)\n", run, airflow.RunState(r.State))
+		return airflowFollow(c, cl, p, id, run, params)
 	}
 	cleared, err := cl.Clear(c.Context, id, run)
 	if err != nil {
@@ -494,6 +496,5 @@ func airflowRetry(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, run string) err
 		}
 	}
 	fmt.Fprintf(c.App.Writer, "cleared %s of run %s: %s\n", display.Count(len(labels), "task"), run, strings.Join(labels, ", "))
-	params := runRecord(cl, p, r).Params
 	return airflowFollow(c, cl, p, id, run, params)
 }

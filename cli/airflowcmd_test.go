@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,9 +74,15 @@ type afResult struct {
 // exit status, as cli.Run would.
 func runAF(t *testing.T, flow *sdk.Flow, p *plan.Flow, args ...string) afResult {
 	t.Helper()
+	return runAFContext(t.Context(), t, flow, p, args...)
+}
+
+// runAFContext is runAF with a context that interrupts the command.
+func runAFContext(ctx context.Context, t *testing.T, flow *sdk.Flow, p *plan.Flow, args ...string) afResult {
+	t.Helper()
 	var out, errOut bytes.Buffer
 	began := time.Now()
-	err := airflowTestApp(flow, p, &out, &errOut).RunContext(t.Context(), append([]string{flow.Name()}, args...))
+	err := airflowTestApp(flow, p, &out, &errOut).RunContext(ctx, append([]string{flow.Name()}, args...))
 	r := afResult{stdout: out.String(), stderr: errOut.String()}
 	var ex *exitError
 	switch {
@@ -334,29 +341,54 @@ func TestAirflowLifecycle(t *testing.T) {
 		if r := runAF(t, flow, p, append([]string{"deploy", "--wait-parsed"}, dags...)...); r.code != 0 {
 			t.Fatalf("deploy --wait-parsed: exit %d", r.code)
 		}
-		r := runAF(t, flow, p, "trigger")
-		if r.code != 0 {
-			t.Fatalf("trigger: exit %d", r.code)
-		}
-		id := triggeredRun(t, r)
 		cl, err := airflow.New(airflow.Config{URL: srv.URL, Username: airflowtest.Username, Password: airflowtest.Password})
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitTask(t, cl, "afstop", id, "a", "running")
-		if r := runAF(t, flow, p, "stop", id); r.code != 0 {
+
+		// Interrupted with --on-interrupt leave, the follow ends and the run
+		// goes on; retry follows it again, and sees it stopped.
+		r, id := interruptedTrigger(t, cl, flow, p, "leave")
+		if r.code != ExitInterrupted || !strings.Contains(r.stderr, "run "+id+" goes on in Airflow") {
+			t.Errorf("trigger --wait --on-interrupt leave, interrupted: exit %d; want %d, the run going on", r.code, ExitInterrupted)
+		}
+		if run, err := cl.Run(t.Context(), "afstop", id); err != nil || run.State != airflow.RunRunning {
+			t.Errorf("run after leaving it: %v, %v; want running", run, err)
+		}
+		if rec, _ := readRun(t, id); rec.State != record.Interrupted || !strings.Contains(rec.Error, "goes on in Airflow") {
+			t.Errorf("record after leaving the run: %s, %q; want interrupted, going on in Airflow", rec.State, rec.Error)
+		}
+		refollow := make(chan afResult, 1)
+		go func() { refollow <- runAF(t, flow, p, "retry", id) }()
+		time.Sleep(2 * time.Second)
+		if r := runAF(t, flow, p, "stop", id); r.code != 0 || !strings.Contains(r.stdout, "marked run "+id+" of DAG afstop failed") {
 			t.Fatalf("stop: exit %d", r.code)
 		}
-		run, err := cl.Run(t.Context(), "afstop", id)
-		if err != nil || run.State != airflow.RunFailed {
+		if run, err := cl.Run(t.Context(), "afstop", id); err != nil || run.State != airflow.RunFailed {
 			t.Errorf("run after stop: %v, %v; want failed", run, err)
 		}
 		states := waitTask(t, cl, "afstop", id, "a", "failed")
 		if states["b"] != "skipped" && states["b"] != "none" {
 			t.Errorf("b after stop: %s; want skipped (or none)", states["b"])
 		}
+		r = <-refollow
+		if r.code != ExitInvalid || !strings.Contains(r.stdout, "following it (nothing to clear)") || !strings.Contains(r.stderr, "error: step a failed") {
+			t.Errorf("retry of a running run that is then stopped: exit %d; want %d, a failed", r.code, ExitInvalid)
+		}
 		if r := runAF(t, flow, p, "stop", id); r.code != ExitInvalid || !strings.Contains(r.stderr, "already ended") {
 			t.Errorf("stop of an ended run: exit %d; want %d", r.code, ExitInvalid)
+		}
+
+		// Interrupted with --on-interrupt stop, the run is marked failed.
+		r, id = interruptedTrigger(t, cl, flow, p, "stop")
+		if r.code != ExitInterrupted || strings.Contains(r.stderr, "goes on in Airflow") || !strings.Contains(r.stderr, "stopped in Airflow") {
+			t.Errorf("trigger --wait --on-interrupt stop, interrupted: exit %d; want %d, the run stopped", r.code, ExitInterrupted)
+		}
+		if run, err := cl.Run(t.Context(), "afstop", id); err != nil || run.State != airflow.RunFailed {
+			t.Errorf("run after an interrupt that stops it: %v, %v; want failed", run, err)
+		}
+		if rec, tasks := readRun(t, id); rec.State != record.Interrupted || tasks["a"].State != record.Interrupted || tasks["c"].State != record.Interrupted {
+			t.Errorf("record: run %s, a %s, c %s; want interrupted", rec.State, tasks["a"].State, tasks["c"].State)
 		}
 	})
 
@@ -386,6 +418,36 @@ func TestAirflowLifecycle(t *testing.T) {
 			t.Errorf("runs list with a wrong password: exit %d; want %d, unauthorized", r.code, ExitInvalid)
 		}
 	})
+}
+
+// interruptedTrigger runs trigger --wait --on-interrupt onInterrupt, and
+// interrupts it once step a's task runs; it returns what the command did and
+// the run's id.
+func interruptedTrigger(t *testing.T, cl *airflow.Client, flow *sdk.Flow, p *plan.Flow, onInterrupt string) (afResult, string) {
+	t.Helper()
+	before, err := cl.Runs(t.Context(), flow.Name(), 100)
+	if err != nil && !airflow.NotFound(err) {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan afResult, 1)
+	go func() { done <- runAFContext(ctx, t, flow, p, "trigger", "--wait", "--on-interrupt", onInterrupt) }()
+	var id string
+	for deadline := time.Now().Add(time.Minute); id == ""; time.Sleep(200 * time.Millisecond) {
+		runs, err := cl.Runs(t.Context(), flow.Name(), 100)
+		for _, r := range runs {
+			if !slices.ContainsFunc(before, func(b airflow.DAGRun) bool { return b.ID == r.ID }) {
+				id = r.ID
+			}
+		}
+		if id == "" && time.Now().After(deadline) {
+			t.Fatalf("trigger made no run: %v, %v", runs, err)
+		}
+	}
+	waitTask(t, cl, flow.Name(), id, "a", "running")
+	cancel()
+	return <-done, id
 }
 
 // waitSpans waits until rcv has at least n spans (the trace is sent as the

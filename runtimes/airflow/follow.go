@@ -171,12 +171,21 @@ func (c *Client) Follow(ctx context.Context, f *plan.Flow, dagID, runID string, 
 	fl.r.Disp.Stop()
 	dres, ferr := fl.r.Finish(interrupted, nil)
 	res.Result = *dres
+	if dres.State == record.Interrupted {
+		// The run is Airflow's: it is not resumed with --run-id, as a local
+		// run is.
+		ferr = fmt.Errorf("stopped following run %s, which goes on in Airflow (retry %s follows it again): %w", runID, runID, dag.ErrInterrupted)
+		if res.Stopped {
+			ferr = fmt.Errorf("run %s %w and stopped in Airflow (retry %s runs its failed tasks again)", runID, dag.ErrInterrupted, runID)
+		}
+		fl.r.Rec.Error = ferr.Error()
+		if werr := record.WriteRecord(fl.r.Dir, fl.r.Rec); werr != nil {
+			fl.r.Disp.Note("recording run %s: %v", runID, werr)
+		}
+	}
 	fl.r.Ended(dres.State)
 	if err != nil {
 		return res, err
-	}
-	if interrupted && !res.Stopped {
-		return res, fmt.Errorf("stopped following run %s, which goes on in Airflow: %w", runID, dag.ErrInterrupted)
 	}
 	return res, ferr
 }
@@ -383,7 +392,9 @@ func (fl *follower) start(u *unit, ti *TaskInstance) bool {
 	}
 	u.try = ti.TryNumber
 	fl.r.Update(u.Unit, func(t *record.Task) {
-		n := max(ti.TryNumber, t.Attempts+1)
+		// A follow that takes over a run sees the try its record left
+		// running as it is.
+		n := max(ti.TryNumber, t.Attempts, 1)
 		if t.Start.IsZero() || n == 1 {
 			t.Start, t.End = time.Now().UTC(), time.Time{}
 			if ti.StartDate != nil {
