@@ -38,7 +38,6 @@ func airflowFlags() []ucli.Flag {
 		&ucli.BoolFlag{Name: "wait-parsed", Usage: "deploy --target airflow: wait until Airflow has imported the DAG, or print its import error"},
 		&ucli.DurationFlag{Name: "parse-timeout", Value: 10 * time.Minute, Usage: "deploy --target airflow --wait-parsed: give up after `DURATION`"},
 		&ucli.BoolFlag{Name: "delete-dag", Usage: "undeploy --target airflow: also delete the DAG and the record of its runs from Airflow"},
-		&ucli.IntFlag{Name: "limit", Value: 25, Usage: "runs list --target airflow: list the last `N` runs"},
 	}
 }
 
@@ -133,6 +132,9 @@ func airflowDeploy(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
 		return invalidErr(err)
 	}
 	fmt.Fprintf(out, "Airflow imported DAG %s\n", dep.DAGID)
+	if d, err := cl.DAG(c.Context, dep.DAGID); err == nil && d.IsPaused {
+		fmt.Fprintf(out, "DAG %s is paused (Airflow pauses new DAGs): trigger unpauses it\n", dep.DAGID)
+	}
 	return nil
 }
 
@@ -279,6 +281,9 @@ func stopOnInterrupt(c *ucli.Context, run string) bool {
 	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(answer)), "y")
 }
 
+// airflowListed is how many runs runs list --target airflow shows: the last.
+const airflowListed = 50
+
 // airflowRunsList lists the last runs of p's DAG.
 func airflowRunsList(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
 	cl, err := airflowClient(c)
@@ -289,7 +294,7 @@ func airflowRunsList(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
 	if err != nil {
 		return err
 	}
-	runs, err := cl.Runs(c.Context, id, max(c.Int("limit"), 1))
+	runs, err := cl.Runs(c.Context, id, airflowListed)
 	if err != nil {
 		return invalidErr(err)
 	}
