@@ -207,6 +207,9 @@ func airflowTrigger(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, params map[st
 	if err != nil {
 		return err
 	}
+	if stale, err := cl.Stale(c.Context, p); err == nil && stale {
+		fmt.Fprintf(c.App.ErrWriter, "note: DAG %s in Airflow is not flow %s as it compiles now: deploy --target airflow runs the current one\n", id, p.Name)
+	}
 	run, unpaused, err := cl.Trigger(c.Context, id, runid.New(time.Now()), params)
 	if unpaused {
 		fmt.Fprintf(c.App.Writer, "DAG %s was paused: unpaused it\n", id)

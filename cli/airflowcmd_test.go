@@ -126,14 +126,10 @@ func readRun(t *testing.T, id string) (*record.Record, map[string]record.Task) {
 }
 
 // chainFlow is a flow of three Command steps, a → b → c, whose pods kwok runs;
-// each step runs for runFor ("" for at once); b is a foreach step over items,
-// when there are some.
-func chainFlow(name, runFor string, items ...string) *sdk.Flow {
-	opts := func(after string) []sdk.StepOption {
-		o := []sdk.StepOption{sdk.Command("true")}
-		if after == "a" && len(items) > 0 {
-			o = append(o, sdk.Foreach(items...))
-		}
+// each step runs for runFor ("" for at once), and b has options bOpts too.
+func chainFlow(name, runFor string, bOpts ...sdk.StepOption) *sdk.Flow {
+	opts := func(after string, more ...sdk.StepOption) []sdk.StepOption {
+		o := append([]sdk.StepOption{sdk.Command("true")}, more...)
 		if after != "" {
 			o = append(o, sdk.After(after))
 		}
@@ -144,7 +140,7 @@ func chainFlow(name, runFor string, items ...string) *sdk.Flow {
 	}
 	return sdk.NewFlow(name, sdk.Image("registry.example.com/ml/"+name+":v1"), sdk.Param("size", "small")).
 		Step("a", opts("")...).
-		Step("b", opts("a")...).
+		Step("b", opts("a", bOpts...)...).
 		Step("c", opts("b")...)
 }
 
@@ -173,7 +169,7 @@ func TestAirflowLifecycle(t *testing.T) {
 	t.Run("success", func(t *testing.T) {
 		rcv := otlptest.New(t)
 		rcv.Env(t)
-		flow := chainFlow("afok", "", "x", "y")
+		flow := chainFlow("afok", "", sdk.Foreach("x", "y"))
 		p := testflows.Compile(t, flow)
 		if r := runAF(t, flow, p, append([]string{"deploy", "--wait-parsed"}, dags...)...); r.code != 0 || !strings.Contains(r.stdout, "Airflow imported DAG afok") {
 			t.Fatalf("deploy --wait-parsed: exit %d, want 0 and the DAG imported", r.code)
@@ -190,6 +186,9 @@ func TestAirflowLifecycle(t *testing.T) {
 		r := runAF(t, flow, p, "trigger", "--wait", "--param", "size=large")
 		if r.code != 0 {
 			t.Fatalf("trigger --wait: exit %d, want 0", r.code)
+		}
+		if strings.Contains(r.stderr, "is not flow afok as it compiles now") {
+			t.Errorf("trigger of the DAG just deployed says it is stale")
 		}
 		id := triggeredRun(t, r)
 		rec, tasks := readRun(t, id)
@@ -284,7 +283,8 @@ func TestAirflowLifecycle(t *testing.T) {
 	})
 
 	t.Run("fail-retry", func(t *testing.T) {
-		flow := chainFlow("affail", "")
+		// b is retried once by Airflow, a second after its first try.
+		flow := chainFlow("affail", "", sdk.Retry(1), sdk.RetryBackoff(time.Second))
 		p := testflows.Compile(t, flow)
 		if err := os.WriteFile(failFile, []byte("b"), 0o644); err != nil {
 			t.Fatal(err)
@@ -294,15 +294,18 @@ func TestAirflowLifecycle(t *testing.T) {
 		}
 		r := runAF(t, flow, p, "trigger", "--wait")
 		id := triggeredRun(t, r)
-		if r.code != ExitInvalid || !regexp.MustCompile(`error: step b failed: task b failed in try 1: AirflowException: Pod affail-b-\S+ returned a failure. failed by the sim.manifold.dev/fail label;`).MatchString(r.stderr) || !strings.Contains(r.stderr, "not started: c") {
+		if !regexp.MustCompile(`b: try 1 failed: task b failed in try 1: AirflowException: .*; Airflow retries it`).MatchString(r.stdout) {
+			t.Errorf("trigger --wait did not tell b's first try failed and that Airflow retries it")
+		}
+		if r.code != ExitInvalid || !regexp.MustCompile(`error: step b failed: task b failed in try 2: AirflowException: Pod affail-b-\S+ returned a failure. failed by the sim.manifold.dev/fail label;`).MatchString(r.stderr) || !strings.Contains(r.stderr, "not started: c") {
 			t.Errorf("trigger --wait: exit %d; want %d, step b named as failed and c not started", r.code, ExitInvalid)
 		}
-		if !strings.Contains(r.stderr, "of the log of b, try 1") || !strings.Contains(r.stderr, "b |   AirflowException: Pod affail-b-") || strings.Contains(r.stderr, "remote_pod") {
+		if !strings.Contains(r.stderr, "of the log of b, try 2") || !strings.Contains(r.stderr, "b |   AirflowException: Pod affail-b-") || strings.Contains(r.stderr, "remote_pod") {
 			t.Errorf("trigger --wait printed no log of b's failed try, or printed its pod whole")
 		}
 		rec, tasks := readRun(t, id)
-		if rec.State != record.Failed || tasks["a"].State != record.Succeeded || tasks["b"].State != record.Failed || tasks["c"].State != record.Skipped {
-			t.Errorf("record: run %s, a %s, b %s, c %s; want failed, succeeded, failed, skipped", rec.State, tasks["a"].State, tasks["b"].State, tasks["c"].State)
+		if rec.State != record.Failed || tasks["a"].State != record.Succeeded || tasks["b"].State != record.Failed || tasks["b"].Attempts != 2 || tasks["c"].State != record.Skipped {
+			t.Errorf("record: run %s, a %s, b %s after %d attempts, c %s; want failed, succeeded, failed after 2, skipped", rec.State, tasks["a"].State, tasks["b"].State, tasks["b"].Attempts, tasks["c"].State)
 		}
 		logData, err := os.ReadFile(filepath.Join(record.StateDir(filepath.Join(record.DefaultRoot, id), "b", -1), record.StdoutLog))
 		if err != nil || !bytes.Contains(logData, []byte("affail-b")) {
@@ -321,7 +324,8 @@ func TestAirflowLifecycle(t *testing.T) {
 		if rec.State != record.Succeeded {
 			t.Errorf("record after retry: %s, want succeeded", rec.State)
 		}
-		for s, attempts := range map[string]int{"a": 1, "b": 2, "c": 1} {
+		// Airflow counts b's tries on: the third succeeds.
+		for s, attempts := range map[string]int{"a": 1, "b": 3, "c": 1} {
 			if tk := tasks[s]; tk.State != record.Succeeded || tk.Attempts != attempts {
 				t.Errorf("step %s after retry: %s after %d attempts; want succeeded after %d", s, tk.State, tk.Attempts, attempts)
 			}
@@ -329,9 +333,13 @@ func TestAirflowLifecycle(t *testing.T) {
 		if r := runAF(t, flow, p, "retry", id); r.code != ExitInvalid || !strings.Contains(r.stderr, "no failed task to retry") {
 			t.Errorf("retry of a run that succeeded: exit %d; want %d, nothing to retry", r.code, ExitInvalid)
 		}
-		r = runAF(t, flow, p, "logs", "--attempt", "1", id, "b")
-		if r.code != 0 || !strings.Contains(r.stdout, "affail-b") {
-			t.Errorf("logs --attempt 1 RUN b: exit %d; want the failed try's log", r.code)
+		r = runAF(t, flow, p, "logs", "--attempt", "2", id, "b")
+		if r.code != 0 || !strings.Contains(r.stdout, "'try_number': '2'") || !strings.Contains(r.stdout, "returned a failure") {
+			t.Errorf("logs --attempt 2 RUN b: exit %d; want the second try's log, which failed", r.code)
+		}
+		r = runAF(t, flow, p, "logs", id, "b")
+		if r.code != 0 || strings.Count(r.stdout, "--- try ") != 3 {
+			t.Errorf("logs RUN b: exit %d; want the logs of b's 3 tries", r.code)
 		}
 	})
 
@@ -389,6 +397,16 @@ func TestAirflowLifecycle(t *testing.T) {
 		}
 		if rec, tasks := readRun(t, id); rec.State != record.Interrupted || tasks["a"].State != record.Interrupted || tasks["c"].State != record.Interrupted {
 			t.Errorf("record: run %s, a %s, c %s; want interrupted", rec.State, tasks["a"].State, tasks["c"].State)
+		}
+
+		// A flow changed since it was deployed: trigger says so.
+		changed := chainFlow("afstop", "9m")
+		r = runAF(t, changed, testflows.Compile(t, changed), "trigger")
+		if r.code != 0 || !strings.Contains(r.stderr, "note: DAG afstop in Airflow is not flow afstop as it compiles now") {
+			t.Errorf("trigger of a changed flow: exit %d; want 0 and a note that the DAG is not the flow's", r.code)
+		}
+		if _, err := cl.Stop(t.Context(), "afstop", triggeredRun(t, r)); err != nil {
+			t.Error(err)
 		}
 	})
 

@@ -188,6 +188,29 @@ func (c *Client) source(ctx context.Context, id string) (string, error) {
 	return *s.Content, nil
 }
 
+// Stale reports whether the DAG file Airflow holds for f's DAG differs from
+// the one the airflow target emits for f now: f changed since it was deployed.
+func (c *Client) Stale(ctx context.Context, f *plan.Flow) (bool, error) {
+	files, errs := emit.Files(emitairflow.Target{}, f)
+	if len(errs) > 0 {
+		return false, errs.ToAggregate()
+	}
+	d, errs := emitairflow.Build(f)
+	if len(errs) > 0 {
+		return false, errs.ToAggregate()
+	}
+	src, err := c.source(ctx, d.ID)
+	if err != nil {
+		return false, err
+	}
+	for _, file := range files {
+		if file.Name == f.Name+".py" {
+			return src != string(file.Data), nil
+		}
+	}
+	return false, nil
+}
+
 // Pause pauses or unpauses DAG id.
 func (c *Client) Pause(ctx context.Context, id string, paused bool) error {
 	return c.call(ctx, http.MethodPatch, path("dags", id), nil, map[string]bool{"is_paused": paused}, nil)

@@ -344,7 +344,7 @@ func (fl *follower) applyOne(ctx context.Context, u *unit, ti *TaskInstance, fai
 		}
 		fl.start(u, ti)
 		u.retried = ti.TryNumber
-		msg := fl.failure(ctx, u, ti)
+		msg := fl.failure(ctx, u, ti, false)
 		r.Update(u.Unit, func(t *record.Task) { t.State, t.Error = record.Retrying, msg })
 		r.Disp.Event(u.Label, true, "try %d failed: %s; Airflow retries it", ti.TryNumber, msg)
 		return true
@@ -356,7 +356,7 @@ func (fl *follower) applyOne(ctx context.Context, u *unit, ti *TaskInstance, fai
 	case "failed":
 		fl.start(u, ti)
 		u.finished = true
-		r.Fail(u.Unit, fl.failure(ctx, u, ti), "failed", nil)
+		r.Fail(u.Unit, fl.failure(ctx, u, ti, true), "failed", nil)
 		r.Update(u.Unit, func(t *record.Task) { endAt(t, ti) })
 		return true
 	case "upstream_failed":
@@ -412,8 +412,9 @@ func (fl *follower) start(u *unit, ti *TaskInstance) bool {
 }
 
 // failure reads the log of the failed try ti of u: it keeps it in u's record,
-// prints its last lines, and returns what it says went wrong.
-func (fl *follower) failure(ctx context.Context, u *unit, ti *TaskInstance) string {
+// prints its last lines when show (the last try), and returns what it says
+// went wrong.
+func (fl *follower) failure(ctx context.Context, u *unit, ti *TaskInstance, show bool) string {
 	msg := fmt.Sprintf("task %s failed in try %d", ti.TaskID, ti.TryNumber)
 	log, err := fl.c.Log(ctx, fl.dagID, fl.r.ID, ti.TaskID, ti.MapIndex, ti.TryNumber)
 	if err != nil {
@@ -425,12 +426,19 @@ func (fl *follower) failure(ctx context.Context, u *unit, ti *TaskInstance) stri
 	}
 	dir := record.StateDir(fl.r.Dir, u.Step.Name, u.Index)
 	if err := os.MkdirAll(dir, 0o755); err == nil {
-		marker := record.AttemptMarker(ti.TryNumber, time.Now())
+		start := time.Now()
+		if ti.StartDate != nil {
+			start = *ti.StartDate
+		}
+		marker := record.AttemptMarker(ti.TryNumber, start)
 		fh, err := os.OpenFile(filepath.Join(dir, record.StdoutLog), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		if err == nil {
 			_, _ = io.WriteString(fh, marker+log.Text())
 			_ = fh.Close()
 		}
+	}
+	if !show {
+		return msg
 	}
 	lines := log.Tail(logTail)
 	fmt.Fprintf(fl.o.Stderr, "last %s of the log of %s, try %d (logs --target airflow %s %s prints it all):\n", display.Count(len(lines), "line"), u.Label, ti.TryNumber, fl.r.ID, u.Step.Name)
