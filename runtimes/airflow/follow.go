@@ -1,6 +1,7 @@
 package airflow
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -207,7 +208,7 @@ func (fl *follower) open() (bool, error) {
 	switch {
 	case resumed:
 		if prev.Flow != f.Name || prev.Runtime != "airflow" {
-			return false, fmt.Errorf("run %s is recorded as a run of flow %s on %s, not of %s on Airflow", fl.r.ID, prev.Flow, cmpOr(prev.Runtime, "this machine"), f.Name)
+			return false, fmt.Errorf("run %s is recorded as a run of flow %s on %s, not of %s on Airflow", fl.r.ID, prev.Flow, cmp.Or(prev.Runtime, "this machine"), f.Name)
 		}
 		fl.r.Rec.Start, fl.r.Rec.Params = prev.Start, prev.Params
 	case !errors.Is(err, os.ErrNotExist):
@@ -230,13 +231,6 @@ func (fl *follower) open() (bool, error) {
 		}
 	}
 	return resumed, record.WriteRecord(fl.r.Dir, fl.r.Rec)
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // loop polls the DAG run and its task instances until the run ends, telling
