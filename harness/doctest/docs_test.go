@@ -14,6 +14,14 @@ import (
 	"github.com/manifoldflow/manifold/harness/exampletest"
 )
 
+// TestMain removes the examples the shell examples ran, built once per test
+// binary, when the tests end.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	exampletest.Cleanup()
+	os.Exit(code)
+}
+
 // TestLinks checks every relative link of README.md and docs/: the file (or
 // directory) it names exists, and the #anchor, if any, is a heading of that page
 // by GitHub's rules.

@@ -258,3 +258,48 @@ func TestTaskLog(t *testing.T) {
 		t.Errorf("Tail (-want +got):\n%s", diff)
 	}
 }
+
+// TestFollowAPIErrors: an API server that fails for a while is asked again,
+// and the follow goes on; one that refuses the request ends it at once, and
+// the run is recorded interrupted, not failed.
+func TestFollowAPIErrors(t *testing.T) {
+	t.Chdir(t.TempDir())
+	p := testflows.Compile(t, sdk.NewFlow("apiflow", sdk.Image("registry.example.com/api:v1")).Step("a", sdk.Command("true")))
+	var calls atomic.Int32
+	var gone atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := calls.Add(1)
+		switch {
+		case gone.Load():
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"detail":"The DagRun with dag_id: apiflow and run_id: r2 was not found"}`))
+		case n <= 2:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case strings.HasSuffix(r.URL.Path, "/taskInstances"):
+			_ = json.NewEncoder(w).Encode(map[string]any{"task_instances": []map[string]any{
+				{"task_id": "a", "map_index": -1, "state": "success", "try_number": 1},
+			}, "total_entries": 1})
+		default:
+			_ = json.NewEncoder(w).Encode(map[string]any{"dag_run_id": "r1", "dag_id": "apiflow", "state": "success"})
+		}
+	}))
+	defer srv.Close()
+	c, err := New(Config{URL: srv.URL, Token: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	res, err := c.Follow(t.Context(), p, "apiflow", "r1", FollowOptions{Stdout: &out})
+	if err != nil || res.State != "succeeded" {
+		t.Fatalf("Follow through a short outage = %+v, %v; want succeeded\n%s", res, err, out.String())
+	}
+	if !strings.Contains(out.String(), "Airflow does not answer") || !strings.Contains(out.String(), "Airflow answers again") {
+		t.Errorf("the outage was not told:\n%s", out.String())
+	}
+
+	gone.Store(true)
+	res, err = c.Follow(t.Context(), p, "apiflow", "r2", FollowOptions{Stdout: &out})
+	if !NotFound(err) || res == nil || res.State != "interrupted" {
+		t.Errorf("Follow of a run the API does not have = %+v, %v; want the 404, and the run interrupted", res, err)
+	}
+}

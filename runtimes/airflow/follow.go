@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,6 +155,15 @@ func (c *Client) Follow(ctx context.Context, f *plan.Flow, dagID, runID string, 
 
 	interrupted, err := fl.loop(ctx)
 	res := &Result{}
+	// The view stays on the screen; a question about the run goes below it.
+	fl.r.Disp.Stop()
+	if err != nil {
+		for _, u := range fl.units {
+			if !fl.r.Final(u.Unit) {
+				fl.r.Interrupt(u.Unit, "Airflow stopped answering; the run may go on there")
+			}
+		}
+	}
 	if interrupted {
 		why := "left running in Airflow"
 		if o.OnInterrupt != nil && o.OnInterrupt() {
@@ -169,10 +179,9 @@ func (c *Client) Follow(ctx context.Context, f *plan.Flow, dagID, runID string, 
 			}
 		}
 	}
-	fl.r.Disp.Stop()
-	dres, ferr := fl.r.Finish(interrupted, nil)
+	dres, ferr := fl.r.Finish(interrupted || err != nil, nil)
 	res.Result = *dres
-	if dres.State == record.Interrupted {
+	if dres.State == record.Interrupted && err == nil {
 		// The run is Airflow's: it is not resumed with --run-id, as a local
 		// run is.
 		ferr = fmt.Errorf("stopped following run %s, which goes on in Airflow (retry %s follows it again): %w", runID, runID, dag.ErrInterrupted)
@@ -243,6 +252,8 @@ func (fl *follower) loop(ctx context.Context) (bool, error) {
 		switch {
 		case ctx.Err() != nil:
 			return true, nil
+		case err != nil && !transient(err):
+			return false, fmt.Errorf("following run %s: %w", fl.r.ID, err)
 		case err != nil:
 			if failingSince.IsZero() {
 				failingSince = time.Now()
@@ -276,6 +287,16 @@ func (fl *follower) loop(ctx context.Context) (bool, error) {
 		}
 		wait = min(2*wait, PollMax)
 	}
+}
+
+// transient reports whether an error of the API may go away if asked again:
+// any but an answer that refuses the request.
+func transient(err error) bool {
+	var ae *APIError
+	if !errors.As(err, &ae) {
+		return true
+	}
+	return ae.Status >= 500 || ae.Status == http.StatusTooManyRequests || ae.Status == http.StatusRequestTimeout
 }
 
 func (fl *follower) poll(ctx context.Context) (*DAGRun, []TaskInstance, error) {
