@@ -1,7 +1,9 @@
-// Package airflowtest runs real Airflow from tests: tools/airflow/dagcheck.py, in
-// the Python environment that tools/airflow/venv.sh builds (apache-airflow and the
-// cncf.kubernetes provider at the versions of tools/airflow/constraints.txt),
-// loads a directory of generated DAGs and reports what Airflow made of them.
+// Package airflowtest runs real Airflow from tests, in the Python environment
+// that tools/airflow/venv.sh builds (apache-airflow and the cncf.kubernetes
+// provider at the versions of tools/airflow/constraints.txt): Check runs
+// tools/airflow/dagcheck.py, which loads a directory of generated DAGs and
+// reports what Airflow made of them, and StartServer starts a whole Airflow
+// (API server, scheduler and DAG processor) on loopback for a test.
 package airflowtest
 
 import (
