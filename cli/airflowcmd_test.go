@@ -366,6 +366,17 @@ func TestAirflowLifecycle(t *testing.T) {
 		if rec, _ := readRun(t, id); rec.State != record.Interrupted || !strings.Contains(rec.Error, "goes on in Airflow") {
 			t.Errorf("record after leaving the run: %s, %q; want interrupted, going on in Airflow", rec.State, rec.Error)
 		}
+		// a's pod runs (for 10 minutes, on kwok).
+		sel := metav1.ListOptions{LabelSelector: "run_id=" + id + "," + plan.LabelStep + "=a"}
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
+			pods, err := cluster.Client.CoreV1().Pods(ns).List(t.Context(), sel)
+			if err == nil && len(pods.Items) == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("a's pod of run %s: %v, %v; want one", id, pods, err)
+			}
+		}
 		refollow := make(chan afResult, 1)
 		go func() { refollow <- runAF(t, flow, p, "retry", id) }()
 		time.Sleep(2 * time.Second)
@@ -378,6 +389,26 @@ func TestAirflowLifecycle(t *testing.T) {
 		states := waitTask(t, cl, "afstop", id, "a", "failed")
 		if states["b"] != "skipped" && states["b"] != "none" {
 			t.Errorf("b after stop: %s; want skipped (or none)", states["b"])
+		}
+		// a's worker stopped the task, and the pod operator deleted its pod.
+		for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(500 * time.Millisecond) {
+			pods, err := cluster.Client.CoreV1().Pods(ns).List(t.Context(), sel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			left := 0
+			for _, pod := range pods.Items {
+				if pod.DeletionTimestamp == nil {
+					left++
+				}
+			}
+			if left == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("a's pod of the stopped run is still there: %d pods", left)
+				break
+			}
 		}
 		r = <-refollow
 		if r.code != ExitInvalid || !strings.Contains(r.stdout, "following it (nothing to clear)") || !strings.Contains(r.stderr, "error: step a failed") {
