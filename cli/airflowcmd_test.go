@@ -179,7 +179,7 @@ func TestAirflowLifecycle(t *testing.T) {
 				t.Errorf("deploy left no %s: %v", name, err)
 			}
 		}
-		leftovers, _ := filepath.Glob(filepath.Join(srv.Dags, ".*tmp-*"))
+		leftovers, _ := filepath.Glob(filepath.Join(srv.Dags, ".*.tmp"))
 		if len(leftovers) > 0 {
 			t.Errorf("deploy left temporary files: %v", leftovers)
 		}

@@ -5,7 +5,8 @@
 // Deploy writes the two files the airflow target emits (package emit/airflow),
 // <flow>.kpo.json then <flow>.py, into the DAG processor's dags folder, each
 // through a temporary file in the same folder whose name does not end in .py
-// (which the DAG processor never reads), synced and renamed into place: Airflow
+// (which the DAG processor never reads), synced and renamed into place
+// (package internal/atomicfile): Airflow
 // parses the old DAG file or the new one, never half of one. WaitParsed waits
 // until the DAG processor has stored the new file, or returns the import error
 // it reported for it. Trigger starts a DAG run with the flow's params as its

@@ -14,6 +14,7 @@ import (
 
 	"github.com/manifoldflow/manifold/emit"
 	emitairflow "github.com/manifoldflow/manifold/emit/airflow"
+	"github.com/manifoldflow/manifold/internal/atomicfile"
 	"github.com/manifoldflow/manifold/plan"
 )
 
@@ -44,10 +45,15 @@ func DAGFiles(flow string) []string {
 // only a file that begins so.
 const header = "# Airflow DAG of flow "
 
+// staleTemp is how old a temporary file of a deploy must be for a later
+// deploy to remove it as left by a deploy killed before its rename.
+const staleTemp = 10 * time.Minute
+
 // Deploy writes f's DAG file and .kpo.json, as the airflow target emits them,
-// into the dags folder dir: each to a temporary file in dir, named
-// .<name>.tmp-<random> (a name the DAG processor skips, as it does every name
-// not ending in .py), synced, then renamed into place, and the folder synced.
+// into the dags folder dir, each through package atomicfile: to a temporary
+// file in dir, named .<name>.<random>.tmp (a name the DAG processor skips, as
+// it does every name not ending in .py), synced, then renamed into place; and
+// then the folder synced.
 func Deploy(dir string, f *plan.Flow) (*Deployed, error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
@@ -75,8 +81,12 @@ func Deploy(dir string, f *plan.Flow) (*Deployed, error) {
 			return nil, fmt.Errorf("the airflow target wrote no %s", name)
 		}
 		p := filepath.Join(dir, name)
-		if err := writeAtomic(p, data); err != nil {
+		// What a deploy killed before its rename left goes first.
+		if _, err := atomicfile.RemoveStale(p, staleTemp); err != nil {
 			return dep, err
+		}
+		if err := atomicfile.WriteSync(p, data); err != nil {
+			return dep, fmt.Errorf("writing %s: %w", p, err)
 		}
 		dep.Files = append(dep.Files, p)
 		if strings.HasSuffix(name, ".py") {
@@ -84,35 +94,6 @@ func Deploy(dir string, f *plan.Flow) (*Deployed, error) {
 		}
 	}
 	return dep, syncDir(dir)
-}
-
-// writeAtomic writes data to path through a temporary file in its directory
-// renamed into place.
-func writeAtomic(path string, data []byte) (err error) {
-	dir, name := filepath.Split(path)
-	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp.Name())
-			err = fmt.Errorf("writing %s: %w", path, err)
-		}
-	}()
-	if _, err = tmp.Write(data); err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 func syncDir(dir string) error {
