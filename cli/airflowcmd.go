@@ -14,6 +14,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
+	"github.com/manifoldflow/manifold/emit"
 	emitairflow "github.com/manifoldflow/manifold/emit/airflow"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runid"
@@ -119,7 +120,7 @@ func airflowDeploy(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
 		fmt.Fprintf(out, "wrote %s\n", display.Rel(f))
 	}
 	if dep.Claims != nil {
-		fmt.Fprintf(out, "the steps of %s claim devices: apply %s%s to the cluster (compile --target airflow writes it)\n", p.Name, p.Name, ".claims.yaml")
+		fmt.Fprintf(out, "the steps of %s claim devices: apply %s%s to the cluster (compile --target airflow writes it)\n", p.Name, p.Name, emit.ClaimsFileSuffix)
 	}
 	if cl == nil {
 		fmt.Fprintf(out, "DAG %s deployed; Airflow imports it at its next parse (--wait-parsed waits for it)\n", dep.DAGID)
@@ -186,7 +187,7 @@ func airflowTrigger(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, params map[st
 	for _, prm := range p.Params {
 		all[prm.Name] = prm.Value
 	}
-	for name := range params {
+	for _, name := range slices.Sorted(maps.Keys(params)) {
 		if _, ok := all[name]; !ok {
 			names := slices.Sorted(maps.Keys(all))
 			if len(names) == 0 {
