@@ -56,7 +56,17 @@ var (
 	built    programs
 	buildErr error
 	once     sync.Once
+	// buildDir holds the programs; removed when the tests and benchmarks end.
+	buildDir string
 )
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
 
 // build builds the programs once for every benchmark of the process.
 func build(b *testing.B) programs {
@@ -73,8 +83,7 @@ func buildPrograms() (programs, error) {
 	if err != nil {
 		return programs{}, err
 	}
-	// The directory is left for the process's end: the benchmarks of the
-	// process share it.
+	buildDir = dir // the benchmarks of the process share it; TestMain removes it
 	p := programs{workstation: filepath.Join(dir, "accelflow"), hello: filepath.Join(dir, "hello", "hello")}
 	if out, err := exec.Command("go", "build", "-o", p.workstation, ".").CombinedOutput(); err != nil {
 		return p, fmt.Errorf("go build: %v\n%s", err, out)
