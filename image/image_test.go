@@ -230,8 +230,8 @@ func runProgram(t *testing.T, program []byte, env []string, args ...string) stri
 }
 
 // checkImageProgram checks that program was built as the program of an image:
-// with the image's build tags, without kind, and answering a workstation
-// command (kind up) with an error that says where it runs.
+// with the image's build tags, without kind, and answering each workstation
+// command with an error that says where it runs.
 func checkImageProgram(t *testing.T, program []byte) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "program")
@@ -256,12 +256,18 @@ func checkImageProgram(t *testing.T, program []byte) {
 			t.Errorf("the program of an image links %s", m.Path)
 		}
 	}
-	cmd := exec.Command(path, "kind", "up")
-	cmd.Dir = t.TempDir()
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), "kind runs from a workstation") {
-		t.Errorf("kind up in the program of an image: %v, %q; want exit status 2 saying it runs from a workstation", err, out)
+	for _, args := range [][]string{{"kind", "up"}, {"image", "build", "--push"}, {"check", "--rbac"}, {"run", "--kube"}} {
+		cmd := exec.Command(path, args...)
+		cmd.Dir = t.TempDir()
+		out, err := cmd.CombinedOutput()
+		want := args[0] + " runs from a workstation"
+		if args[0] == "run" {
+			want = "run --kube runs from a workstation"
+		}
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), want) {
+			t.Errorf("%s in the program of an image: %v, %q; want exit status 2 and %q", strings.Join(args, " "), err, out, want)
+		}
 	}
 }
 
