@@ -15,6 +15,11 @@ import (
 // client-go clients and informers, kind and the image builder they link, so
 // that every pod pulls and starts a small program. Their names stay, and say
 // where they run. The program built with a plain `go build` has them all.
+//
+// The files left out carry `//go:build !manifold_image` (runkube.go, check.go,
+// image.go, kind.go). A command that calls what they define, or that only a
+// workstation runs, is left out the same way, with a stand-in here;
+// TestImageProgramBuilds builds the package with these tags.
 
 // ExitUnreachable is check's status when it could not ask the cluster; the
 // program in an image has no check, but keeps the status for the same meaning.
