@@ -1,3 +1,5 @@
+//go:build !manifold_image
+
 package cli
 
 import (
@@ -45,6 +47,8 @@ func imageBuildCommand(flow *sdk.Flow) *ucli.Command {
 			"/usr/local/bin/<flow>) on the base image (--base, else manifold.toml's base_image, else\n" +
 			image.DefaultBase + "; scratch for none) and makes it the image's entrypoint.\n" +
 			"Two platforms or more make an index. The same source and base give the same digest.\n\n" +
+			"The program in the image is built with -tags " + image.ImageBuildTags + ", which leave out what\n" +
+			"only a workstation runs (run --kube, check, image, kind: there they say so and exit 2).\n\n" +
 			"--push pushes to --tag (default: the flow's sdk.Image, else manifold.toml's image) with the\n" +
 			"credentials of the docker config and its credential helpers; pods name the image by digest.\n" +
 			"--tarball writes a `docker save` tarball for `kind load image-archive` or `docker load`; pods name\n" +

@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 
 	"k8s.io/apimachinery/pkg/api/validate/content"
@@ -106,13 +107,15 @@ func store2plan(store string, at *field.Path, value string) (*plan.Artifacts, fi
 }
 
 // bucketName is what S3 allows in a general-purpose bucket's name.
-var bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+var bucketName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+})
 
 // s3Store checks s3://bucket/prefix and returns it without a trailing '/'.
 func s3Store(at *field.Path, store string) (string, field.ErrorList) {
 	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(store, schemeS3), "/")
 	prefix = strings.TrimSuffix(prefix, "/")
-	if !bucketName.MatchString(bucket) || strings.Contains(bucket, "..") {
+	if !bucketName().MatchString(bucket) || strings.Contains(bucket, "..") {
 		return "", field.ErrorList{field.Invalid(at, store, "use s3://bucket/prefix, where the bucket's name is 3 to 63 lowercase letters, digits, '.' and '-'")}
 	}
 	if prefix != "" {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -150,7 +151,7 @@ func Compile(f *sdk.Flow, o Options) (*plan.Flow, field.ErrorList) {
 	return p, nil
 }
 
-var paramName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
+var paramName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`) })
 
 func compileParams(declared []sdk.ParamSpec, given map[string]string, errs field.ErrorList) ([]plan.Param, field.ErrorList) {
 	path := field.NewPath("params")
@@ -160,7 +161,7 @@ func compileParams(declared []sdk.ParamSpec, given map[string]string, errs field
 	for _, d := range declared {
 		at := path.Key(d.Name)
 		names = append(names, d.Name)
-		if !paramName.MatchString(d.Name) || len(d.Name) > 64 {
+		if !paramName().MatchString(d.Name) || len(d.Name) > 64 {
 			errs = append(errs, field.Invalid(at, d.Name, "a param name starts with a letter and has only letters, digits, '_' and '-' (at most 64)"))
 			continue
 		}

@@ -24,7 +24,17 @@ var _ Compiler = (*GoBuild)(nil)
 // GoBuildFlags are the flags GoBuild gives `go build`: paths of this machine
 // trimmed, no VCS stamp, no symbol table or DWARF (stack traces keep their file
 // names and lines). With CGO_ENABLED=0 the binary is static.
-var GoBuildFlags = []string{"-trimpath", "-buildvcs=false", "-ldflags=-s -w"}
+//
+// The build tags leave out of the program what only a workstation runs:
+// manifold_image the commands run --kube, check, image and kind (and the
+// client-go clients, kind and image builder they link; see package cli), and
+// urfave_cli_no_docs the command line's man-page and Markdown writers. The
+// program in the image is then less than half the size and starts in half the
+// time; the steps it runs (`step NAME`) are the same.
+var GoBuildFlags = []string{"-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-tags=" + ImageBuildTags}
+
+// ImageBuildTags are the build tags of the program in an image, comma-separated.
+const ImageBuildTags = "manifold_image,urfave_cli_no_docs"
 
 // GoBuild builds a main package with the go command, for Linux, without cgo.
 type GoBuild struct {

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"debug/buildinfo"
 	"debug/elf"
 	"errors"
 	"io"
@@ -228,6 +229,48 @@ func runProgram(t *testing.T, program []byte, env []string, args ...string) stri
 	return string(out)
 }
 
+// checkImageProgram checks that program was built as the program of an image:
+// with the image's build tags, without kind, and answering each workstation
+// command with an error that says where it runs.
+func checkImageProgram(t *testing.T, program []byte) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "program")
+	if err := os.WriteFile(path, program, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	info, err := buildinfo.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tags string
+	for _, s := range info.Settings {
+		if s.Key == "-tags" {
+			tags = s.Value
+		}
+	}
+	if tags != image.ImageBuildTags {
+		t.Errorf("built with -tags %q, want %q", tags, image.ImageBuildTags)
+	}
+	for _, m := range info.Deps {
+		if m.Path == "sigs.k8s.io/kind" || m.Path == "github.com/russross/blackfriday/v2" {
+			t.Errorf("the program of an image links %s", m.Path)
+		}
+	}
+	for _, args := range [][]string{{"kind", "up"}, {"image", "build", "--push"}, {"check", "--rbac"}, {"run", "--kube"}} {
+		cmd := exec.Command(path, args...)
+		cmd.Dir = t.TempDir()
+		out, err := cmd.CombinedOutput()
+		want := args[0] + " runs from a workstation"
+		if args[0] == "run" {
+			want = "run --kube runs from a workstation"
+		}
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), want) {
+			t.Errorf("%s in the program of an image: %v, %q; want exit status 2 and %q", strings.Join(args, " "), err, out, want)
+		}
+	}
+}
+
 func helloBuild(base image.Base, t time.Time) *image.Builder {
 	return &image.Builder{
 		Compiler:   &image.GoBuild{Package: filepath.Join(exampletest.Root(), "examples", "hello")},
@@ -331,6 +374,7 @@ func TestBuildHello(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(runDir, "greet", "greeting.json")); err != nil {
 		t.Errorf("step greet left no artifact: %v", err)
 	}
+	checkImageProgram(t, program)
 
 	// The same source and base give the same digest.
 	again, err := helloBuild(newBase(t, host+"/base:v1"), time.Time{}).Build(ctx)

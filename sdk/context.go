@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strconv"
+	"sync"
 
 	"go.opentelemetry.io/otel/propagation"
 
@@ -193,10 +194,10 @@ func ArtifactDir(runDir, step string, index int) string {
 	return filepath.Join(runDir, step, strconv.Itoa(index))
 }
 
-var artifactName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
+var artifactName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`) })
 
 func checkArtifactName(name string) error {
-	if !artifactName.MatchString(name) || len(name) > 200 {
+	if !artifactName().MatchString(name) || len(name) > 200 {
 		return fmt.Errorf("artifact name %q must be letters, digits, '_', '.' or '-', not starting with '.' or '-'", name)
 	}
 	return nil

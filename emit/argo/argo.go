@@ -498,8 +498,14 @@ func stepTemplate(s *plan.Step, pod corev1.PodTemplateSpec, sh shared) (wfv1.Tem
 }
 
 // podSpecPatch returns rest as a pod spec patch, or "" when it sets nothing.
+//
+// The spec is written by encode.JSON, which walks the values it holds, rather
+// than by encoding/json, which first makes its encoders for every type a
+// PodSpec can hold: in a new process, that was most of this function's time.
+// Decoded into a generic tree and encoded again, the patch is in the bytes
+// encoding/json gives it (keys sorted, <, > and & escaped).
 func podSpecPatch(rest corev1.PodSpec) (string, error) {
-	data, err := json.Marshal(rest)
+	data, err := encode.JSON(rest, "")
 	if err != nil {
 		return "", err
 	}

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -631,7 +632,7 @@ func resolvesToString(s string) bool {
 		if _, err := strconv.ParseUint(plain, 0, 64); err == nil {
 			return false
 		}
-		if yamlStyleFloat.MatchString(plain) {
+		if yamlStyleFloat().MatchString(plain) {
 			if _, err := strconv.ParseFloat(plain, 64); err == nil {
 				return false
 			}
@@ -648,28 +649,30 @@ func resolvesToString(s string) bool {
 				return false
 			}
 		}
-		return !resolvesOther[s]
+		return !resolvesOther()[s]
 	case c == '.':
-		if resolvesOther[s] {
+		if resolvesOther()[s] {
 			return false
 		}
 		_, err := strconv.ParseFloat(s, 64)
 		return err != nil
 	case strings.IndexByte("yYnNtTfFoO~", c) >= 0:
-		return !resolvesOther[s]
+		return !resolvesOther()[s]
 	}
 	return true
 }
 
-// resolvesOther holds the words yaml.v2 reads as a boolean, null or special float.
-var resolvesOther = map[string]bool{}
-
-func init() {
+// resolvesOther holds the words yaml.v2 reads as a boolean, null or special
+// float. It and the regular expressions below are made at their first use, not
+// when a program starts.
+var resolvesOther = sync.OnceValue(func() map[string]bool {
+	words := map[string]bool{}
 	for _, w := range strings.Fields("y Y yes Yes YES true True TRUE on On ON n N no No NO false False FALSE off Off OFF " +
 		"~ null Null NULL .nan .NaN .NAN .inf .Inf .INF +.inf +.Inf +.INF -.inf -.Inf -.INF") {
-		resolvesOther[w] = true
+		words[w] = true
 	}
-}
+	return words
+})
 
 // isTimestamp is yaml.v2's parseTimestamp: whether s is one of the timestamps it
 // reads.
@@ -699,8 +702,12 @@ var timestampFormats = []string{
 }
 
 var (
-	yamlStyleFloat = regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`)
-	base60float    = regexp.MustCompile(`^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$`)
+	yamlStyleFloat = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`)
+	})
+	base60float = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$`)
+	})
 )
 
 // isBase60Float is yaml.v2's: such values are quoted for older parsers.
@@ -712,5 +719,5 @@ func isBase60Float(s string) bool {
 	if !(c == '+' || c == '-' || c >= '0' && c <= '9') || strings.IndexByte(s, ':') < 0 {
 		return false
 	}
-	return base60float.MatchString(s)
+	return base60float().MatchString(s)
 }

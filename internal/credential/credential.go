@@ -10,6 +10,7 @@ package credential
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // A Credential is what a value that looks like a secret looks like.
@@ -23,35 +24,42 @@ type Credential struct {
 
 // The shapes of credentials recognised anywhere in a value. Each is a whole token:
 // a shape inside a longer run of letters and digits (a digest, a UUID, a run ID)
-// does not count.
-var credentialShapes = []struct {
+// does not count. They are compiled at their first use, not when a program
+// starts.
+var credentialShapes = sync.OnceValue(func() []credentialShape {
+	return []credentialShape{
+		// AWS access key IDs: AKIA (long-term keys) or ASIA (temporary ones) and 16
+		// uppercase letters or digits.
+		{regexp.MustCompile(`(?:^|[^A-Za-z0-9])(AKIA|ASIA)[A-Z0-9]{16}(?:$|[^A-Za-z0-9])`), "an AWS access key ID", "${1}…", 0},
+		// PEM private keys of any algorithm (RSA, EC, OPENSSH, ENCRYPTED, PKCS#8).
+		{regexp.MustCompile(`-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY-----`), "a private key (a PEM block)", "-----BEGIN …PRIVATE KEY-----", 0},
+		// GitHub tokens: personal (ghp_), OAuth (gho_), user-to-server (ghu_),
+		// server-to-server (ghs_) and refresh (ghr_) tokens, and fine-grained ones.
+		{regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(gh[pousr]_)[A-Za-z0-9]{36,}(?:$|[^A-Za-z0-9_])`), "a GitHub token", "${1}…", 0},
+		{regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(github_pat_)[A-Za-z0-9_]{40,}`), "a GitHub token", "${1}…", 0},
+		// Slack bot, user, app, refresh and legacy tokens.
+		{regexp.MustCompile(`(?:^|[^A-Za-z0-9])(xox[baprs]-)[A-Za-z0-9-]{10,}`), "a Slack token", "${1}…", 0},
+		// Hugging Face access tokens, which ML steps use to fetch gated models.
+		{regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(hf_)[A-Za-z0-9]{30,}(?:$|[^A-Za-z0-9_])`), "a Hugging Face token", "${1}…", 0},
+		// JSON Web Tokens: a JSON header and payload, base64url-encoded, and a signature.
+		{regexp.MustCompile(`(?:^|[^A-Za-z0-9_-])(eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+`), "a JSON Web Token", "${1}…", 0},
+		// HTTP credentials: a bearer token, or any Authorization header with a value.
+		{regexp.MustCompile(`(?i)(?:^|[^A-Za-z0-9])bearer\s+(\S+)`), "a bearer token", "Bearer …", 1},
+		{regexp.MustCompile(`(?i)authorization\s*:\s*(?:[A-Za-z]+\s+)?(\S+)`), "an Authorization header", "Authorization: …", 1},
+		// A URL that holds a password: https://user:password@host.
+		{regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@$]+:([^/\s@$({][^/\s@]*)@`), "a URL with a password", "", 0},
+	}
+})
+
+// A credentialShape is a credential's shape: its pattern, what it is, and what
+// of it is shown.
+type credentialShape struct {
 	re    *regexp.Regexp
 	kind  string
 	shown string
 	// literal, when not 0, is the submatch that holds the credential itself,
 	// which must be a value and not a reference to one.
 	literal int
-}{
-	// AWS access key IDs: AKIA (long-term keys) or ASIA (temporary ones) and 16
-	// uppercase letters or digits.
-	{regexp.MustCompile(`(?:^|[^A-Za-z0-9])(AKIA|ASIA)[A-Z0-9]{16}(?:$|[^A-Za-z0-9])`), "an AWS access key ID", "${1}…", 0},
-	// PEM private keys of any algorithm (RSA, EC, OPENSSH, ENCRYPTED, PKCS#8).
-	{regexp.MustCompile(`-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY-----`), "a private key (a PEM block)", "-----BEGIN …PRIVATE KEY-----", 0},
-	// GitHub tokens: personal (ghp_), OAuth (gho_), user-to-server (ghu_),
-	// server-to-server (ghs_) and refresh (ghr_) tokens, and fine-grained ones.
-	{regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(gh[pousr]_)[A-Za-z0-9]{36,}(?:$|[^A-Za-z0-9_])`), "a GitHub token", "${1}…", 0},
-	{regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(github_pat_)[A-Za-z0-9_]{40,}`), "a GitHub token", "${1}…", 0},
-	// Slack bot, user, app, refresh and legacy tokens.
-	{regexp.MustCompile(`(?:^|[^A-Za-z0-9])(xox[baprs]-)[A-Za-z0-9-]{10,}`), "a Slack token", "${1}…", 0},
-	// Hugging Face access tokens, which ML steps use to fetch gated models.
-	{regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(hf_)[A-Za-z0-9]{30,}(?:$|[^A-Za-z0-9_])`), "a Hugging Face token", "${1}…", 0},
-	// JSON Web Tokens: a JSON header and payload, base64url-encoded, and a signature.
-	{regexp.MustCompile(`(?:^|[^A-Za-z0-9_-])(eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+`), "a JSON Web Token", "${1}…", 0},
-	// HTTP credentials: a bearer token, or any Authorization header with a value.
-	{regexp.MustCompile(`(?i)(?:^|[^A-Za-z0-9])bearer\s+(\S+)`), "a bearer token", "Bearer …", 1},
-	{regexp.MustCompile(`(?i)authorization\s*:\s*(?:[A-Za-z]+\s+)?(\S+)`), "an Authorization header", "Authorization: …", 1},
-	// A URL that holds a password: https://user:password@host.
-	{regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@$]+:([^/\s@$({][^/\s@]*)@`), "a URL with a password", "", 0},
 }
 
 // literal reports whether a token is a value, not a reference to one or a word:
@@ -90,7 +98,7 @@ func secretName(name string) bool {
 // awsSecret is the shape of an AWS secret access key: 40 characters of base64.
 // Digests and commit hashes have it too, so it counts only where a name says the
 // value is secret.
-var awsSecret = regexp.MustCompile(`^[A-Za-z0-9/+]{40}$`)
+var awsSecret = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9/+]{40}$`) })
 
 // keyLike reports whether a value under a secret name looks like a generated key
 // rather than a setting: at least 20 characters of base64 or hex, mixing upper
@@ -127,7 +135,7 @@ func Detect(name, value string) (Credential, bool) {
 	if len(value) < minShape || !hinted(value) {
 		return detectByName(name, value)
 	}
-	for _, shape := range credentialShapes {
+	for _, shape := range credentialShapes() {
 		m := shape.re.FindStringSubmatchIndex(value)
 		if m == nil {
 			continue
@@ -169,9 +177,9 @@ func detectByName(name, value string) (Credential, bool) {
 	}
 	v := strings.TrimSpace(value)
 	switch {
-	case awsSecret.MatchString(v) && strings.Contains(strings.ToUpper(name), "AWS"):
+	case awsSecret().MatchString(v) && strings.Contains(strings.ToUpper(name), "AWS"):
 		return Credential{Kind: "an AWS secret access key"}, true
-	case awsSecret.MatchString(v) && !allHex(v):
+	case awsSecret().MatchString(v) && !allHex(v):
 		return Credential{Kind: "a secret key (40 characters of base64, as AWS secret access keys are)"}, true
 	case keyLike(v):
 		return Credential{Kind: "a secret key (a generated value under a secret's name)"}, true

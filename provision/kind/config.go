@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -20,11 +21,11 @@ const DefaultName = "manifold"
 const LabelSimulate = "manifold.dev/simulate"
 
 // validName is what kind accepts as a cluster name.
-var validName = regexp.MustCompile(`^[a-z0-9.-]+$`)
+var validName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9.-]+$`) })
 
 // CheckName returns an error if kind would refuse name as a cluster's name.
 func CheckName(name string) error {
-	if !validName.MatchString(name) {
+	if !validName().MatchString(name) {
 		return fmt.Errorf("cluster name %q: use lowercase letters, digits, '.' and '-' only, such as %s", name, DefaultName)
 	}
 	return nil

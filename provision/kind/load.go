@@ -48,7 +48,9 @@ var archiveSuffixes = []string{".tar", ".tar.gz", ".tgz", ".oci", ".docker"}
 
 // reference is an image reference: [host[:port]/]path[:tag][@digest], path
 // components lowercase.
-var reference = regexp.MustCompile(`^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@[a-z0-9]+(?:[+._-][a-z0-9]+)*:[0-9a-fA-F]{32,})?$`)
+var reference = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@[a-z0-9]+(?:[+._-][a-z0-9]+)*:[0-9a-fA-F]{32,})?$`)
+})
 
 // Resolve says what arg names: an existing file is an archive; an argument that
 // looks like a path (it starts with /, ./, ../ or ~, or ends in .tar, .tar.gz,
@@ -70,7 +72,7 @@ func Resolve(arg string) (Source, error) {
 	if looksLikePath(arg) {
 		return Source{}, fmt.Errorf("image archive %s: no such file; write one with docker save -o %s IMAGE, or give an image reference", arg, arg)
 	}
-	if !reference.MatchString(arg) {
+	if !reference().MatchString(arg) {
 		return Source{}, fmt.Errorf("%q is neither a file nor an image reference (such as registry.example.com/ml/flow:v1); check the spelling: references are lowercase", arg)
 	}
 	return Source{Ref: arg}, nil

@@ -293,24 +293,30 @@ func shape(obj *unstructured.Unstructured) (string, error) {
 			s = strings.ReplaceAll(s, name, "\x00")
 		}
 	}
-	return itemEnvRE.ReplaceAllString(s, `$1""`), nil
+	return itemEnvRE().ReplaceAllString(s, `$1""`), nil
+}
+
+// lazyRegexp returns a regular expression compiled at its first use, not when
+// a program starts: most runs of a flow program never dry-run anything.
+func lazyRegexp(pattern string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
 }
 
 // itemEnvRE matches the values of itemEnv in an object's JSON.
-var itemEnvRE = regexp.MustCompile(`("name":"(?:` + strings.Join(itemEnv, "|") + `)","value":)"(?:[^"\\]|\\.)*"`)
+var itemEnvRE = lazyRegexp(`("name":"(?:` + strings.Join(itemEnv, "|") + `)","value":)"(?:[^"\\]|\\.)*"`)
 
 var (
-	podSecurityRE  = regexp.MustCompile(`violates PodSecurity "([a-z]+):[^"]*"`)
-	webhookRE      = regexp.MustCompile(`admission webhook "([^"]+)" denied the request`)
-	webhookCallRE  = regexp.MustCompile(`failed calling webhook "([^"]+)"`)
-	webhookDryRE   = regexp.MustCompile(`admission webhook "([^"]+)" does not support dry run`)
-	policyRE       = regexp.MustCompile(`ValidatingAdmissionPolicy '([^']+)'`)
-	quotaRE        = regexp.MustCompile(`(exceeded|failed) quota: ([^,:]+)`)
-	limitFieldRE   = regexp.MustCompile(`(?:maximum|minimum) (\S+) usage per \w+ is \S+?,? but (limit|request) is`)
-	quotaSpecifyRE = regexp.MustCompile(`must specify ([a-z.]+)`)
-	limitRE        = regexp.MustCompile(`(maximum|minimum) \S+ usage per (Container|Pod)|max limit to request ratio per (Container|Pod)`)
-	forbiddenRE    = regexp.MustCompile(`^\S+ "[^"]*" is forbidden: `)
-	hostNSRE       = regexp.MustCompile(`\b(host(?:Network|PID|IPC))=true`)
+	podSecurityRE  = lazyRegexp(`violates PodSecurity "([a-z]+):[^"]*"`)
+	webhookRE      = lazyRegexp(`admission webhook "([^"]+)" denied the request`)
+	webhookCallRE  = lazyRegexp(`failed calling webhook "([^"]+)"`)
+	webhookDryRE   = lazyRegexp(`admission webhook "([^"]+)" does not support dry run`)
+	policyRE       = lazyRegexp(`ValidatingAdmissionPolicy '([^']+)'`)
+	quotaRE        = lazyRegexp(`(exceeded|failed) quota: ([^,:]+)`)
+	limitFieldRE   = lazyRegexp(`(?:maximum|minimum) (\S+) usage per \w+ is \S+?,? but (limit|request) is`)
+	quotaSpecifyRE = lazyRegexp(`must specify ([a-z.]+)`)
+	limitRE        = lazyRegexp(`(maximum|minimum) \S+ usage per (Container|Pod)|max limit to request ratio per (Container|Pod)`)
+	forbiddenRE    = lazyRegexp(`^\S+ "[^"]*" is forbidden: `)
+	hostNSRE       = lazyRegexp(`\b(host(?:Network|PID|IPC))=true`)
 )
 
 // podSecurityFields are the pod fields each Pod Security check judges.
@@ -364,7 +370,7 @@ func podSecurityTodo(level, msg string) string {
 func (c *cluster) explain(ctx context.Context, a ask, st metav1.Status, limitRanges map[string]string) (Refusal, string) {
 	u := a.unit
 	ns := a.obj.GetNamespace()
-	msg := strings.ReplaceAll(forbiddenRE.ReplaceAllString(st.Message, ""), "\n", " ")
+	msg := strings.ReplaceAll(forbiddenRE().ReplaceAllString(st.Message, ""), "\n", " ")
 	r := Refusal{Step: u.Step.Name, Label: u.Label, Object: a.what, Message: msg}
 	if a.shared > 1 && u.Step.Foreach != nil {
 		r.Label = u.Step.Name // the step's items alike
@@ -378,12 +384,12 @@ func (c *cluster) explain(ctx context.Context, a ask, st metav1.Status, limitRan
 		}
 	}
 	switch {
-	case webhookDryRE.MatchString(msg):
-		return r, fmt.Sprintf("the admission webhook %s does not take dry runs (its sideEffects are not None or NoneOnDryRun): it answers only when the run creates its objects", webhookDryRE.FindStringSubmatch(msg)[1])
-	case podSecurityRE.MatchString(msg):
-		level := podSecurityRE.FindStringSubmatch(msg)[1]
+	case webhookDryRE().MatchString(msg):
+		return r, fmt.Sprintf("the admission webhook %s does not take dry runs (its sideEffects are not None or NoneOnDryRun): it answers only when the run creates its objects", webhookDryRE().FindStringSubmatch(msg)[1])
+	case podSecurityRE().MatchString(msg):
+		level := podSecurityRE().FindStringSubmatch(msg)[1]
 		r.By = "pod-security.kubernetes.io/enforce=" + level + " of namespace " + ns
-		for _, m := range hostNSRE.FindAllStringSubmatch(msg, -1) {
+		for _, m := range hostNSRE().FindAllStringSubmatch(msg, -1) {
 			fields = append(fields, "spec."+m[1])
 		}
 		for _, f := range podSecurityFields {
@@ -392,35 +398,35 @@ func (c *cluster) explain(ctx context.Context, a ask, st metav1.Status, limitRan
 			}
 		}
 		r.Todo = podSecurityTodo(level, msg)
-	case webhookRE.MatchString(msg):
-		name := webhookRE.FindStringSubmatch(msg)[1]
+	case webhookRE().MatchString(msg):
+		name := webhookRE().FindStringSubmatch(msg)[1]
 		r.By = "the admission webhook " + name
 		r.Todo = "change what the webhook objects to, or ask the cluster's admins about " + name
-	case webhookCallRE.MatchString(msg):
-		name := webhookCallRE.FindStringSubmatch(msg)[1]
+	case webhookCallRE().MatchString(msg):
+		name := webhookCallRE().FindStringSubmatch(msg)[1]
 		r.By = "the admission webhook " + name
 		r.Message = "it could not be called: " + msg
 		r.Todo = "the cluster would refuse the object the same way: ask the cluster's admins to fix the webhook " + name
-	case policyRE.MatchString(msg):
-		r.By = "the ValidatingAdmissionPolicy " + policyRE.FindStringSubmatch(msg)[1]
+	case policyRE().MatchString(msg):
+		r.By = "the ValidatingAdmissionPolicy " + policyRE().FindStringSubmatch(msg)[1]
 		r.Todo = "change what the policy objects to, or ask the cluster's admins about it"
 	case strings.Contains(msg, "status unknown for quota"):
 		return r, fmt.Sprintf("step %s: a ResourceQuota of namespace %s is not counted yet (%s); its controller counts it shortly", r.Label, ns, msg)
-	case quotaRE.MatchString(msg):
-		m := quotaRE.FindStringSubmatch(msg)
+	case quotaRE().MatchString(msg):
+		m := quotaRE().FindStringSubmatch(msg)
 		r.By = "the ResourceQuota " + m[2] + " of namespace " + ns
 		if m[1] == "exceeded" && quotaFits(msg) {
 			return r, fmt.Sprintf("step %s: the ResourceQuota %s of namespace %s has no room for its %s now (%s); it waits for room once created", r.Label, m[2], ns, a.what, msg)
 		}
 		r.Todo = "ask less of it (sdk.CPU, sdk.Memory, --set), or ask the namespace's admins to raise the quota"
-		if m := quotaSpecifyRE.FindStringSubmatch(msg); m != nil {
+		if m := quotaSpecifyRE().FindStringSubmatch(msg); m != nil {
 			fields = append(fields, "resources."+m[1])
 			r.Todo = "the quota counts " + m[1] + ", which every pod must then state: give the step one (sdk.CPU, sdk.Memory, or the flow's default)"
 		}
-	case limitRE.MatchString(msg):
+	case limitRE().MatchString(msg):
 		r.By = c.limitRangeNames(ctx, ns, limitRanges)
 		r.Todo = "ask what the LimitRange allows (sdk.CPU, sdk.Memory, --set), or ask the namespace's admins to change it"
-		if m := limitFieldRE.FindStringSubmatch(msg); m != nil {
+		if m := limitFieldRE().FindStringSubmatch(msg); m != nil {
 			fields = append(fields, "resources."+m[2]+"s."+m[1])
 			option := map[string]string{"cpu": "cpu", "memory": "memory", "ephemeral-storage": "disk"}[m[1]]
 			if option != "" {

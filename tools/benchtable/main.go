@@ -88,6 +88,7 @@ func run() error {
 	perStep := []string{"./harness/benchflow", "-bench", ".", "-benchtime", "3x"}
 	res, err := benchmarks(perStep, perStep, perStep,
 		[]string{"./runtimes/local", "-bench", "Overhead|Run1000", "-benchtime", "1x"},
+		[]string{"./tools/accelflow", "-bench", ".", "-benchtime", "21x"},
 	)
 	if err != nil {
 		return err
@@ -116,6 +117,8 @@ func run() error {
 		o := res[name]["overhead-ms/step"]
 		rows = append(rows, row{"local runner overhead per step (" + name + ")", fmt.Sprintf("%.2f ms (%.2f ms/step, %.2f ms/process)", o, res[name]["ms/step"], res[name]["ms/process"]), "< 5 ms", o < 5})
 	}
+
+	rows = append(rows, startRows(res)...)
 
 	if *load {
 		more, err := loadRows()
@@ -217,6 +220,29 @@ func benchmarks(runs ...[]string) (map[string]map[string]float64, error) {
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
 
 func mib(b int64) string { return fmt.Sprintf("%.0f MB", float64(b)/1e6) }
+
+// startRows are the flow program's start against a Go hello world and its
+// size (tools/accelflow BenchmarkStart), built as a workstation builds it and
+// as image build builds it, and the 12-step compile inside the process.
+func startRows(res map[string]map[string]float64) []row {
+	var rows []row
+	for _, variant := range []string{"workstation", "image"} {
+		for _, cmd := range []string{"help", "validate", "compile", "step"} {
+			m := res["Start/"+cmd+"/"+variant]
+			t := m["ms/start"]
+			if cmd == "compile" {
+				t = m["ms/compile"]
+			}
+			rows = append(rows, row{fmt.Sprintf("flow program (%s build) %s: start against a Go hello world", variant, cmd),
+				fmt.Sprintf("×%.1f (%.1f ms; hello %.1f ms)", m["start-ratio"], t, m["hello-ms"]), "≤ ×3", m["start-ratio"] <= 3})
+		}
+		size := res["Start/help/"+variant]["binary-MB"]
+		rows = append(rows, row{fmt.Sprintf("flow program (%s build) size", variant), fmt.Sprintf("%.1f MB", size), "≤ 40 MB", size <= 40})
+	}
+	c := res["Compile"]["ms/compile"]
+	rows = append(rows, row{"12-step accelflow → all four, inside the process (no start)", fmt.Sprintf("%.2f ms", c), "", true})
+	return rows
+}
 
 // loadRows runs run --kube's load benchmarks on the simulated cluster and
 // returns their figures: the performance goal is a 1,000-step fan-out at 20
