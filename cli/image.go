@@ -45,6 +45,10 @@ func imageBuildCommand(flow *sdk.Flow) *ucli.Command {
 			"/usr/local/bin/<flow>) on the base image (--base, else manifold.toml's base_image, else\n" +
 			image.DefaultBase + "; scratch for none) and makes it the image's entrypoint.\n" +
 			"Two platforms or more make an index. The same source and base give the same digest.\n\n" +
+			"The program and its compressed layer are kept in the user's cache directory (manifold/image), so\n" +
+			"building an unchanged program again links and compresses nothing. When this program was itself built\n" +
+			"for the platform with the image's flags (`" + image.GoBuildCommand(image.DefaultPlatform) + "`),\n" +
+			"go build keeps it rather than linking it again, when it is up to date with the source.\n\n" +
 			"--push pushes to --tag (default: the flow's sdk.Image, else manifold.toml's image) with the\n" +
 			"credentials of the docker config and its credential helpers; pods name the image by digest.\n" +
 			"--tarball writes a `docker save` tarball for `kind load image-archive` or `docker load`; pods name\n" +
@@ -192,7 +196,21 @@ func buildImage(c *ucli.Context, flow *sdk.Flow, req buildRequest) (*image.Recor
 	if err != nil {
 		return nil, err
 	}
-	gb := &image.GoBuild{Package: pkg}
+	w := c.App.Writer
+	progress := func(line string) { fmt.Fprintln(w, line) }
+	gb := &image.GoBuild{Package: pkg, Progress: progress}
+	// Programs and layers are kept between builds, so that building an unchanged
+	// program again takes a second; without a cache directory every build starts
+	// afresh.
+	cache, err := image.DefaultCacheDir()
+	if err == nil {
+		gb.CacheDir = cache
+		if req.Package == "" {
+			// This program is the flow's: go build keeps it when it is what it
+			// would link.
+			gb.Reuse, _ = os.Executable()
+		}
+	}
 	importPath, _, err := gb.Check(c.Context)
 	if err != nil {
 		return nil, invalidErr(err)
@@ -202,7 +220,6 @@ func buildImage(c *ucli.Context, flow *sdk.Flow, req buildRequest) (*image.Recor
 		platforms = []v1.Platform{image.DefaultPlatform}
 	}
 
-	w := c.App.Writer
 	fmt.Fprintf(w, "building %s (%s) for %s on %s\n", flowName, importPath, strings.Join(platformNames(platforms), ", "), base)
 	b := &image.Builder{
 		Compiler:   gb,
@@ -210,7 +227,8 @@ func buildImage(c *ucli.Context, flow *sdk.Flow, req buildRequest) (*image.Recor
 		Entrypoint: entrypoint,
 		Platforms:  platforms,
 		Time:       created,
-		Progress:   func(line string) { fmt.Fprintln(w, line) },
+		Progress:   progress,
+		CacheDir:   cache,
 	}
 	res, err := b.Build(c.Context)
 	if err != nil {
