@@ -1,10 +1,15 @@
 package local_test
 
 import (
+	"bytes"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/manifoldflow/manifold/harness/exampletest"
 	"github.com/manifoldflow/manifold/harness/testflows"
 	"github.com/manifoldflow/manifold/runtimes/local"
 	"github.com/manifoldflow/manifold/runtimes/record"
@@ -50,4 +55,62 @@ func benchmarkRun(b *testing.B, steps int) {
 	b.ReportMetric(perStep, "ms/step")
 	b.ReportMetric(perProcess, "ms/process")
 	b.ReportMetric(perStep-perProcess, "overhead-ms/step")
+}
+
+// BenchmarkChain100 runs a chain of 100 Run steps that do nothing as a user
+// runs it, `benchflow run` (BENCHFLOW=runchain:100, tools/benchflow), a whole
+// process each time: s/chain100 is its wall time, the goal under 1 s. Each step
+// starts the flow program (`benchflow step NAME`); ms/step-start is that start
+// alone, timed as 100 direct starts of one step, and ms/step-overhead what the
+// runner adds to each step over it, its own start and the run's records
+// included (the goal at most 5 ms).
+func BenchmarkChain100(b *testing.B) {
+	const steps = 100
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "benchflow")
+	build := exec.Command("go", "build", "-o", bin, "./tools/benchflow")
+	build.Dir = exampletest.Root()
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("building tools/benchflow: %v\n%s", err, out)
+	}
+	env := append(os.Environ(), "BENCHFLOW=runchain:100")
+	runDir := filepath.Join(dir, "direct")
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	run := func(env []string, args ...string) {
+		b.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Dir, cmd.Env = dir, env
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("benchflow %v: %v\n%s", args, err, out.Bytes())
+		}
+	}
+	// Medians, of the chains and of the single starts: the load of a shared
+	// machine comes in bursts.
+	var chains, starts []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		run(env, "run")
+		chains = append(chains, time.Since(start))
+
+		b.StopTimer()
+		for range steps {
+			start = time.Now()
+			run(append(env, "MANIFOLD_RUN_DIR="+runDir), "step", testflows.ChainStep(1))
+			starts = append(starts, time.Since(start))
+		}
+		b.StartTimer()
+	}
+	chain, start := median(chains).Seconds(), median(starts).Seconds()*1000
+	b.ReportMetric(chain, "s/chain100")
+	b.ReportMetric(start, "ms/step-start")
+	b.ReportMetric(chain*1000/steps-start, "ms/step-overhead")
+}
+
+func median(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	return ds[len(ds)/2]
 }
