@@ -296,6 +296,9 @@ func packageBenchmarks(dir string, metrics map[string]bool) ([]benchmark, error)
 		}
 	}
 	var out []benchmark
+	if dir == "." {
+		dir = ""
+	}
 	for _, b := range benches {
 		ms := slices.Clone(reports[b])
 		for _, callee := range calls[b] {
@@ -305,7 +308,7 @@ func packageBenchmarks(dir string, metrics map[string]bool) ([]benchmark, error)
 			continue
 		}
 		slices.Sort(ms)
-		out = append(out, benchmark{pkg: "./" + filepath.ToSlash(dir), name: strings.TrimPrefix(b, "Benchmark"), metrics: slices.Compact(ms)})
+		out = append(out, benchmark{pkg: "./" + filepath.ToSlash(filepath.Clean(dir)), name: strings.TrimPrefix(b, "Benchmark"), metrics: slices.Compact(ms)})
 	}
 	return out, nil
 }
