@@ -296,8 +296,9 @@ func packageBenchmarks(dir string, metrics map[string]bool) ([]benchmark, error)
 		}
 	}
 	var out []benchmark
+	pkg := "./" + filepath.ToSlash(dir)
 	if dir == "." {
-		dir = ""
+		pkg = "."
 	}
 	for _, b := range benches {
 		ms := slices.Clone(reports[b])
@@ -308,7 +309,7 @@ func packageBenchmarks(dir string, metrics map[string]bool) ([]benchmark, error)
 			continue
 		}
 		slices.Sort(ms)
-		out = append(out, benchmark{pkg: "./" + filepath.ToSlash(filepath.Clean(dir)), name: strings.TrimPrefix(b, "Benchmark"), metrics: slices.Compact(ms)})
+		out = append(out, benchmark{pkg: pkg, name: strings.TrimPrefix(b, "Benchmark"), metrics: slices.Compact(ms)})
 	}
 	return out, nil
 }
