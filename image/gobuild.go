@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
@@ -160,11 +161,15 @@ func (g *GoBuild) Compile(ctx context.Context, p v1.Platform, dir string) (strin
 	if err := os.MkdirAll(slot, 0o755); err != nil {
 		return "", err
 	}
-	unlock, err := lockFile(filepath.Join(slot, "lock"))
+	lock := filepath.Join(slot, "lock")
+	unlock, err := lockFile(lock)
 	if err != nil {
 		return "", err
 	}
 	defer unlock()
+	now := time.Now()
+	_ = os.Chtimes(lock, now, now) // the newest used, for trimSlots
+	trimSlots(filepath.Dir(slot), cachedBuilds)
 	cached := filepath.Join(slot, name)
 	seed, err := g.seed(p, cached)
 	if err != nil {
@@ -234,6 +239,43 @@ func (g *GoBuild) slot(p v1.Platform) (string, error) {
 		fmt.Fprintf(h, "%s\x00", s)
 	}
 	return filepath.Join(g.CacheDir, "build", hex.EncodeToString(h.Sum(nil))[:20]), nil
+}
+
+// cachedBuilds is how many packages' builds (a program of about the size of
+// the flow program for each platform) a cache keeps: those used last.
+const cachedBuilds = 4
+
+// trimSlots removes all but the keep last used build directories of dir (by
+// their lock file's time), leaving any that a build holds. What it cannot
+// remove it leaves: the cache is an optimisation.
+func trimSlots(dir string, keep int) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	type slot struct {
+		name string
+		used time.Time
+	}
+	var slots []slot
+	for _, e := range entries {
+		if fi, err := os.Stat(filepath.Join(dir, e.Name(), "lock")); err == nil && e.IsDir() {
+			slots = append(slots, slot{e.Name(), fi.ModTime()})
+		}
+	}
+	if len(slots) <= keep {
+		return
+	}
+	slices.SortFunc(slots, func(a, b slot) int { return b.used.Compare(a.used) })
+	for _, s := range slots[keep:] {
+		path := filepath.Join(dir, s.name)
+		unlock, err := tryLockFile(filepath.Join(path, "lock"))
+		if err != nil {
+			continue // in use
+		}
+		os.RemoveAll(path)
+		unlock()
+	}
 }
 
 // seed puts Reuse in cached's place when it was built for p with GoBuildFlags
