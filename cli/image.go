@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
@@ -48,7 +49,8 @@ func imageBuildCommand(flow *sdk.Flow) *ucli.Command {
 			"The program and its compressed layer are kept in the user's cache directory (manifold/image), so\n" +
 			"building an unchanged program again links and compresses nothing. When this program was itself built\n" +
 			"for the platform with the image's flags (`" + image.GoBuildCommand(image.DefaultPlatform) + "`),\n" +
-			"go build keeps it rather than linking it again, when it is up to date with the source.\n\n" +
+			"go build keeps it rather than linking it again, when it is up to date with the source. Where there\n" +
+			"is no go command, the image holds this program as it is, when it was built that way.\n\n" +
 			"--push pushes to --tag (default: the flow's sdk.Image, else manifold.toml's image) with the\n" +
 			"credentials of the docker config and its credential helpers; pods name the image by digest.\n" +
 			"--tarball writes a `docker save` tarball for `kind load image-archive` or `docker load`; pods name\n" +
@@ -198,31 +200,43 @@ func buildImage(c *ucli.Context, flow *sdk.Flow, req buildRequest) (*image.Recor
 	}
 	w := c.App.Writer
 	progress := func(line string) { fmt.Fprintln(w, line) }
-	gb := &image.GoBuild{Package: pkg, Progress: progress}
-	// Programs and layers are kept between builds, so that building an unchanged
-	// program again takes a second; without a cache directory every build starts
-	// afresh.
-	cache, err := image.DefaultCacheDir()
-	if err == nil {
-		gb.CacheDir = cache
-		if req.Package == "" {
-			// This program is the flow's: go build keeps it when it is what it
-			// would link.
-			gb.Reuse, _ = os.Executable()
-		}
-	}
-	importPath, _, err := gb.Check(c.Context)
-	if err != nil {
-		return nil, invalidErr(err)
-	}
 	platforms := req.Platforms
 	if len(platforms) == 0 {
 		platforms = []v1.Platform{image.DefaultPlatform}
 	}
-
-	fmt.Fprintf(w, "building %s (%s) for %s on %s\n", flowName, importPath, strings.Join(platformNames(platforms), ", "), base)
+	// Programs and layers are kept between builds, so that building an unchanged
+	// program again takes a second; without a cache directory every build starts
+	// afresh.
+	cache, err := image.DefaultCacheDir()
+	if err != nil {
+		cache = ""
+	}
+	var compiler image.Compiler
+	if _, err := exec.LookPath("go"); err != nil && req.Package == "" {
+		// No go command: this program, the flow's, is the only build at hand.
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, invalidErr(fmt.Errorf("no go command here, and this program cannot be found (%v): build the image where the go command is", err))
+		}
+		compiler = image.Program{Path: exe}
+		fmt.Fprintf(w, "building %s (%s) for %s on %s\n", flowName, pkg, strings.Join(platformNames(platforms), ", "), base)
+		progress(fmt.Sprintf("no go command here: the image holds this program, %s, as it is", exe))
+	} else {
+		gb := &image.GoBuild{Package: pkg, Progress: progress, CacheDir: cache}
+		if cache != "" && req.Package == "" {
+			// This program is the flow's: go build keeps it when it is what it
+			// would link.
+			gb.Reuse, _ = os.Executable()
+		}
+		importPath, _, err := gb.Check(c.Context)
+		if err != nil {
+			return nil, invalidErr(err)
+		}
+		compiler = gb
+		fmt.Fprintf(w, "building %s (%s) for %s on %s\n", flowName, importPath, strings.Join(platformNames(platforms), ", "), base)
+	}
 	b := &image.Builder{
-		Compiler:   gb,
+		Compiler:   compiler,
 		Base:       base,
 		Entrypoint: entrypoint,
 		Platforms:  platforms,

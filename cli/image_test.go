@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -155,4 +156,59 @@ func mustTag(t *testing.T, ref string) name.Tag {
 		t.Fatal(err)
 	}
 	return tag
+}
+
+// TestImageBuildWithoutGo: where there is no go command, `hello image build`
+// puts the running program itself in the image when it was built with the
+// image's flags, and the image is the one a build with the go command makes
+// (which then reuses the program rather than link it). (TestProgram in ./image
+// has the errors of a program built otherwise.)
+func TestImageBuildWithoutGo(t *testing.T) {
+	root := exampletest.Root()
+	dir := t.TempDir()
+	goCache, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	work, env := exampletest.Workspace(t)
+	env = append(env, "XDG_CACHE_HOME="+filepath.Join(dir, "cache"), "GOCACHE="+strings.TrimSpace(string(goCache)))
+	build := func(out string, flags []string, buildEnv ...string) string {
+		t.Helper()
+		cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", out, "./examples/hello")...)
+		cmd.Dir, cmd.Env = root, append(os.Environ(), buildEnv...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("building examples/hello: %v\n%s", err, out)
+		}
+		return out
+	}
+	hello := func(bin string, env []string) (string, error) {
+		cmd := exec.Command(bin, "image", "build", "--base", "scratch", "--tarball", "hello.tar")
+		cmd.Dir, cmd.Env = work, env
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	noGo := append(slices.Clone(env), "PATH="+filepath.Join(dir, "empty"))
+	lastLine := func(s string) string {
+		lines := strings.Split(strings.TrimSpace(s), "\n")
+		return lines[len(lines)-1]
+	}
+
+	imageFlags := build(filepath.Join(dir, "hello"), image.GoBuildFlags, "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64", "GOAMD64=v1")
+	out, err := hello(imageFlags, noGo)
+	if err != nil {
+		t.Fatalf("image build without go: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "no go command here: the image holds this program") {
+		t.Errorf("image build without go did not say it used the program as it is:\n%s", out)
+	}
+	withGo, err := hello(imageFlags, env)
+	if err != nil {
+		t.Fatalf("image build: %v\n%s", err, withGo)
+	}
+	if !strings.Contains(withGo, "reused this program") {
+		t.Errorf("image build with go did not reuse the program:\n%s", withGo)
+	}
+	if lastLine(out) != lastLine(withGo) {
+		t.Errorf("without go the image is %s, with go %s", lastLine(out), lastLine(withGo))
+	}
 }

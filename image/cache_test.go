@@ -3,6 +3,7 @@ package image_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -228,4 +229,46 @@ func damage(path string) error {
 	}
 	data[len(data)/2] ^= 0xff
 	return os.WriteFile(path, data, 0o644)
+}
+
+// TestProgram: without the go command, a program built with the image's flags
+// makes the image go build would make; one built otherwise, or not a Go
+// program, is a clear error.
+func TestProgram(t *testing.T) {
+	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
+		t.Skip("the test's go build cross-compiles from Linux or macOS")
+	}
+	tmp := t.TempDir()
+	src := standalone(t, filepath.Join(tmp, "src"), "one")
+	fresh, _ := cachedBuild(t, src, "", "")
+	build := func(path string) (*image.Result, error) {
+		return (&image.Builder{
+			Compiler:   image.Program{Path: path},
+			Base:       image.ScratchBase{},
+			Entrypoint: "/app/standalone",
+		}).Build(context.Background())
+	}
+	res, err := build(goBuild(t, src, filepath.Join(tmp, "prebuilt"), image.GoBuildFlags...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Digest != fresh.Digest {
+		t.Errorf("the program as it is gave digest %s, go build %s", res.Digest, fresh.Digest)
+	}
+
+	other := goBuild(t, src, filepath.Join(tmp, "other"), "-buildvcs=false")
+	_, err = build(other)
+	if !errors.Is(err, image.ErrBuild) || !strings.Contains(err.Error(), "was built without -trimpath") || !strings.Contains(err.Error(), image.GoBuildCommand(amd64)) {
+		t.Errorf("a program built without -trimpath: got %v, want ErrBuild saying so and how to build it", err)
+	}
+	checkOneLine(t, err, "-trimpath")
+
+	script := filepath.Join(tmp, "script")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err = build(script)
+	if !errors.Is(err, image.ErrBuild) || !strings.Contains(err.Error(), "no Go build information") {
+		t.Errorf("a script: got %v, want ErrBuild saying it is not a Go program", err)
+	}
 }

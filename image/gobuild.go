@@ -295,7 +295,7 @@ func (g *GoBuild) seed(p v1.Platform, cached string) (*os.File, error) {
 	}
 	bi, err := buildinfo.ReadFile(g.Reuse)
 	if err != nil {
-		return nil, nil
+		return nil, nil // not a Go program
 	}
 	if why := builtFor(bi, p); why != "" {
 		g.progress("%s: this program (%s) %s: building it for the image (a program built with `%s` is reused)", p, g.Reuse, why, GoBuildCommand(p))
