@@ -132,8 +132,8 @@ func TestBuildReuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	changed, said := cachedBuild(t, src, cache, prebuilt)
-	if !strings.Contains(said, "not up to date") {
-		t.Errorf("GoBuild said %q, want that the program is not up to date", said)
+	if !strings.Contains(said, "is not what go build makes now") {
+		t.Errorf("GoBuild said %q, want that the program is not what go build makes now", said)
 	}
 	changedFresh, _ := cachedBuild(t, src, "", "")
 	if changed.Digest != changedFresh.Digest || changed.Digest == fresh.Digest {

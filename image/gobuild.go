@@ -187,7 +187,7 @@ func (g *GoBuild) Compile(ctx context.Context, p v1.Platform, dir string) (strin
 		if err == nil && serr == nil && os.SameFile(fi, sfi) {
 			g.progress("%s: reused this program (%s), built from the same source with the image's flags", p, g.Reuse)
 		} else {
-			g.progress("%s: this program (%s) is not up to date with the source: built again", p, g.Reuse)
+			g.progress("%s: this program (%s) is not what go build makes now (the source, toolchain or flags differ): built again", p, g.Reuse)
 		}
 	}
 	// go build replaces a program it links rather than writing into it, so a
