@@ -70,18 +70,20 @@ golden:
 docs:
 	$(GO) run ./tools/docgen
 
-# One table of every performance figure against its goal: whole compiles of the
-# 12-step example and of 10,000 generated steps, per-step cost, output size and
-# the local runner's overhead (a few minutes; timings vary with the machine's
-# load, which the table prints).
+# One table of every performance goal against its figure: the Go benchmarks
+# that report each goal's metric (b.ReportMetric, agreed by name: s/build-warm,
+# s/chain100, …), found in the test files and run five times (a few minutes;
+# timings vary with the machine's load, which the table prints). BENCHFLAGS=
+# -markdown prints it for docs/performance.md; -list names the benchmarks.
+BENCHFLAGS ?=
 bench:
-	$(GO) run ./tools/benchtable
+	$(GO) run ./tools/benchtable $(BENCHFLAGS)
 
 # make bench, and run --kube's load benchmarks on the simulated cluster (a
 # 1,000-step fan-out, a 100-step chain, 10,000 foreach items; the first two
 # against Argo's controller): more than an hour, after make sim-tools.
 bench-load:
-	$(GO) run ./tools/benchtable -load
+	$(GO) run ./tools/benchtable -load $(BENCHFLAGS)
 
 # Every fuzz target, as package:Function; go test runs one target at a time.
 # harness/fuzzlist checks that this list names every Fuzz function.

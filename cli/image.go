@@ -49,6 +49,8 @@ func imageBuildCommand(flow *sdk.Flow) *ucli.Command {
 			"Two platforms or more make an index. The same source and base give the same digest.\n\n" +
 			"The program in the image is built with -tags " + image.ImageBuildTags + ", which leave out what\n" +
 			"only a workstation runs (run --kube, check, image, kind: there they say so and exit 2).\n\n" +
+			"The program and its compressed layer are kept in the user's cache directory (manifold/image), so\n" +
+			"building an unchanged program again links and compresses nothing.\n\n" +
 			"--push pushes to --tag (default: the flow's sdk.Image, else manifold.toml's image) with the\n" +
 			"credentials of the docker config and its credential helpers; pods name the image by digest.\n" +
 			"--tarball writes a `docker save` tarball for `kind load image-archive` or `docker load`; pods name\n" +
@@ -196,17 +198,24 @@ func buildImage(c *ucli.Context, flow *sdk.Flow, req buildRequest) (*image.Recor
 	if err != nil {
 		return nil, err
 	}
-	gb := &image.GoBuild{Package: pkg}
-	importPath, _, err := gb.Check(c.Context)
-	if err != nil {
-		return nil, invalidErr(err)
-	}
+	w := c.App.Writer
+	progress := func(line string) { fmt.Fprintln(w, line) }
 	platforms := req.Platforms
 	if len(platforms) == 0 {
 		platforms = []v1.Platform{image.DefaultPlatform}
 	}
-
-	w := c.App.Writer
+	// Programs and layers are kept between builds, so that building an unchanged
+	// program again takes a second; without a cache directory every build starts
+	// afresh.
+	cache, err := image.DefaultCacheDir()
+	if err != nil {
+		cache = ""
+	}
+	gb := &image.GoBuild{Package: pkg, CacheDir: cache}
+	importPath, _, err := gb.Check(c.Context)
+	if err != nil {
+		return nil, invalidErr(err)
+	}
 	fmt.Fprintf(w, "building %s (%s) for %s on %s\n", flowName, importPath, strings.Join(platformNames(platforms), ", "), base)
 	b := &image.Builder{
 		Compiler:   gb,
@@ -214,7 +223,8 @@ func buildImage(c *ucli.Context, flow *sdk.Flow, req buildRequest) (*image.Recor
 		Entrypoint: entrypoint,
 		Platforms:  platforms,
 		Time:       created,
-		Progress:   func(line string) { fmt.Fprintln(w, line) },
+		Progress:   progress,
+		CacheDir:   cache,
 	}
 	res, err := b.Build(c.Context)
 	if err != nil {

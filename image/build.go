@@ -28,6 +28,10 @@ type Builder struct {
 	Time time.Time
 	// Progress, when set, is told what happens, one line at a time.
 	Progress func(line string)
+	// CacheDir, when set, keeps the program's compressed layers (in
+	// CacheDir/layers, the few newest), so that building an unchanged program
+	// again compresses nothing; see DefaultCacheDir.
+	CacheDir string
 }
 
 // Result is what Builder.Build made.
@@ -50,6 +54,8 @@ type Platform struct {
 	ProgramSize, LayerSize int64
 	// Compile is how long go build took.
 	Compile time.Duration
+	// LayerCached says that the layer was the one cached for the same program.
+	LayerCached bool
 }
 
 // PlatformNames returns the result's platforms, such as linux/amd64.
@@ -115,17 +121,22 @@ func (b *Builder) Build(ctx context.Context) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("base image %s for %s: %w", b.Base, p, err)
 		}
-		layer, err := programLayer(binary, b.Entrypoint, t, mt)
+		layer, cached, err := programLayer(binary, b.Entrypoint, t, mt, b.CacheDir)
 		if err != nil {
 			return nil, err
 		}
+		built.LayerCached = cached
 		if built.LayerSize, err = layer.Size(); err != nil {
 			return nil, err
 		}
 		if built.Image, err = withProgram(bases[i], layer, p, b.Entrypoint, t); err != nil {
 			return nil, fmt.Errorf("base image %s for %s: %w", b.Base, p, err)
 		}
-		b.progress("%s: go build in %.1fs, program %s, layer %s", p, built.Compile.Seconds(), mib(built.ProgramSize), mib(built.LayerSize))
+		how := ""
+		if cached {
+			how = " (cached)"
+		}
+		b.progress("%s: go build in %.1fs, program %s, layer %s%s", p, built.Compile.Seconds(), mib(built.ProgramSize), mib(built.LayerSize), how)
 		res.Platforms = append(res.Platforms, built)
 	}
 

@@ -3,12 +3,17 @@ package image
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
@@ -23,7 +28,8 @@ var _ Compiler = (*GoBuild)(nil)
 
 // GoBuildFlags are the flags GoBuild gives `go build`: paths of this machine
 // trimmed, no VCS stamp, no symbol table or DWARF (stack traces keep their file
-// names and lines). With CGO_ENABLED=0 the binary is static.
+// names and lines). With CGO_ENABLED=0 the binary is static. They are the one
+// place the image's build flags are written.
 //
 // The build tags leave out of the program what only a workstation runs:
 // manifold_image the commands run --kube, check, image and kind (and the
@@ -47,6 +53,12 @@ type GoBuild struct {
 	Dir string
 	// Go is the go command; empty means go on PATH.
 	Go string
+	// CacheDir, when set, is where the program is built, one directory per
+	// package and platform (CacheDir/build/…), and kept between builds: go build
+	// leaves a program that is up to date as it is, so that building an unchanged
+	// program again links nothing. Compile hands out a copy (a hard link where it
+	// can) that later builds do not change. See DefaultCacheDir.
+	CacheDir string
 }
 
 // target returns where the go command runs and the package it names there.
@@ -94,7 +106,7 @@ func linuxEnv(p v1.Platform) []string {
 // Check makes sure that the package exists and is a main package, and returns
 // its import path and directory.
 func (g *GoBuild) Check(ctx context.Context) (importPath, dir string, err error) {
-	cmd, err := g.command(ctx, linuxEnv(DefaultPlatform), "list", "-f", "{{.Name}}\t{{.ImportPath}}\t{{.Dir}}")
+	cmd, err := g.command(ctx, linuxEnv(DefaultPlatform), "list", "-find", "-f", "{{.Name}}\t{{.ImportPath}}\t{{.Dir}}")
 	if err != nil {
 		return "", "", err
 	}
@@ -119,22 +131,152 @@ func (g *GoBuild) Check(ctx context.Context) (importPath, dir string, err error)
 
 // Compile runs `go build` for p and writes the binary into dir.
 func (g *GoBuild) Compile(ctx context.Context, p v1.Platform, dir string) (string, error) {
-	out := filepath.Join(dir, "flow-"+strings.ReplaceAll(p.String(), "/", "-"))
+	name := "flow-" + strings.ReplaceAll(p.String(), "/", "-")
+	out := filepath.Join(dir, name)
+	if g.CacheDir == "" {
+		return out, g.build(ctx, p, out)
+	}
+	slot, err := g.slot(p)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(slot, 0o755); err != nil {
+		return "", err
+	}
+	lock := filepath.Join(slot, "lock")
+	unlock, err := lockFile(lock)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	now := time.Now()
+	_ = os.Chtimes(lock, now, now) // the newest used, for trimSlots
+	trimSlots(filepath.Dir(slot), cachedBuilds)
+	cached := filepath.Join(slot, name)
+	if err := g.build(ctx, p, cached); err != nil {
+		return "", err
+	}
+	// go build replaces a program it links rather than writing into it, so a
+	// hard link keeps this build's program whatever later builds do.
+	if err := os.Link(cached, out); err != nil {
+		if err := copyFile(cached, out); err != nil {
+			return "", err
+		}
+	}
+	return out, nil
+}
+
+// build runs go build for p, writing the program to out.
+func (g *GoBuild) build(ctx context.Context, p v1.Platform, out string) error {
 	args := append([]string{"build"}, GoBuildFlags...)
 	args = append(args, "-o", out)
 	cmd, err := g.command(ctx, linuxEnv(p), args...)
 	if err != nil {
-		return "", err
+		return err
 	}
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
-			return "", ctx.Err()
+			return ctx.Err()
 		}
-		return "", errorf(ErrBuild, "the flow program does not build for %s (go build %s): %s: fix it and build again", p, g.Package, firstLines(output.String(), err))
+		return errorf(ErrBuild, "the flow program does not build for %s (go build %s): %s: fix it and build again", p, g.Package, firstLines(output.String(), err))
 	}
-	return out, nil
+	return nil
+}
+
+// slot returns the cache directory of the builds of the package for p.
+func (g *GoBuild) slot(p v1.Platform) (string, error) {
+	dir, pkg, err := g.target()
+	if err != nil {
+		return "", err
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	for _, s := range append([]string{g.Go, dir, pkg, p.String()}, GoBuildFlags...) {
+		fmt.Fprintf(h, "%s\x00", s)
+	}
+	return filepath.Join(g.CacheDir, "build", hex.EncodeToString(h.Sum(nil))[:20]), nil
+}
+
+// cachedBuilds is how many packages' builds (a program of about the size of
+// the flow program for each platform) a cache keeps: those used last.
+const cachedBuilds = 4
+
+// trimSlots removes all but the keep last used build directories of dir (by
+// their lock file's time), leaving any that a build holds. What it cannot
+// remove it leaves: the cache is an optimisation.
+func trimSlots(dir string, keep int) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	type slot struct {
+		name string
+		used time.Time
+	}
+	var slots []slot
+	for _, e := range entries {
+		if fi, err := os.Stat(filepath.Join(dir, e.Name(), "lock")); err == nil && e.IsDir() {
+			slots = append(slots, slot{e.Name(), fi.ModTime()})
+		}
+	}
+	if len(slots) <= keep {
+		return
+	}
+	slices.SortFunc(slots, func(a, b slot) int { return b.used.Compare(a.used) })
+	for _, s := range slots[keep:] {
+		path := filepath.Join(dir, s.name)
+		unlock, err := tryLockFile(filepath.Join(path, "lock"))
+		if err != nil {
+			continue // in use
+		}
+		os.RemoveAll(path)
+		unlock()
+	}
+}
+
+// copyTemp copies src to a new temporary file beside dst, with mode 0755, and
+// returns it open.
+func copyTemp(src, dst string) (*os.File, error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".*.tmp")
+	if err != nil {
+		return nil, err
+	}
+	_, err = io.Copy(tmp, in)
+	if err == nil {
+		err = tmp.Chmod(0o755)
+	}
+	if err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return nil, err
+	}
+	return tmp, nil
+}
+
+// copyFile copies src to dst, through a temporary file renamed into place.
+func copyFile(src, dst string) error {
+	tmp, err := copyTemp(src, dst)
+	if err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
 }
 
 // firstLines returns the first lines of a command's output on one line, or its

@@ -20,6 +20,8 @@ package image
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -33,6 +35,17 @@ const DefaultBase = "gcr.io/distroless/static-debian12:nonroot"
 
 // Scratch names the empty base image.
 const Scratch = "scratch"
+
+// DefaultCacheDir returns where image builds keep their programs and layers
+// between runs (GoBuild.CacheDir, Builder.CacheDir): manifold/image in the
+// user's cache directory ($XDG_CACHE_HOME, else ~/.cache, on Linux).
+func DefaultCacheDir() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "manifold", "image"), nil
+}
 
 // DefaultPlatform is the platform built when none is asked for.
 var DefaultPlatform = v1.Platform{OS: "linux", Architecture: "amd64"}

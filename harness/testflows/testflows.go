@@ -97,6 +97,21 @@ func Chain(n int) *sdk.Flow {
 	return f
 }
 
+// RunChain is Chain with Run steps that do nothing: each step is a start of the
+// flow program (`<program> step NAME`), what the local runner's chain benchmark
+// runs.
+func RunChain(n int) *sdk.Flow {
+	f := sdk.NewFlow("run-chain", sdk.Image("registry.example.com/chain:v1"))
+	for i := range n {
+		opts := []sdk.StepOption{sdk.Run(func(*sdk.Context) error { return nil })}
+		if i > 0 {
+			opts = append(opts, sdk.After(ChainStep(i-1)))
+		}
+		f.Step(ChainStep(i), opts...)
+	}
+	return f
+}
+
 // FanOut is a flow of n Command steps that run `true`, s000, s001, …, none
 // waiting for another, each asking a sliver of CPU and memory: what the
 // runtimes' load benchmarks run.
