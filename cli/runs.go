@@ -12,6 +12,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -24,12 +25,19 @@ func runsCommand(flow *sdk.Flow) *ucli.Command {
 			{
 				Name:  "list",
 				Usage: "list the runs of the flow recorded here, oldest first",
-				Flags: []ucli.Flag{
+				Flags: append([]ucli.Flag{
 					&ucli.BoolFlag{Name: "all", Usage: "list the runs of every flow, not only " + flowName(flow)},
-				},
+				}, targetRunsFlags()...),
 				Action: func(c *ucli.Context) error {
 					if err := noArgs(c); err != nil {
 						return err
+					}
+					if c.IsSet("target") {
+						if c.IsSet("all") {
+							return usageErr("runs list --all reads the local records; with --target it lists the flow's runs on the target")
+						}
+						return targetRuns(c, flow, func(p *plan.Flow) error { return argoRunsList(c, p) },
+							func(p *plan.Flow) error { return airflowRunsList(c, flow, p) })
 					}
 					runs, err := record.List(record.DefaultRoot)
 					if err != nil {
@@ -49,15 +57,23 @@ func runsCommand(flow *sdk.Flow) *ucli.Command {
 				Name:      "show",
 				Usage:     "show a run's steps: state, attempts, duration, exit status, error; and its artifacts",
 				ArgsUsage: "RUN",
-				Flags: append([]ucli.Flag{
+				Flags: append(append([]ucli.Flag{
 					&ucli.BoolFlag{Name: "artifacts", Usage: "also list the artifacts the run's steps put: step, foreach item, name and size"},
-				}, storeFlags()...),
+				}, storeFlags()...), targetRunsFlags()...),
 				Action: func(c *ucli.Context) error {
 					if err := flagsFirst(c, "runs show", "RUN"); err != nil {
 						return err
 					}
 					if c.NArg() != 1 {
 						return usageErr("runs show takes one run ID, got %d arguments (see runs list)", c.NArg())
+					}
+					if c.IsSet("target") {
+						if c.IsSet("artifacts") {
+							return usageErr("runs show --artifacts reads the run's record: leave out --target (a run followed with --wait is recorded here)")
+						}
+						run := c.Args().First()
+						return targetRuns(c, flow, func(p *plan.Flow) error { return argoRunsShow(c, p, run) },
+							func(p *plan.Flow) error { return airflowRunsShow(c, flow, p, run) })
 					}
 					run, err := openClient(c).Run(c.Args().First())
 					if err != nil {

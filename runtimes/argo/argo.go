@@ -158,6 +158,9 @@ func Connect(ctx context.Context, f *plan.Flow, o Options) (*Client, error) {
 	return c, nil
 }
 
+// SetTracer makes Follow trace the runs it follows with t (nil for none).
+func (c *Client) SetTracer(t *tracing.Tracer) { c.o.Tracer = t }
+
 // Namespace is where the flow's objects and Workflows are.
 func (c *Client) Namespace() string { return c.ns }
 
