@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -480,9 +481,39 @@ func argoLogs(c *ucli.Context, p *plan.Flow, run, step string) error {
 	return nil
 }
 
-// targetRuns runs the --target side of runs list, runs show and logs.
+// targetRuns runs the --target side of runs list, runs show and logs: the
+// flow is compiled with --config alone.
 func targetRuns(c *ucli.Context, flow *sdk.Flow, onArgo, onAirflow func(*plan.Flow) error) error {
-	return lifecycle(c, flow, false, onArgo, onAirflow)
+	target, err := lifecycleTarget(c)
+	if err != nil {
+		return err
+	}
+	if err := checkLifecycleFlags(c, target); err != nil {
+		return err
+	}
+	var o compile.Options
+	path, explicit := c.String("config"), c.IsSet("config")
+	if !explicit {
+		path = compile.ConfigFile
+	}
+	switch cfg, err := compile.LoadConfig(path); {
+	case err == nil:
+		o.Config = cfg
+	case !explicit && errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist):
+		return usageErr("--config %s: no such file", path)
+	default:
+		return invalidErr(err)
+	}
+	p, errs := compile.Compile(flow, o)
+	if len(errs) > 0 {
+		printErrors(c.App.ErrWriter, flowName(flow), errs)
+		return silentInvalid
+	}
+	if target == targetArgo {
+		return onArgo(p)
+	}
+	return onAirflow(p)
 }
 
 // targetRunsFlags are the flags runs list, runs show and logs take to read a

@@ -55,8 +55,8 @@ const (
 	// Undeploy deletes the objects of the flow so marked, and only those.
 	LabelDeploy = "manifold.dev/deploy"
 	// AnnotationFlowHash holds, on a deployed WorkflowTemplate, a digest of the
-	// objects the flow compiled to when it was deployed: Trigger tells when the
-	// flow has changed since.
+	// objects the flow compiled to when it was deployed, but for its params'
+	// values: Trigger tells when the flow has changed since.
 	AnnotationFlowHash = "manifold.dev/flow-hash"
 	// LabelParentWorkflow names, on the Workflow of one part of a flow split
 	// into parts, the Workflow that created it.
@@ -208,7 +208,16 @@ func Objects(f *plan.Flow, ns string) ([]*unstructured.Unstructured, error) {
 		}
 		labels[plan.LabelFlow], labels[plan.LabelPartOf], labels[LabelDeploy] = f.Name, plan.PartOf, "argo"
 		u.SetLabels(labels)
-		data, err := json.Marshal(u.Object)
+		// The hash leaves out the params' values, which Trigger's run gives
+		// anew.
+		h := u.DeepCopy()
+		if params, ok, _ := unstructured.NestedSlice(h.Object, "spec", "arguments", "parameters"); ok {
+			for _, p := range params {
+				delete(p.(map[string]any), "value")
+			}
+			unstructured.SetNestedSlice(h.Object, params, "spec", "arguments", "parameters")
+		}
+		data, err := json.Marshal(h.Object)
 		if err != nil {
 			return nil, err
 		}

@@ -331,7 +331,7 @@ func (f *follower) reconcile() bool {
 func (f *follower) nodes(w *wfv1.Workflow, pods map[string]*corev1.Pod) {
 	walk(f.Flow, w, func(s *plan.Step, index int, top wfv1.NodeStatus, attempts []wfv1.NodeStatus) {
 		if u := f.byKey[unitKey(s.Name, index)]; u != nil && !f.Final(u.Unit) {
-			f.node(u, top, attempts, pods)
+			f.node(u, w, top, attempts, pods)
 		}
 	})
 }
@@ -389,10 +389,10 @@ func walk(flow *plan.Flow, w *wfv1.Workflow, fn func(s *plan.Step, index int, to
 }
 
 // node brings unit u up to its node top and top's attempts.
-func (f *follower) node(u *unit, top wfv1.NodeStatus, attempts []wfv1.NodeStatus, pods map[string]*corev1.Pod) {
+func (f *follower) node(u *unit, w *wfv1.Workflow, top wfv1.NodeStatus, attempts []wfv1.NodeStatus, pods map[string]*corev1.Pod) {
 	for k := u.attempts; k < len(attempts); k++ {
 		if k > 0 {
-			msg, _, code := f.failure(u, attempts[k-1], pods)
+			msg, _, code := f.failure(u, w, attempts[k-1], pods)
 			f.Retry(u.Unit, msg, code)
 			if f.Final(u.Unit) {
 				return
@@ -406,10 +406,10 @@ func (f *follower) node(u *unit, top wfv1.NodeStatus, attempts []wfv1.NodeStatus
 	}
 	cur := attempts[len(attempts)-1]
 	p := pods[cur.ID]
-	nodeName := cur.HostNodeName
+	nodeName, pod := cur.HostNodeName, podName(w, cur)
+	f.Locked(func() { u.pod, u.node = pod, nodeName })
 	if p != nil {
 		nodeName = p.Spec.NodeName
-		f.Locked(func() { u.pod, u.node = p.Name, nodeName })
 		if at, ok := runningSince(p); ok && u.running < u.attempts {
 			u.running = u.attempts
 			f.Running(u.Unit, at)
@@ -421,18 +421,12 @@ func (f *follower) node(u *unit, top wfv1.NodeStatus, attempts []wfv1.NodeStatus
 	switch top.Phase {
 	case wfv1.NodeSucceeded:
 		f.Succeed(u.Unit, func(t *record.Task) {
-			t.Attempts, t.ExitCode, t.Node = len(attempts), new(0), nodeName
-			if p != nil {
-				t.Pods = []string{p.Name}
-			}
+			t.Attempts, t.ExitCode, t.Node, t.Pods = len(attempts), new(0), nodeName, []string{pod}
 		})
 	case wfv1.NodeFailed, wfv1.NodeError:
-		msg, reason, code := f.failure(u, cur, pods)
+		msg, reason, code := f.failure(u, w, cur, pods)
 		f.Update(u.Unit, func(t *record.Task) {
-			t.Attempts, t.Node = len(attempts), nodeName
-			if p != nil {
-				t.Pods = []string{p.Name}
-			}
+			t.Attempts, t.Node, t.Pods = len(attempts), nodeName, []string{pod}
 		})
 		f.Fail(u.Unit, msg, reason, code)
 	}
@@ -462,10 +456,10 @@ func runningSince(p *corev1.Pod) (time.Time, bool) {
 // failure says why the attempt of u that node a ran failed: as run --kube says
 // it of the attempt's pod (kube.PodFailure), with its last log lines; from
 // Argo's node when the pod was never seen.
-func (f *follower) failure(u *unit, a wfv1.NodeStatus, pods map[string]*corev1.Pod) (string, string, *int) {
+func (f *follower) failure(u *unit, w *wfv1.Workflow, a wfv1.NodeStatus, pods map[string]*corev1.Pod) (string, string, *int) {
 	p := pods[a.ID]
 	if p == nil {
-		msg := "node " + a.Name
+		msg := "pod " + podName(w, a)
 		if a.HostNodeName != "" {
 			msg += " on node " + a.HostNodeName
 		}

@@ -73,9 +73,8 @@ func (c *Client) Show(ctx context.Context, name string) (*Status, error) {
 			}
 			if len(attempts) > 0 {
 				last := attempts[len(attempts)-1]
-				row.Node = last.HostNodeName
+				row.Node, row.Pod = last.HostNodeName, podName(w, last)
 				if p := pods[last.ID]; p != nil {
-					row.Pod = p.Name
 					if p.Status.Phase == corev1.PodFailed {
 						row.Message, _, _ = kube.PodFailure(p, s)
 					}
@@ -162,6 +161,7 @@ func (c *Client) Logs(ctx context.Context, name, step string, w io.Writer) error
 		s         *plan.Step
 		index     int
 		attempts  []wfv1.NodeStatus
+		wf        *wfv1.Workflow
 		stepOrder int
 	}
 	order := map[string]int{}
@@ -180,7 +180,7 @@ func (c *Client) Logs(ctx context.Context, name, step string, w io.Writer) error
 				label += "[" + strconv.Itoa(index) + "]"
 			}
 			labels = append(labels, label)
-			parts = append(parts, part{label, s, index, attempts, order[s.Name]})
+			parts = append(parts, part{label, s, index, attempts, wf, order[s.Name]})
 		})
 	}
 	slices.SortFunc(parts, func(a, b part) int {
@@ -207,7 +207,7 @@ func (c *Client) Logs(ctx context.Context, name, step string, w io.Writer) error
 				fmt.Fprintf(w, "%s: attempt %d of %d\n", p.label, k+1, len(p.attempts))
 			}
 			if pod == nil {
-				fmt.Fprintf(w, "%s: its pod (node %s) is no longer on the cluster\n", p.label, a.Name)
+				fmt.Fprintf(w, "%s: pod %s is no longer on the cluster (Argo's pod garbage collection, or deleted)\n", p.label, podName(p.wf, a))
 				continue
 			}
 			if !kube.PodStarted(pod) {

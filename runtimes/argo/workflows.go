@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -316,11 +318,28 @@ func retried(wf *wfv1.Workflow, now time.Time) (*wfv1.Workflow, map[string]bool,
 			delete(del, id)
 		}
 	}
+	// What follows a failed node in the DAG (its children: the tasks that
+	// depend on it, omitted) goes too, or Argo would take it as done.
+	var below func(id string)
+	below = func(id string) {
+		for _, ch := range wf.Status.Nodes[id].Children {
+			if !del[ch] {
+				del[ch] = true
+				below(ch)
+			}
+		}
+	}
+	for _, id := range slices.Collect(maps.Keys(del)) {
+		below(id)
+	}
 	reset := map[string]bool{}
 	stepSet := map[string]bool{}
 	for id := range del {
-		stepSet[stepOfNode(wf.Status.Nodes[id])] = true
-		for p := parent[id]; p != ""; p = parent[p] {
+		n := wf.Status.Nodes[id]
+		if n.Type == wfv1.NodeTypePod && n.FailedOrError() {
+			stepSet[stepOfNode(n)] = true
+		}
+		for p := parent[id]; p != "" && !del[p]; p = parent[p] {
 			n := wf.Status.Nodes[p]
 			switch {
 			case n.Type == wfv1.NodeTypeDAG || n.Type == wfv1.NodeTypeTaskGroup || n.Type == wfv1.NodeTypeSteps || n.Type == wfv1.NodeTypeStepGroup:
@@ -359,4 +378,25 @@ func retried(wf *wfv1.Workflow, now time.Time) (*wfv1.Workflow, map[string]bool,
 func stepOfNode(n wfv1.NodeStatus) string {
 	task, _, _ := strings.Cut(n.DisplayName, "(")
 	return eargo.StepOfTask(task)
+}
+
+// podName is the name of the pod of Argo's node n of Workflow wf: the
+// workflow's name and the node's template, then a hash of the node's name (the
+// pod names of Argo's v2, its default; GeneratePodName in its workflow/util).
+func podName(wf *wfv1.Workflow, n wfv1.NodeStatus) string {
+	prefix := wf.Name
+	tmpl := n.TemplateName
+	if n.TemplateRef != nil {
+		tmpl = n.TemplateRef.Template
+	}
+	if tmpl != "" {
+		prefix += "-" + tmpl
+	}
+	// A name is at most 253 characters, and the hash takes up to 10.
+	if len(prefix) > 253-10-1 {
+		prefix = prefix[:253-10-1]
+	}
+	h := fnv.New32a()
+	h.Write([]byte(n.Name))
+	return prefix + "-" + strconv.FormatUint(uint64(h.Sum32()), 10)
 }
