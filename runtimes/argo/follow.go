@@ -54,8 +54,9 @@ type follower struct {
 	// lastPod keeps each node's pod as last seen, for a failure named after a
 	// pod that is gone.
 	lastPod map[string]*corev1.Pod
-	// suspended is whether the Workflow was last seen suspended.
-	suspended bool
+	// suspended is whether the Workflow was last seen suspended; stopping
+	// that Follow stopped it, so what fails from now on was interrupted.
+	suspended, stopping bool
 
 	logMu     sync.Mutex
 	logWG     sync.WaitGroup
@@ -259,6 +260,7 @@ func (f *follower) interrupted() bool {
 		f.Disp.Note("stopping Workflow %s: %v", f.name, err)
 		return false
 	}
+	f.stopping = true
 	f.Disp.Note("stopping Workflow %s (spec.shutdown=Stop); waiting for it to end (Ctrl-C again to stop waiting)", f.name)
 	return true
 }
@@ -407,9 +409,14 @@ func (f *follower) node(u *unit, w *wfv1.Workflow, top wfv1.NodeStatus, attempts
 	cur := attempts[len(attempts)-1]
 	p := pods[cur.ID]
 	nodeName, pod := cur.HostNodeName, podName(w, cur)
+	if p != nil && p.Spec.NodeName != "" {
+		nodeName = p.Spec.NodeName
+	}
+	if nodeName != "" && f.Task(u.Unit).Node != nodeName {
+		f.Amend(u.Unit, func(t *record.Task) { t.Node = nodeName })
+	}
 	f.Locked(func() { u.pod, u.node = pod, nodeName })
 	if p != nil {
-		nodeName = p.Spec.NodeName
 		if at, ok := runningSince(p); ok && u.running < u.attempts {
 			u.running = u.attempts
 			f.Running(u.Unit, at)
@@ -428,6 +435,10 @@ func (f *follower) node(u *unit, w *wfv1.Workflow, top wfv1.NodeStatus, attempts
 		f.Update(u.Unit, func(t *record.Task) {
 			t.Attempts, t.Node, t.Pods = len(attempts), nodeName, []string{pod}
 		})
+		if f.stopping {
+			f.Interrupt(u.Unit, "stopped: "+firstLine(msg))
+			return
+		}
 		f.Fail(u.Unit, msg, reason, code)
 	}
 }
