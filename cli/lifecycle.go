@@ -48,7 +48,7 @@ func lifecycleCommands(flow *sdk.Flow) []*ucli.Command {
 				"--dry-run=server has the API server check everything and change nothing.",
 			Flags: lifecycleFlags(
 				&ucli.BoolFlag{Name: "image-from-build", Usage: "make every Run step's image the one `image build` recorded"},
-				&ucli.StringFlag{Name: "dry-run", Usage: "with --target argo: `server` has the API server check what deploy applies, and change nothing"},
+				&ucli.StringFlag{Name: "dry-run", Usage: "with --target argo: `server`, to have the API server check what deploy applies, and change nothing"},
 			),
 			Action: func(c *ucli.Context) error {
 				return lifecycle(c, flow, true, func(p *plan.Flow) error {
@@ -63,7 +63,7 @@ func lifecycleCommands(flow *sdk.Flow) []*ucli.Command {
 			Name:        "undeploy",
 			Usage:       "remove what deploy made for the flow, and nothing else; its runs stay",
 			Description: "With --target argo, deletes the objects labelled with the flow and manifold.dev/deploy=argo.",
-			Flags:       lifecycleFlags(&ucli.StringFlag{Name: "dry-run", Usage: "with --target argo: `server` has the API server check what undeploy deletes, and change nothing"}),
+			Flags:       lifecycleFlags(&ucli.StringFlag{Name: "dry-run", Usage: "with --target argo: `server`, to have the API server check what undeploy deletes, and change nothing"}),
 			Action: func(c *ucli.Context) error {
 				return lifecycle(c, flow, false, func(p *plan.Flow) error {
 					if err := dryRunFlag(c); err != nil {
@@ -141,7 +141,7 @@ func waitFlags() []ucli.Flag {
 
 // targetFlag is --target of the lifecycle commands.
 func targetFlag() ucli.Flag {
-	return &ucli.StringFlag{Name: "target", Usage: "where the flow is deployed: `argo` or airflow (required)"}
+	return &ucli.StringFlag{Name: "target", Usage: "the `TARGET` the flow is deployed to: argo or airflow (required)"}
 }
 
 // argoFlags are the flags that say which cluster runs Argo.
@@ -519,7 +519,7 @@ func targetRuns(c *ucli.Context, flow *sdk.Flow, onArgo, onAirflow func(*plan.Fl
 // targetRunsFlags are the flags runs list, runs show and logs take to read a
 // flow's runs on a target instead of the local records.
 func targetRunsFlags() []ucli.Flag {
-	flags := []ucli.Flag{&ucli.StringFlag{Name: "target", Usage: "read the flow's runs on `argo` or airflow instead of the local records"}}
+	flags := []ucli.Flag{&ucli.StringFlag{Name: "target", Usage: "read the flow's runs on `TARGET`, argo or airflow, instead of the local records"}}
 	flags = append(flags, argoFlags()...)
 	flags = append(flags, airflowFlags()...)
 	return append(flags, &ucli.StringFlag{Name: "config", Usage: "read defaults from `FILE` (default: " + compile.ConfigFile + " in the working directory, if present)"})
