@@ -112,7 +112,7 @@ func lifecycleCommands(flow *sdk.Flow) []*ucli.Command {
 				return argoAct(c, p, run, "suspended", (*argo.Client).Suspend)
 			},
 			func(*ucli.Context, *plan.Flow, string) error {
-				return usageErr("suspend: Airflow cannot suspend a run; `%s stop RUN --target airflow` stops it, and `%s retry RUN --target airflow` runs its failed tasks again", name, name)
+				return usageErr("suspend: Airflow cannot suspend a run; `%s stop --target airflow RUN` stops it, and `%s retry --target airflow RUN` runs its failed tasks again", name, name)
 			}),
 		runCommandOf(flow, "resume", "resume a run on Argo that suspend suspended",
 			"Clears the Workflow's spec.suspend.",
@@ -120,7 +120,7 @@ func lifecycleCommands(flow *sdk.Flow) []*ucli.Command {
 				return argoAct(c, p, run, "resumed", (*argo.Client).Resume)
 			},
 			func(*ucli.Context, *plan.Flow, string) error {
-				return usageErr("resume: Airflow cannot suspend a run, so there is none to resume; `%s retry RUN --target airflow` runs a failed run's tasks again", name)
+				return usageErr("resume: Airflow cannot suspend a run, so there is none to resume; `%s retry --target airflow RUN` runs a failed run's tasks again", name)
 			}),
 		runCommandOf(flow, "retry", "run again the failed steps of a run, on the cluster, in place; --wait follows it",
 			"With --target argo, retries the Workflow as `argo retry` does: its failed nodes are reset and their\n"+

@@ -250,7 +250,7 @@ func (f *follower) interrupted() bool {
 		f.Disp.Start()
 	}
 	if !stop {
-		f.Disp.Note("left Workflow %s running on the cluster: `%s runs show %s --target argo` shows it, `%s stop %s --target argo` stops it",
+		f.Disp.Note("left Workflow %s running on the cluster: `%s runs show --target argo %s` shows it, `%s stop --target argo %s` stops it",
 			f.name, f.c.o.Program, f.name, f.c.o.Program, f.name)
 		return false
 	}
@@ -305,7 +305,7 @@ func (f *follower) reconcile() bool {
 	if susp := root.Spec.Suspend != nil && *root.Spec.Suspend; susp != f.suspended {
 		f.suspended = susp
 		if susp {
-			f.Disp.Note("Workflow %s is suspended: no step starts until `%s resume %s --target argo`", f.name, f.c.o.Program, f.name)
+			f.Disp.Note("Workflow %s is suspended: no step starts until `%s resume --target argo %s`", f.name, f.c.o.Program, f.name)
 		} else {
 			f.Disp.Note("Workflow %s resumed", f.name)
 		}
