@@ -3,6 +3,7 @@ package argo_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -218,4 +219,70 @@ func BenchmarkTriggerToPod(b *testing.B) {
 	}
 	b.ReportMetric(float64(created.Milliseconds())/float64(b.N), "ms-to-pod-created")
 	b.ReportMetric(float64(running.Milliseconds())/float64(b.N), "ms-to-pod-running")
+}
+
+// TestDeployUpdatesAndPrunes deploys a scheduled flow whose command holds "{{"
+// (a CronWorkflow and the literals ConfigMap beside the template), then the
+// flow changed: the template is updated in place, and the CronWorkflow and
+// ConfigMap the flow no longer makes are deleted, while a ConfigMap of the
+// same flow that deploy did not make stays.
+func TestDeployUpdatesAndPrunes(t *testing.T) {
+	v1 := sdk.NewFlow("argo-prune", sdk.Image("example.com/flow:v1"), sdk.Schedule("0 3 * * *")).
+		Step("a", sdk.Command("echo", "{{not a tag}}"))
+	a, c, ns := deployed(t, v1, argo.Options{})
+	ctx := context.Background()
+	cms := c.Client.CoreV1().ConfigMaps(ns)
+	mine := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "argo-prune-mine", Labels: map[string]string{plan.LabelFlow: "argo-prune"}}}
+	if _, err := cms.Create(ctx, mine, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cron, err := c.Dynamic.Resource(argo.CronWorkflowGVR).Namespace(ns).Get(ctx, "argo-prune", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the scheduled flow's CronWorkflow: %v", err)
+	}
+	if cron.GetLabels()[argo.LabelDeploy] != "argo" {
+		t.Errorf("CronWorkflow labels %v; want %s=argo", cron.GetLabels(), argo.LabelDeploy)
+	}
+	if _, err := cms.Get(ctx, "argo-prune-literals", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the literals ConfigMap: %v", err)
+	}
+	wt := workflowTemplate(t, c, ns, "argo-prune")
+
+	v2 := sdk.NewFlow("argo-prune", sdk.Image("example.com/flow:v1")).
+		Step("a", sdk.Command("echo", "plain"))
+	o := argo.Options{Kubeconfig: c.Kubeconfig, Namespace: ns, Root: t.TempDir()}
+	b, err := argo.Connect(ctx, compileFlow(t, v2), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := b.Deploy(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range done {
+		got = append(got, d.String())
+	}
+	want := []string{"workflowtemplate/argo-prune updated", "cronworkflow/argo-prune deleted", "configmap/argo-prune-literals deleted"}
+	if !slices.Equal(got, want) {
+		t.Errorf("deploy of the changed flow: %q; want %q", got, want)
+	}
+	if now := workflowTemplate(t, c, ns, "argo-prune"); now.GetUID() != wt.GetUID() {
+		t.Error("the WorkflowTemplate was made anew; want it updated in place")
+	}
+	if _, err := cms.Get(ctx, mine.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("a ConfigMap deploy did not make is gone: %v", err)
+	}
+	if done, err := a.Undeploy(ctx, false); err != nil || len(done) != 1 || done[0].String() != "workflowtemplate/argo-prune deleted" {
+		t.Errorf("Undeploy: %v, %v; want the template deleted, and nothing else", done, err)
+	}
+}
+
+func workflowTemplate(t *testing.T, c *simcluster.Cluster, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	u, err := c.Dynamic.Resource(argo.WorkflowTemplateGVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
