@@ -168,6 +168,13 @@ func TestDeployTriggerUndeploy(t *testing.T) {
 		}
 	}
 
+	// The simulated cluster serves no pod logs, and its pods are gone once
+	// done: logs names step a's pod either way.
+	code, out, stderr = f.run("logs", "--target", "argo", name, "a")
+	if !strings.Contains(out+stderr, name+"-a-") || strings.Contains(out+stderr, name+"-c-") {
+		t.Errorf("logs --target argo RUN a: exit %d, stdout %q, stderr %q; want step a's pod named, and only a's", code, out, stderr)
+	}
+
 	if code, out, _ := f.run("undeploy", "--target", "argo"); code != 0 || !strings.Contains(out, "workflowtemplate/argo-life deleted") {
 		t.Errorf("undeploy: exit %d, stdout %q", code, out)
 	}
