@@ -174,6 +174,9 @@ func clusterLine(rec *record.Record) string {
 	if rec.As != "" {
 		line += ", as " + rec.As
 	}
+	if rec.Runtime == "argo" {
+		line += ", run by Argo Workflows (Workflow " + rec.ID + ")"
+	}
 	return line
 }
 

@@ -168,6 +168,11 @@ func TestDeployTriggerUndeploy(t *testing.T) {
 		}
 	}
 
+	// The local record of the followed run reads like any cluster run's.
+	if code, out, _ := f.run("runs", "show", name); code != 0 || !strings.Contains(out, "run by Argo Workflows (Workflow "+name+")") {
+		t.Errorf("runs show of the record: exit %d, stdout %q", code, out)
+	}
+
 	// The simulated cluster serves no pod logs, and its pods are gone once
 	// done: logs names step a's pod either way.
 	code, out, stderr = f.run("logs", "--target", "argo", name, "a")

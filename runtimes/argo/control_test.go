@@ -130,6 +130,9 @@ func TestSuspendResumeInterrupt(t *testing.T) {
 	if !errors.Is(err, dag.ErrInterrupted) || res.State != record.Interrupted || asked != 1 {
 		t.Fatalf("Follow interrupted and left: %v, %v, asked %d times; want interrupted after one question", res, err, asked)
 	}
+	if !strings.Contains(err.Error(), "goes on running on the cluster") {
+		t.Errorf("left running: %v; want it said", err)
+	}
 	if s, _, _ := unstructured.NestedString(workflow(t, c, ns, name).Object, "spec", "shutdown"); s != "" {
 		t.Errorf("left running, the Workflow has spec.shutdown %q", s)
 	}

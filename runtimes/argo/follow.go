@@ -3,6 +3,7 @@ package argo
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -167,6 +168,18 @@ func (c *Client) Follow(ctx context.Context, name string) (*dag.Result, error) {
 	}
 	f.stopLogs()
 	res, err := f.Finish(interrupted, nil)
+	if res.State == record.Interrupted {
+		// A Workflow is not resumed by run ID: it was stopped, or runs on.
+		what := fmt.Sprintf("Workflow %s goes on running on the cluster (`%s runs show --target argo %s` shows it)", name, c.o.Program, name)
+		if f.stopping {
+			what = "Workflow " + name + " was stopped"
+		}
+		err = fmt.Errorf("following run %s %w: %s", name, dag.ErrInterrupted, what)
+		f.Rec.Error = err.Error()
+		if werr := record.WriteRecord(dir, f.Rec); werr != nil {
+			err = errors.Join(err, werr)
+		}
+	}
 	f.Disp.Stop()
 	f.Ended(res.State)
 	return res, err
