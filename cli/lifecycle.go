@@ -287,10 +287,20 @@ func onInterrupt(c *ucli.Context) func(string) bool {
 			return false
 		}
 		fmt.Fprintf(c.App.ErrWriter, "\nstop run %s on the cluster, or leave it running? [s]top / [L]eave: ", run)
-		line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
-		switch strings.ToLower(strings.TrimSpace(line)) {
-		case "s", "stop":
-			return true
+		answer := make(chan string, 1)
+		go func() {
+			line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+			answer <- line
+		}()
+		select {
+		case line := <-answer:
+			switch strings.ToLower(strings.TrimSpace(line)) {
+			case "s", "stop":
+				return true
+			}
+		case <-forceContext(c.Context).Done():
+			// Ctrl-C again: leave it.
+			fmt.Fprintln(c.App.ErrWriter)
 		}
 		return false
 	}

@@ -373,7 +373,9 @@ func walk(flow *plan.Flow, w *wfv1.Workflow, fn func(s *plan.Step, index int, to
 			continue // the Service of a multi-node step, which its Job's task follows
 		}
 		s := flow.Step(stepOfNode(n))
-		if s == nil {
+		if s == nil || s.Nodes <= 1 && n.TemplateName != s.Name {
+			// Not a step's: a container step's template is named after it
+			// (a split flow's parent runs its parts by other templates).
 			continue
 		}
 		index := -1
