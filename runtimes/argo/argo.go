@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -249,23 +250,45 @@ func gvrOf(u *unstructured.Unstructured) (schema.GroupVersionResource, error) {
 
 // Deploy applies the flow's objects (Objects) server-side, as field manager
 // FieldManager, then deletes the objects an earlier deploy of the flow made
-// that it no longer makes (a CronWorkflow whose schedule was removed). With
-// dryRun the API server checks and answers for everything, and changes nothing.
+// that it no longer makes (a CronWorkflow whose schedule was removed). Every
+// object is first applied as a server dry run, so that what RBAC or admission
+// refuses is refused before anything changes. With dryRun the API server
+// checks and answers for everything, and changes nothing.
 func (c *Client) Deploy(ctx context.Context, dryRun bool) ([]Applied, error) {
 	objs, err := Objects(c.f, c.ns)
 	if err != nil {
 		return nil, err
 	}
-	var dry []string
-	if dryRun {
-		dry = []string{metav1.DryRunAll}
+	out, keep, err := c.apply(ctx, objs, true)
+	if err != nil || dryRun {
+		if err == nil {
+			var pruned []Applied
+			pruned, err = c.prune(ctx, keep, []string{metav1.DryRunAll})
+			out = append(out, pruned...)
+		}
+		return out, err
+	}
+	if out, keep, err = c.apply(ctx, objs, false); err != nil {
+		return out, err
+	}
+	pruned, err := c.prune(ctx, keep, nil)
+	return append(out, pruned...), err
+}
+
+// apply applies objs server-side (as a dry run when dry), and returns what it
+// did and the resource/name of each.
+func (c *Client) apply(ctx context.Context, objs []*unstructured.Unstructured, dry bool) ([]Applied, map[string]bool, error) {
+	var opts metav1.PatchOptions
+	opts.FieldManager, opts.Force = FieldManager, new(true)
+	if dry {
+		opts.DryRun = []string{metav1.DryRunAll}
 	}
 	var out []Applied
 	keep := map[string]bool{}
 	for _, u := range objs {
 		gvr, err := gvrOf(u)
 		if err != nil {
-			return out, err
+			return out, keep, err
 		}
 		keep[gvr.Resource+"/"+u.GetName()] = true
 		res := c.conn.Dynamic.Resource(gvr).Namespace(u.GetNamespace())
@@ -274,28 +297,42 @@ func (c *Client) Deploy(ctx context.Context, dryRun bool) ([]Applied, error) {
 		case apierrors.IsNotFound(err):
 			before = nil
 		case err != nil:
-			return out, c.refused("read", u, err)
+			return out, keep, c.refused("read", u, err)
 		}
 		data, err := json.Marshal(u.Object)
 		if err != nil {
-			return out, err
+			return out, keep, err
 		}
-		after, err := res.Patch(ctx, u.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: FieldManager, Force: new(true), DryRun: dry})
+		after, err := res.Patch(ctx, u.GetName(), types.ApplyPatchType, data, opts)
 		if err != nil {
-			return out, c.refused("apply", u, err)
+			return out, keep, c.refused("apply", u, err)
 		}
 		a := Applied{Kind: u.GetKind(), Name: u.GetName(), Action: "created"}
 		switch {
 		case before == nil:
-		case before.GetResourceVersion() == after.GetResourceVersion():
+		case !dry && before.GetResourceVersion() == after.GetResourceVersion(), dry && sameContent(before, after):
+			// A dry run's answer may keep the resource version of an
+			// object it would change: its content tells.
 			a.Action = "unchanged"
 		default:
 			a.Action = "updated"
 		}
 		out = append(out, a)
 	}
-	pruned, err := c.prune(ctx, keep, dry)
-	return append(out, pruned...), err
+	return out, keep, nil
+}
+
+// sameContent reports whether a and b are the same object but for the
+// metadata the API server keeps (versions, managed fields, timestamps).
+func sameContent(a, b *unstructured.Unstructured) bool {
+	strip := func(u *unstructured.Unstructured) map[string]any {
+		u = u.DeepCopy()
+		for _, f := range []string{"resourceVersion", "managedFields", "generation", "creationTimestamp", "uid"} {
+			unstructured.RemoveNestedField(u.Object, "metadata", f)
+		}
+		return u.Object
+	}
+	return reflect.DeepEqual(strip(a), strip(b))
 }
 
 // refused says that the API server refused to do verb with u, and why.

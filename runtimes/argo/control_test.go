@@ -258,6 +258,10 @@ func TestDeployUpdatesAndPrunes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dry, err := b.Deploy(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
 	done, err := b.Deploy(ctx, false)
 	if err != nil {
 		t.Fatal(err)
@@ -269,6 +273,13 @@ func TestDeployUpdatesAndPrunes(t *testing.T) {
 	want := []string{"workflowtemplate/argo-prune updated", "cronworkflow/argo-prune deleted", "configmap/argo-prune-literals deleted"}
 	if !slices.Equal(got, want) {
 		t.Errorf("deploy of the changed flow: %q; want %q", got, want)
+	}
+	got = got[:0]
+	for _, d := range dry {
+		got = append(got, d.String())
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("a dry run of the deploy: %q; want %q", got, want)
 	}
 	if now := workflowTemplate(t, c, ns, "argo-prune"); now.GetUID() != wt.GetUID() {
 		t.Error("the WorkflowTemplate was made anew; want it updated in place")
