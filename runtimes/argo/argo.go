@@ -72,6 +72,7 @@ const (
 	labelCompleted        = "workflows.argoproj.io/completed"
 	labelPhase            = "workflows.argoproj.io/phase"
 	labelWorkflowTemplate = "workflows.argoproj.io/workflow-template"
+	labelCronWorkflow     = "workflows.argoproj.io/cron-workflow"
 	annotationNodeID      = "workflows.argoproj.io/node-id"
 )
 

@@ -73,16 +73,19 @@ func (c *Client) Trigger(ctx context.Context, params map[string]string) (name, n
 	return got.GetName(), note, nil
 }
 
-// Workflow returns the Workflow called name, as Argo's types.
-func (c *Client) Workflow(ctx context.Context, name string) (*wfv1.Workflow, error) {
-	u, err := c.conn.Dynamic.Resource(WorkflowGVR).Namespace(c.ns).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("no Workflow %s in namespace %s of the cluster at %s (`runs list --target argo` lists the flow's)", name, c.ns, c.Where())
+// cronName is the name of the flow's CronWorkflow, "" for a flow without a
+// schedule.
+func (c *Client) cronName() string {
+	objs, errs := eargo.Objects(c.f)
+	if len(errs) > 0 {
+		return ""
 	}
-	if err != nil {
-		return nil, err
+	for _, o := range objs {
+		if cw, ok := o.(*wfv1.CronWorkflow); ok {
+			return cw.Name
+		}
 	}
-	return toWorkflow(u)
+	return ""
 }
 
 func toWorkflow(u *unstructured.Unstructured) (*wfv1.Workflow, error) {
@@ -113,10 +116,14 @@ type Summary struct {
 func (c *Client) List(ctx context.Context) ([]Summary, error) {
 	res := c.conn.Dynamic.Resource(WorkflowGVR).Namespace(c.ns)
 	seen := map[string]Summary{}
-	for _, sel := range []string{
+	selectors := []string{
 		plan.LabelFlow + "=" + c.f.Name + ",!" + LabelParentWorkflow,
 		labelWorkflowTemplate + "=" + c.TemplateName() + ",!" + LabelParentWorkflow,
-	} {
+	}
+	if cron := c.cronName(); cron != "" {
+		selectors = append(selectors, labelCronWorkflow+"="+cron+",!"+LabelParentWorkflow)
+	}
+	for _, sel := range selectors {
 		list, err := res.List(ctx, metav1.ListOptions{LabelSelector: sel})
 		if err != nil {
 			return nil, fmt.Errorf("list the Workflows of flow %s in namespace %s of the cluster at %s: %w", c.f.Name, c.ns, c.Where(), err)
@@ -157,7 +164,7 @@ func (c *Client) run(ctx context.Context, name string) (*unstructured.Unstructur
 	if err != nil {
 		return nil, err
 	}
-	if u.GetLabels()[plan.LabelFlow] != c.f.Name && u.GetLabels()[labelWorkflowTemplate] != c.TemplateName() {
+	if l := u.GetLabels(); l[plan.LabelFlow] != c.f.Name && l[labelWorkflowTemplate] != c.TemplateName() && (l[labelCronWorkflow] == "" || l[labelCronWorkflow] != c.cronName()) {
 		return nil, fmt.Errorf("Workflow %s in namespace %s is not a run of flow %s", name, c.ns, c.f.Name)
 	}
 	return u, nil
