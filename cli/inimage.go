@@ -17,7 +17,8 @@ import (
 // where they run. The program built with a plain `go build` has them all.
 //
 // The files left out carry `//go:build !manifold_image` (runkube.go, check.go,
-// image.go, kind.go). A command that calls what they define, or that only a
+// image.go, kind.go, and lifecycle.go and airflowcmd.go, which deploy to Argo
+// and Airflow and manage runs there). A command that calls what they define, or that only a
 // workstation runs, is left out the same way, with a stand-in here;
 // TestImageProgramBuilds builds the package with these tags.
 
@@ -68,4 +69,32 @@ func checkKubeFlags(c *ucli.Context) error {
 
 func runKube(*ucli.Context, *sdk.Flow, *plan.Flow) error {
 	return workstationOnly("run --kube")
+}
+
+// lifecycleCommands keeps the names of the commands that deploy the flow to
+// Argo Workflows or Airflow and manage its runs there.
+func lifecycleCommands(*sdk.Flow) []*ucli.Command {
+	var cmds []*ucli.Command
+	for _, name := range []string{"deploy", "undeploy", "trigger", "stop", "suspend", "resume", "retry"} {
+		cmds = append(cmds, workstationCommand(name, name+" the flow or its runs on Argo Workflows or Airflow"))
+	}
+	return cmds
+}
+
+// targetRunsFlags keeps --target of runs list, runs show and logs, which the
+// program of an image refuses.
+func targetRunsFlags() []ucli.Flag {
+	return []ucli.Flag{&ucli.StringFlag{Name: "target", Usage: "read the flow's runs on `TARGET`, argo or airflow (not in the program of an image)"}}
+}
+
+func targetRunsList(*ucli.Context, *sdk.Flow) error {
+	return workstationOnly("runs list --target")
+}
+
+func targetRunsShow(*ucli.Context, *sdk.Flow, string) error {
+	return workstationOnly("runs show --target")
+}
+
+func targetLogs(*ucli.Context, *sdk.Flow, string, string) error {
+	return workstationOnly("logs --target")
 }

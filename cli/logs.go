@@ -13,7 +13,7 @@ import (
 	"github.com/manifoldflow/manifold/sdk"
 )
 
-func logsCommand(*sdk.Flow) *ucli.Command {
+func logsCommand(flow *sdk.Flow) *ucli.Command {
 	return &ucli.Command{
 		Name:  "logs",
 		Usage: "print what a past run's steps wrote, from its record",
@@ -22,13 +22,20 @@ func logsCommand(*sdk.Flow) *ucli.Command {
 			"items each line starts with its label, as while the run went on. A cluster run's record keeps\n" +
 			"its pods' output, each line already labelled, in one log.",
 		ArgsUsage: "RUN [STEP]",
-		Flags: []ucli.Flag{
+		Flags: append([]ucli.Flag{
 			&ucli.IntFlag{Name: "index", Aliases: []string{"i"}, DefaultText: "every item", Usage: "only foreach item `N` of STEP (from 0)"},
 			&ucli.IntFlag{Name: "attempt", DefaultText: "every attempt", Usage: "only what attempt `N` (from 1) of STEP wrote"},
-		},
+		}, targetRunsFlags()...),
 		Action: func(c *ucli.Context) error {
 			if err := args(c, "logs", "RUN [STEP]", 1, 2); err != nil {
 				return err
+			}
+			if c.IsSet("target") {
+				if c.IsSet("index") || c.IsSet("attempt") {
+					return usageErr("logs --index and --attempt read the run's record: leave out --target")
+				}
+				run, step := c.Args().Get(0), c.Args().Get(1)
+				return targetLogs(c, flow, run, step)
 			}
 			index, err := indexFlag(c)
 			if err != nil {

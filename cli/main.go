@@ -157,6 +157,7 @@ func newApp(flow *sdk.Flow, arg0 string, stdout, stderr io.Writer) *ucli.App {
 			logsCommand(flow),
 		},
 	}
+	app.Commands = append(app.Commands, lifecycleCommands(flow)...)
 	for _, c := range app.Commands {
 		c.OnUsageError = app.OnUsageError
 		for _, sub := range c.Subcommands {

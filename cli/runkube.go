@@ -25,11 +25,10 @@ import (
 
 // kubeFlags are run's flags for running on a cluster.
 func kubeFlags() []ucli.Flag {
-	return append([]ucli.Flag{
+	flags := append([]ucli.Flag{
 		&ucli.BoolFlag{Name: "kube", Usage: "run on the Kubernetes cluster of the kubeconfig instead of this machine"},
-		&ucli.StringFlag{Name: "kubeconfig", Usage: "with --kube: the kubeconfig `FILE` (default: $KUBECONFIG, then ~/.kube/config)"},
-		&ucli.StringFlag{Name: "context", Usage: "with --kube: the kubeconfig `CONTEXT` (default: its current context)"},
-		&ucli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: "with --kube: the `NAMESPACE` of steps without their own (default: the context's, or default)"},
+	}, clusterFlags("with --kube: ")...)
+	return append(append(flags, []ucli.Flag{
 		&ucli.StringFlag{Name: "as", Value: kube.AsJob, Usage: "with --kube: create each step as a `KIND`: job (Jobs, and a Service per multi-node step) or jobset (JobSets)"},
 		&ucli.BoolFlag{Name: "keep", Usage: "with --kube: leave the run's objects on the cluster when it succeeds or is interrupted"},
 		&ucli.DurationFlag{Name: "pending-grace", Value: kube.DefaultPendingGrace, Usage: "with --kube: report pods the scheduler cannot place after `DURATION`; fail pods that cannot get their image after it"},
@@ -37,7 +36,17 @@ func kubeFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "image", Usage: "with --kube: build the flow's image for its Run steps and push it as `REF` (default: the flow's sdk.Image, else manifold.toml's image; on a kind context it is loaded into the cluster instead)"},
 		&ucli.BoolFlag{Name: "no-check", Usage: "with --kube: do not check first that the cluster's nodes can take every step (see check); the dry run of what the run creates is made all the same"},
 		&ucli.DurationFlag{Name: "pending-timeout", DefaultText: "none: wait", Usage: "with --kube: fail a step whose pods cannot be scheduled for `DURATION`"},
-	}, limitFlags("with --kube: ")...)
+	}...), limitFlags("with --kube: ")...)
+}
+
+// clusterFlags are the flags that name the cluster and the namespace of the
+// steps without their own; usage begins each flag's usage.
+func clusterFlags(usage string) []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringFlag{Name: "kubeconfig", Usage: usage + "the kubeconfig `FILE` (default: $KUBECONFIG, then ~/.kube/config)"},
+		&ucli.StringFlag{Name: "context", Usage: usage + "the kubeconfig `CONTEXT` (default: its current context)"},
+		&ucli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: usage + "the `NAMESPACE` of steps without their own (default: the context's, or default)"},
+	}
 }
 
 // limitFlags are the flags that limit the requests made to the API server;

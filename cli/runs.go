@@ -24,12 +24,18 @@ func runsCommand(flow *sdk.Flow) *ucli.Command {
 			{
 				Name:  "list",
 				Usage: "list the runs of the flow recorded here, oldest first",
-				Flags: []ucli.Flag{
+				Flags: append([]ucli.Flag{
 					&ucli.BoolFlag{Name: "all", Usage: "list the runs of every flow, not only " + flowName(flow)},
-				},
+				}, targetRunsFlags()...),
 				Action: func(c *ucli.Context) error {
 					if err := noArgs(c); err != nil {
 						return err
+					}
+					if c.IsSet("target") {
+						if c.IsSet("all") {
+							return usageErr("runs list --all reads the local records; with --target it lists the flow's runs on the target")
+						}
+						return targetRunsList(c, flow)
 					}
 					runs, err := record.List(record.DefaultRoot)
 					if err != nil {
@@ -49,15 +55,22 @@ func runsCommand(flow *sdk.Flow) *ucli.Command {
 				Name:      "show",
 				Usage:     "show a run's steps: state, attempts, duration, exit status, error; and its artifacts",
 				ArgsUsage: "RUN",
-				Flags: append([]ucli.Flag{
+				Flags: append(append([]ucli.Flag{
 					&ucli.BoolFlag{Name: "artifacts", Usage: "also list the artifacts the run's steps put: step, foreach item, name and size"},
-				}, storeFlags()...),
+				}, storeFlags()...), targetRunsFlags()...),
 				Action: func(c *ucli.Context) error {
 					if err := flagsFirst(c, "runs show", "RUN"); err != nil {
 						return err
 					}
 					if c.NArg() != 1 {
 						return usageErr("runs show takes one run ID, got %d arguments (see runs list)", c.NArg())
+					}
+					if c.IsSet("target") {
+						if c.IsSet("artifacts") {
+							return usageErr("runs show --artifacts reads the run's record: leave out --target (a run followed with --wait is recorded here)")
+						}
+						run := c.Args().First()
+						return targetRunsShow(c, flow, run)
 					}
 					run, err := openClient(c).Run(c.Args().First())
 					if err != nil {
@@ -161,6 +174,9 @@ func clusterLine(rec *record.Record) string {
 	}
 	if rec.As != "" {
 		line += ", as " + rec.As
+	}
+	if rec.Runtime == "argo" {
+		line += ", run by Argo Workflows (Workflow " + rec.ID + ")"
 	}
 	return line
 }

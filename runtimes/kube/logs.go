@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"path/filepath"
@@ -123,10 +122,7 @@ func (l *logs) stream(u *unit, p *corev1.Pod, label string) {
 	l.served = true
 	l.mu.Unlock()
 	f := l.file(u)
-	sc := bufio.NewScanner(rc)
-	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
+	scanLines(rc, func(line string) {
 		l.r.Disp.Output(label, false, line)
 		l.mu.Lock()
 		last := append(l.last[p.UID], line)
@@ -138,7 +134,7 @@ func (l *logs) stream(u *unit, p *corev1.Pod, label string) {
 			f.WriteString(label + " | " + line + "\n")
 		}
 		l.mu.Unlock()
-	}
+	})
 }
 
 // file returns u's stdout.log in the run record, opened for appending, or nil.

@@ -1,0 +1,617 @@
+package argo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	eargo "github.com/manifoldflow/manifold/emit/argo"
+	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/dag"
+	"github.com/manifoldflow/manifold/runtimes/display"
+	"github.com/manifoldflow/manifold/runtimes/kube"
+	"github.com/manifoldflow/manifold/runtimes/record"
+)
+
+// tailLines is how many of a failed pod's last log lines its failure shows.
+const tailLines = 10
+
+// unit is a step, or one item of a foreach step, as Follow sees it in the
+// Workflow's nodes.
+type unit struct {
+	*dag.Unit
+	// attempts is how many attempts were started (dag.Run.Start), running the
+	// attempt whose running was told (dag.Run.Running).
+	attempts, running int
+	// Guarded by the run's lock (dag.Run.Locked): what the view shows.
+	pod, node string
+}
+
+// follower follows one Workflow of the flow.
+type follower struct {
+	*dag.Run
+	c     *Client
+	name  string
+	units []*unit
+	byKey map[string]*unit
+	kick  chan struct{}
+
+	wf, parts, pods cache.SharedIndexInformer
+	// lastPod keeps each node's pod as last seen, for a failure named after a
+	// pod that is gone.
+	lastPod map[string]*corev1.Pod
+	// suspended is whether the Workflow was last seen suspended; stopping
+	// that Follow stopped it, so what fails from now on was interrupted.
+	suspended, stopping bool
+
+	logMu     sync.Mutex
+	logWG     sync.WaitGroup
+	logCtx    context.Context
+	logStop   context.CancelFunc
+	following map[types.UID]bool
+	tails     map[types.UID][]string
+	unserved  bool
+	files     map[string]*os.File
+}
+
+func unitKey(step string, index int) string { return step + "/" + strconv.Itoa(index) }
+
+// Follow follows Workflow name, a run of the flow, until it ends, showing it
+// and recording it (under Options.Root, in a directory named after it) as every
+// runtime does, and returns how it ended: the error says which steps failed and
+// why, with the pod and its reason. When ctx ends first, Options.OnInterrupt
+// decides whether the Workflow is stopped (and followed until it ends, or until
+// Options.Force ends) or left running; the run is recorded interrupted.
+func (c *Client) Follow(ctx context.Context, name string) (*dag.Result, error) {
+	u, err := c.run(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	wf, err := toWorkflow(u)
+	if err != nil {
+		return nil, err
+	}
+	root := c.o.Root
+	if root == "" {
+		root = record.DefaultRoot
+	}
+	if root, err = filepath.Abs(root); err != nil {
+		return nil, err
+	}
+	dir, lk, err := record.Open(root, name)
+	if err != nil {
+		return nil, err
+	}
+	defer lk.Close()
+
+	rp := *c.f
+	rp.Run, rp.Schedule = name, ""
+	params := map[string]string{}
+	for _, p := range rp.Params {
+		params[p.Name] = p.Value
+	}
+	for _, p := range wf.Spec.Arguments.Parameters {
+		if p.Value != nil {
+			params[p.Name] = p.Value.String()
+		}
+	}
+	f := &follower{Run: dag.New(&rp, name, dir), c: c, name: name, byKey: map[string]*unit{}, kick: make(chan struct{}, 1),
+		lastPod: map[string]*corev1.Pod{}, following: map[types.UID]bool{}, tails: map[types.UID][]string{}, files: map[string]*os.File{}}
+	f.logCtx, f.logStop = context.WithCancel(context.Background())
+	f.Rec = record.Record{
+		Flow: rp.Name, ID: name, State: record.Running, Start: wf.CreationTimestamp.UTC(), PID: os.Getpid(), Params: params,
+		Runtime: "argo", Cluster: c.conn.Host, Context: c.conn.Context, Namespace: c.ns,
+	}
+	if a := rp.Artifacts; a != nil {
+		f.Rec.Artifacts = &record.Artifacts{URL: a.URL, Endpoint: a.Endpoint, Claim: a.Claim}
+	}
+	for i := range rp.Steps {
+		s := &rp.Steps[i]
+		items := 0
+		if s.Nodes <= 1 {
+			items = len(s.Foreach)
+		}
+		f.Rec.Steps = append(f.Rec.Steps, record.StepInfo{Name: s.Name, After: s.After, Items: items})
+		if items == 0 {
+			f.units = append(f.units, &unit{Unit: dag.NewUnit(s, -1)})
+		}
+		for j := range items {
+			f.units = append(f.units, &unit{Unit: dag.NewUnit(s, j)})
+		}
+	}
+	labels := make([]string, 0, len(f.units))
+	for _, u := range f.units {
+		f.Add(u.Unit)
+		f.byKey[unitKey(u.Step.Name, u.Index)] = u
+		labels = append(labels, u.Label)
+		if err := record.WriteTask(dir, f.Task(u.Unit)); err != nil {
+			return nil, err
+		}
+	}
+	if err := record.WriteRecord(dir, f.Rec); err != nil {
+		return nil, err
+	}
+	f.Trace = c.o.Tracer.Begin(&rp, name, "argo")
+	o := c.o
+	f.Disp = display.New(display.Options{
+		Stdout: o.Stdout, Stderr: o.Stderr, Live: o.Live, Width: o.Width, Height: o.Height,
+		Labels: labels, View: f.view, StateColumn: 1,
+	})
+	if err := f.watch(); err != nil {
+		return nil, err
+	}
+	f.Disp.Note("following Workflow %s of flow %s: %s in namespace %s of %s (context %s); record in %s",
+		name, rp.Name, display.Count(len(rp.Steps), "step"), c.ns, c.conn.Host, c.conn.Context, display.Rel(dir))
+	f.Disp.Start()
+	interrupted := f.loop(ctx)
+	if interrupted {
+		for _, u := range f.units {
+			if !f.Final(u.Unit) {
+				f.Interrupt(u.Unit, "")
+			}
+		}
+	}
+	f.stopLogs()
+	res, err := f.Finish(interrupted, nil)
+	if res.State == record.Interrupted {
+		// A Workflow is not resumed by run ID: it was stopped, or runs on.
+		what := fmt.Sprintf("Workflow %s goes on running on the cluster (`%s runs show --target argo %s` shows it)", name, c.o.Program, name)
+		if f.stopping {
+			what = "Workflow " + name + " was stopped"
+		}
+		err = fmt.Errorf("following run %s %w: %s", name, dag.ErrInterrupted, what)
+		f.Rec.Error = err.Error()
+		if werr := record.WriteRecord(dir, f.Rec); werr != nil {
+			err = errors.Join(err, werr)
+		}
+	}
+	f.Disp.Stop()
+	f.Ended(res.State)
+	return res, err
+}
+
+// watch starts informers on the Workflow, the Workflows of its parts and the
+// pods of Argo's Workflows in the namespace, each change waking the loop.
+func (f *follower) watch() error {
+	c := f.c
+	kick := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { f.wake() },
+		UpdateFunc: func(any, any) { f.wake() },
+		DeleteFunc: func(any) { f.wake() },
+	}
+	wfs := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.conn.Dynamic, 0, c.ns, func(o *metav1.ListOptions) {
+		o.FieldSelector = "metadata.name=" + f.name
+	})
+	parts := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.conn.Dynamic, 0, c.ns, func(o *metav1.ListOptions) {
+		o.LabelSelector = LabelParentWorkflow + "=" + f.name
+	})
+	pods := informers.NewSharedInformerFactoryWithOptions(c.conn.Client, 0, informers.WithNamespace(c.ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = labelWorkflow }))
+	f.wf = wfs.ForResource(WorkflowGVR).Informer()
+	f.parts = parts.ForResource(WorkflowGVR).Informer()
+	f.pods = pods.Core().V1().Pods().Informer()
+	for _, inf := range []cache.SharedIndexInformer{f.wf, f.parts, f.pods} {
+		if _, err := inf.AddEventHandler(kick); err != nil {
+			return err
+		}
+	}
+	stop := make(chan struct{})
+	go func() { <-f.logCtx.Done(); close(stop) }()
+	wfs.Start(stop)
+	parts.Start(stop)
+	pods.Start(stop)
+	return nil
+}
+
+func (f *follower) wake() {
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+// loop follows the Workflow until it ends, and reports whether ctx interrupted
+// the following.
+func (f *follower) loop(ctx context.Context) bool {
+	interrupted := false
+	done := ctx.Done()
+	var force <-chan struct{}
+	for {
+		select {
+		case <-f.kick:
+		case <-done:
+			done, interrupted = nil, true
+			if !f.interrupted() {
+				return true
+			}
+			force = f.c.o.Force.Done()
+		case <-force:
+			f.Disp.Note("not waiting any longer for Workflow %s to stop", f.name)
+			return true
+		}
+		if !f.wf.HasSynced() || !f.parts.HasSynced() || !f.pods.HasSynced() {
+			continue
+		}
+		if f.reconcile() {
+			return interrupted
+		}
+	}
+}
+
+// interrupted asks whether to stop the Workflow, stops it when so, and
+// reports whether the loop is to follow it until it ends.
+func (f *follower) interrupted() bool {
+	stop := false
+	if ask := f.c.o.OnInterrupt; ask != nil {
+		f.Disp.Stop()
+		stop = ask(f.name)
+		f.Disp.Start()
+	}
+	if !stop {
+		f.Disp.Note("left Workflow %s running on the cluster: `%s runs show --target argo %s` shows it, `%s stop --target argo %s` stops it",
+			f.name, f.c.o.Program, f.name, f.c.o.Program, f.name)
+		return false
+	}
+	ctx, cancel := context.WithTimeout(f.c.o.Force, time.Minute)
+	defer cancel()
+	if err := f.c.Stop(ctx, f.name); err != nil {
+		f.Disp.Note("stopping Workflow %s: %v", f.name, err)
+		return false
+	}
+	f.stopping = true
+	f.Disp.Note("stopping Workflow %s (spec.shutdown=Stop); waiting for it to end (Ctrl-C again to stop waiting)", f.name)
+	return true
+}
+
+// reconcile brings the run's units up to what the informers show, and reports
+// whether the Workflow has ended.
+func (f *follower) reconcile() bool {
+	obj, ok, _ := f.wf.GetStore().GetByKey(f.c.ns + "/" + f.name)
+	if !ok {
+		for _, u := range f.units {
+			if !f.Final(u.Unit) {
+				f.Interrupt(u.Unit, "Workflow "+f.name+" was deleted")
+			}
+		}
+		return true
+	}
+	root, err := toWorkflow(obj.(*unstructured.Unstructured))
+	if err != nil {
+		f.Disp.Note("%v", err)
+		return true
+	}
+	wfs := []*wfv1.Workflow{root}
+	names := map[string]bool{root.Name: true}
+	for _, o := range f.parts.GetStore().List() {
+		if w, err := toWorkflow(o.(*unstructured.Unstructured)); err == nil {
+			wfs = append(wfs, w)
+			names[w.Name] = true
+		}
+	}
+	pods := map[string]*corev1.Pod{}
+	for _, o := range f.pods.GetStore().List() {
+		p := o.(*corev1.Pod)
+		if id := p.Annotations[annotationNodeID]; id != "" && names[p.Labels[labelWorkflow]] {
+			pods[id], f.lastPod[id] = p, p
+		}
+	}
+	for id, p := range f.lastPod {
+		if _, ok := pods[id]; !ok {
+			pods[id] = p
+		}
+	}
+	if susp := root.Spec.Suspend != nil && *root.Spec.Suspend; susp != f.suspended {
+		f.suspended = susp
+		if susp {
+			f.Disp.Note("Workflow %s is suspended: no step starts until `%s resume --target argo %s`", f.name, f.c.o.Program, f.name)
+		} else {
+			f.Disp.Note("Workflow %s resumed", f.name)
+		}
+	}
+	for _, w := range wfs {
+		f.nodes(w, pods)
+	}
+	f.Release()
+	if !ended(string(root.Status.Phase)) {
+		return false
+	}
+	for _, u := range f.units {
+		if !f.Final(u.Unit) {
+			why := "not run: Workflow " + f.name + " ended " + string(root.Status.Phase)
+			if root.Status.Message != "" {
+				why += " (" + root.Status.Message + ")"
+			}
+			f.Interrupt(u.Unit, why)
+		}
+	}
+	return true
+}
+
+// nodes brings the units up to the nodes of Workflow w.
+func (f *follower) nodes(w *wfv1.Workflow, pods map[string]*corev1.Pod) {
+	walk(f.Flow, w, func(s *plan.Step, index int, top wfv1.NodeStatus, attempts []wfv1.NodeStatus) {
+		if u := f.byKey[unitKey(s.Name, index)]; u != nil && !f.Final(u.Unit) {
+			f.node(u, w, top, attempts, pods)
+		}
+	})
+}
+
+// walk calls fn for each node of Workflow w that runs a step of flow, or one
+// item of a foreach step (index, else -1): a Pod node, or a Retry node whose
+// Pod children are its attempts (attempts holds the Pod node itself when
+// there is no Retry node).
+func walk(flow *plan.Flow, w *wfv1.Workflow, fn func(s *plan.Step, index int, top wfv1.NodeStatus, attempts []wfv1.NodeStatus)) {
+	parent := map[string]string{}
+	for id, n := range w.Status.Nodes {
+		for _, ch := range n.Children {
+			parent[ch] = id
+		}
+	}
+	for id, n := range w.Status.Nodes {
+		if n.Type != wfv1.NodeTypePod && n.Type != wfv1.NodeTypeRetry {
+			continue
+		}
+		if p, ok := w.Status.Nodes[parent[id]]; ok && p.Type == wfv1.NodeTypeRetry {
+			continue // an attempt, seen from its retry node
+		}
+		if task, _, _ := strings.Cut(n.DisplayName, "("); strings.HasSuffix(task, eargo.ServiceSuffix) {
+			continue // the Service of a multi-node step, which its Job's task follows
+		}
+		s := flow.Step(stepOfNode(n))
+		if s == nil || s.Nodes <= 1 && n.TemplateName != s.Name {
+			// Not a step's: a container step's template is named after it
+			// (a split flow's parent runs its parts by other templates).
+			continue
+		}
+		index := -1
+		if s.Nodes <= 1 && len(s.Foreach) > 0 {
+			if n.Inputs == nil {
+				continue
+			}
+			p := n.Inputs.GetParameterByName(eargo.InputIndex)
+			if p == nil || p.Value == nil {
+				continue
+			}
+			var err error
+			if index, err = strconv.Atoi(p.Value.String()); err != nil || index < 0 {
+				continue
+			}
+		}
+		attempts := []wfv1.NodeStatus{n}
+		if n.Type == wfv1.NodeTypeRetry {
+			attempts = attempts[:0]
+			for _, ch := range n.Children {
+				if a, ok := w.Status.Nodes[ch]; ok && a.Type == wfv1.NodeTypePod {
+					attempts = append(attempts, a)
+				}
+			}
+		}
+		fn(s, index, n, attempts)
+	}
+}
+
+// node brings unit u up to its node top and top's attempts.
+func (f *follower) node(u *unit, w *wfv1.Workflow, top wfv1.NodeStatus, attempts []wfv1.NodeStatus, pods map[string]*corev1.Pod) {
+	for k := u.attempts; k < len(attempts); k++ {
+		if k > 0 {
+			msg, _, code := f.failure(u, w, attempts[k-1], pods)
+			f.Retry(u.Unit, msg, code)
+			if f.Final(u.Unit) {
+				return
+			}
+		}
+		f.Start(u.Unit)
+		u.attempts = k + 1
+	}
+	if len(attempts) == 0 {
+		return
+	}
+	cur := attempts[len(attempts)-1]
+	p := pods[cur.ID]
+	nodeName, pod := cur.HostNodeName, podName(w, cur)
+	if p != nil && p.Spec.NodeName != "" {
+		nodeName = p.Spec.NodeName
+	}
+	if nodeName != "" && f.Task(u.Unit).Node != nodeName {
+		f.Amend(u.Unit, func(t *record.Task) { t.Node = nodeName })
+	}
+	f.Locked(func() { u.pod, u.node = pod, nodeName })
+	if p != nil {
+		if at, ok := runningSince(p); ok && u.running < u.attempts {
+			u.running = u.attempts
+			f.Running(u.Unit, at)
+		}
+		if kube.PodStarted(p) {
+			f.followLog(u, p)
+		}
+	}
+	switch top.Phase {
+	case wfv1.NodeSucceeded:
+		f.Succeed(u.Unit, func(t *record.Task) {
+			t.Attempts, t.ExitCode, t.Node, t.Pods = len(attempts), new(0), nodeName, []string{pod}
+		})
+	case wfv1.NodeFailed, wfv1.NodeError:
+		msg, reason, code := f.failure(u, w, cur, pods)
+		f.Update(u.Unit, func(t *record.Task) {
+			t.Attempts, t.Node, t.Pods = len(attempts), nodeName, []string{pod}
+		})
+		if f.stopping {
+			f.Interrupt(u.Unit, "stopped: "+firstLine(msg))
+			return
+		}
+		f.Fail(u.Unit, msg, reason, code)
+	}
+}
+
+// runningSince returns when pod p's step container started running.
+func runningSince(p *corev1.Pod) (time.Time, bool) {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name != plan.ContainerName {
+			continue
+		}
+		switch {
+		case cs.State.Running != nil:
+			return cs.State.Running.StartedAt.Time, true
+		case cs.State.Terminated != nil:
+			return cs.State.Terminated.StartedAt.Time, true
+		}
+	}
+	if p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if p.Status.StartTime != nil {
+			return p.Status.StartTime.Time, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// failure says why the attempt of u that node a ran failed: as run --kube says
+// it of the attempt's pod (kube.PodFailure), with its last log lines; from
+// Argo's node when the pod was never seen.
+func (f *follower) failure(u *unit, w *wfv1.Workflow, a wfv1.NodeStatus, pods map[string]*corev1.Pod) (string, string, *int) {
+	p := pods[a.ID]
+	if p == nil {
+		msg := "pod " + podName(w, a)
+		if a.HostNodeName != "" {
+			msg += " on node " + a.HostNodeName
+		}
+		msg += ": " + string(a.Phase)
+		if a.Message != "" {
+			msg += ": " + a.Message
+		}
+		return msg, string(a.Phase), nil
+	}
+	msg, reason, code := kube.PodFailure(p, u.Step)
+	if code == nil && a.Message != "" {
+		msg += " (Argo: " + a.Message + ")"
+	}
+	if tail := f.tail(p); tail != "" {
+		msg += "\n" + tail
+	}
+	return msg, reason, code
+}
+
+// view is the live view: one row per unit, with its pod and node.
+func (f *follower) view(now time.Time) (string, []string, [][]string) {
+	byUnit := map[*dag.Unit]*unit{}
+	for _, u := range f.units {
+		byUnit[u.Unit] = u
+	}
+	return f.UnitView(now, []string{"POD", "NODE"}, func(du *dag.Unit, t record.Task) []string {
+		u := byUnit[du]
+		return []string{u.pod, u.node}
+	})
+}
+
+// followLog streams the log of pod p of unit u to the display, prefixed with
+// the unit's label, and into its stdout.log in the run record, once per pod.
+func (f *follower) followLog(u *unit, p *corev1.Pod) {
+	f.logMu.Lock()
+	skip := f.following[p.UID] || f.unserved
+	f.following[p.UID] = true
+	f.logMu.Unlock()
+	if skip {
+		return
+	}
+	file := f.logFile(u)
+	f.logWG.Add(1)
+	go func() {
+		defer f.logWG.Done()
+		err := kube.StreamLog(f.logCtx, f.c.conn.Client, p.Namespace, p.Name, func(line string) {
+			f.Disp.Output(u.Label, false, line)
+			f.logMu.Lock()
+			defer f.logMu.Unlock()
+			tail := append(f.tails[p.UID], line)
+			if len(tail) > tailLines {
+				tail = tail[len(tail)-tailLines:]
+			}
+			f.tails[p.UID] = tail
+			if file != nil {
+				file.WriteString(u.Label + " | " + line + "\n")
+			}
+		})
+		if err != nil && f.logCtx.Err() == nil && !errors.Is(err, context.Canceled) {
+			f.logMu.Lock()
+			report := !f.unserved
+			f.unserved = true
+			f.logMu.Unlock()
+			if report {
+				f.Disp.Note("the cluster does not serve pod logs (%v): step output is not shown, and not kept in the run record", firstLine(err.Error()))
+			}
+		}
+	}()
+}
+
+func (f *follower) logFile(u *unit) *os.File {
+	dir := record.StateDir(f.Dir, u.Step.Name, u.Index)
+	f.logMu.Lock()
+	defer f.logMu.Unlock()
+	if file, ok := f.files[dir]; ok {
+		return file
+	}
+	var file *os.File
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		file, _ = os.OpenFile(filepath.Join(dir, record.StdoutLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	}
+	f.files[dir] = file
+	return file
+}
+
+// tail returns the last log lines of pod p seen, indented for a failure
+// message, or "".
+func (f *follower) tail(p *corev1.Pod) string {
+	f.logMu.Lock()
+	lines := f.tails[p.UID]
+	f.logMu.Unlock()
+	if len(lines) == 0 {
+		return ""
+	}
+	s := "last log lines of pod " + p.Name + ":"
+	for _, l := range lines {
+		s += "\n  | " + l
+	}
+	return s
+}
+
+// stopLogs ends the informers and the log streams, waiting a moment for them
+// to write what they read.
+func (f *follower) stopLogs() {
+	done := make(chan struct{})
+	go func() { f.logWG.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+	}
+	f.logStop()
+	<-done
+	f.logMu.Lock()
+	defer f.logMu.Unlock()
+	for _, file := range f.files {
+		if file != nil {
+			file.Close()
+		}
+	}
+}
+
+func firstLine(s string) string {
+	for i := range len(s) {
+		if s[i] == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}

@@ -1,0 +1,244 @@
+package argo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/display"
+	"github.com/manifoldflow/manifold/runtimes/kube"
+)
+
+// Status is a run of the flow on the cluster as Show tells it.
+type Status struct {
+	Summary
+	// Suspended is whether the Workflow is suspended.
+	Suspended bool
+	// Parts are the Workflows of a split flow's parts.
+	Parts []string
+	// Steps has a row per step, or per item of a foreach step, in flow order;
+	// those that have not started are left out.
+	Steps []StepStatus
+}
+
+// StepStatus is one step, or foreach item, of a run as Show tells it.
+type StepStatus struct {
+	Step  string
+	Index int // -1 for a whole step
+	// Label names it: the step, or step[index].
+	Label    string
+	Phase    string
+	Attempts int
+	Started  time.Time
+	Finished time.Time
+	// Pod and Node are its last attempt's; Message is Argo's word on it.
+	Pod, Node, Message string
+}
+
+// Show returns Workflow name, a run of the flow, with its steps.
+func (c *Client) Show(ctx context.Context, name string) (*Status, error) {
+	wfs, err := c.workflows(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	root := wfs[0]
+	st := &Status{Summary: Summary{Name: root.Name, Phase: string(root.Status.Phase), Started: root.CreationTimestamp.Time,
+		Finished: root.Status.FinishedAt.Time, Message: root.Status.Message, Progress: string(root.Status.Progress)}}
+	if st.Phase == "" {
+		st.Phase = "Pending"
+	}
+	st.Suspended = root.Spec.Suspend != nil && *root.Spec.Suspend
+	pods, err := c.podsOf(ctx, wfs)
+	if err != nil {
+		return nil, err
+	}
+	for i, w := range wfs {
+		if i > 0 {
+			st.Parts = append(st.Parts, w.Name)
+		}
+		walk(c.f, w, func(s *plan.Step, index int, top wfv1.NodeStatus, attempts []wfv1.NodeStatus) {
+			row := StepStatus{Step: s.Name, Index: index, Label: s.Name, Phase: string(top.Phase), Attempts: len(attempts),
+				Started: top.StartedAt.Time, Finished: top.FinishedAt.Time, Message: top.Message}
+			if index >= 0 {
+				row.Label += "[" + strconv.Itoa(index) + "]"
+			}
+			if len(attempts) > 0 {
+				last := attempts[len(attempts)-1]
+				row.Node, row.Pod = last.HostNodeName, podName(w, last)
+				if p := pods[last.ID]; p != nil {
+					if p.Status.Phase == corev1.PodFailed {
+						row.Message, _, _ = kube.PodFailure(p, s)
+					}
+				}
+			}
+			st.Steps = append(st.Steps, row)
+		})
+	}
+	order := map[string]int{}
+	for i := range c.f.Steps {
+		order[c.f.Steps[i].Name] = i
+	}
+	slices.SortFunc(st.Steps, func(a, b StepStatus) int {
+		if d := order[a.Step] - order[b.Step]; d != 0 {
+			return d
+		}
+		return a.Index - b.Index
+	})
+	return st, nil
+}
+
+// workflows returns Workflow name, a run of the flow, then the Workflows of
+// its parts.
+func (c *Client) workflows(ctx context.Context, name string) ([]*wfv1.Workflow, error) {
+	u, err := c.run(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	root, err := toWorkflow(u)
+	if err != nil {
+		return nil, err
+	}
+	out := []*wfv1.Workflow{root}
+	list, err := c.conn.Dynamic.Resource(WorkflowGVR).Namespace(c.ns).List(ctx, metav1.ListOptions{LabelSelector: LabelParentWorkflow + "=" + name})
+	if err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		w, err := toWorkflow(&list.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// podsOf returns the pods of Workflows wfs still on the cluster, by node ID.
+func (c *Client) podsOf(ctx context.Context, wfs []*wfv1.Workflow) (map[string]*corev1.Pod, error) {
+	pods := map[string]*corev1.Pod{}
+	for _, w := range wfs {
+		list, err := c.conn.Client.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{LabelSelector: labelWorkflow + "=" + w.Name})
+		if err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			p := &list.Items[i]
+			if id := p.Annotations[annotationNodeID]; id != "" {
+				pods[id] = p
+			}
+		}
+	}
+	return pods, nil
+}
+
+// Logs writes to w what the pods of Workflow name (a run of the flow) wrote,
+// step by step in flow order and attempt by attempt, each line prefixed with
+// its step (or item) as while the run went on; only step's when step is not "".
+// A pod that is gone (Argo's pod garbage collection) is named as such.
+func (c *Client) Logs(ctx context.Context, name, step string, w io.Writer) error {
+	if step != "" && c.f.Step(step) == nil {
+		return fmt.Errorf("flow %s has no step %q", c.f.Name, step)
+	}
+	wfs, err := c.workflows(ctx, name)
+	if err != nil {
+		return err
+	}
+	pods, err := c.podsOf(ctx, wfs)
+	if err != nil {
+		return err
+	}
+	type part struct {
+		label     string
+		s         *plan.Step
+		index     int
+		attempts  []wfv1.NodeStatus
+		wf        *wfv1.Workflow
+		stepOrder int
+	}
+	order := map[string]int{}
+	labels := []string{}
+	for i := range c.f.Steps {
+		order[c.f.Steps[i].Name] = i
+	}
+	var parts []part
+	for _, wf := range wfs {
+		walk(c.f, wf, func(s *plan.Step, index int, _ wfv1.NodeStatus, attempts []wfv1.NodeStatus) {
+			if step != "" && s.Name != step {
+				return
+			}
+			label := s.Name
+			if index >= 0 {
+				label += "[" + strconv.Itoa(index) + "]"
+			}
+			labels = append(labels, label)
+			parts = append(parts, part{label, s, index, attempts, wf, order[s.Name]})
+		})
+	}
+	slices.SortFunc(parts, func(a, b part) int {
+		if a.stepOrder != b.stepOrder {
+			return a.stepOrder - b.stepOrder
+		}
+		return a.index - b.index
+	})
+	pad := 0
+	for _, l := range labels {
+		pad = max(pad, len(l))
+	}
+	if len(parts) == 0 {
+		if step != "" {
+			return fmt.Errorf("step %s of Workflow %s has not started", step, name)
+		}
+		return fmt.Errorf("no step of Workflow %s has started", name)
+	}
+	var errs []error
+	for _, p := range parts {
+		for k, a := range p.attempts {
+			pod := pods[a.ID]
+			if len(p.attempts) > 1 {
+				fmt.Fprintf(w, "%s: attempt %d of %d\n", p.label, k+1, len(p.attempts))
+			}
+			if pod == nil {
+				fmt.Fprintf(w, "%s: pod %s is no longer on the cluster (Argo's pod garbage collection, or deleted)\n", p.label, podName(p.wf, a))
+				continue
+			}
+			if !kube.PodStarted(pod) {
+				fmt.Fprintf(w, "%s: pod %s has not started\n", p.label, pod.Name)
+				continue
+			}
+			data, err := c.conn.Client.CoreV1().Pods(c.ns).GetLogs(pod.Name, &corev1.PodLogOptions{Container: plan.ContainerName}).DoRaw(ctx)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("logs of pod %s (%s): %w", pod.Name, p.label, err))
+				continue
+			}
+			for _, line := range splitLines(string(data)) {
+				fmt.Fprintln(w, display.Prefixed(p.label, pad, line))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func splitLines(s string) []string {
+	var out []string
+	for len(s) > 0 {
+		i := 0
+		for i < len(s) && s[i] != '\n' {
+			i++
+		}
+		out = append(out, s[:i])
+		if i < len(s) {
+			i++
+		}
+		s = s[i:]
+	}
+	return out
+}

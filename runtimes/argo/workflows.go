@@ -1,0 +1,409 @@
+package argo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/manifoldflow/manifold/emit"
+	eargo "github.com/manifoldflow/manifold/emit/argo"
+	"github.com/manifoldflow/manifold/plan"
+)
+
+// TemplateName is the name of the WorkflowTemplate a run of the flow is made
+// from.
+func (c *Client) TemplateName() string { return emit.Name(emit.MaxNameLength, c.f.Name) }
+
+// Trigger creates a Workflow from the flow's deployed WorkflowTemplate, with
+// params (names of the flow's params, checked by the caller) in place of their
+// defaults, and returns its name. It fails, wrapping ErrNotDeployed, when the
+// template is not on the cluster; note, when not empty, says that the deployed
+// template is not the flow as it compiles now.
+func (c *Client) Trigger(ctx context.Context, params map[string]string) (name, note string, err error) {
+	wt, err := c.conn.Dynamic.Resource(WorkflowTemplateGVR).Namespace(c.ns).Get(ctx, c.TemplateName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", "", fmt.Errorf("WorkflowTemplate %s of flow %s is not in namespace %s of the cluster at %s: run `%s deploy --target argo` first: %w",
+			c.TemplateName(), c.f.Name, c.ns, c.Where(), c.o.Program, ErrNotDeployed)
+	case err != nil:
+		return "", "", c.refused("read", &unstructured.Unstructured{Object: map[string]any{"kind": "WorkflowTemplate", "metadata": map[string]any{"name": c.TemplateName(), "namespace": c.ns}}}, err)
+	}
+	if objs, err := Objects(c.f, c.ns); err == nil {
+		for _, o := range objs {
+			if o.GetKind() == "WorkflowTemplate" && o.GetName() == wt.GetName() && o.GetAnnotations()[AnnotationFlowHash] != wt.GetAnnotations()[AnnotationFlowHash] {
+				note = fmt.Sprintf("the deployed WorkflowTemplate %s is not flow %s as it compiles now: `%s deploy --target argo` updates it", wt.GetName(), c.f.Name, c.o.Program)
+			}
+		}
+	}
+	var args []any
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		args = append(args, map[string]any{"name": k, "value": params[k]})
+	}
+	wf := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1",
+		"kind":       "Workflow",
+		"metadata": map[string]any{
+			"generateName": c.TemplateName() + "-",
+			"namespace":    c.ns,
+			"labels":       map[string]any{plan.LabelFlow: c.f.Name, plan.LabelPartOf: plan.PartOf},
+		},
+		"spec": map[string]any{"workflowTemplateRef": map[string]any{"name": c.TemplateName()}},
+	}}
+	if len(args) > 0 {
+		unstructured.SetNestedSlice(wf.Object, args, "spec", "arguments", "parameters")
+	}
+	got, err := c.conn.Dynamic.Resource(WorkflowGVR).Namespace(c.ns).Create(ctx, wf, metav1.CreateOptions{})
+	if err != nil {
+		return "", note, c.refused("create", wf, err)
+	}
+	return got.GetName(), note, nil
+}
+
+// cronName is the name of the flow's CronWorkflow, "" for a flow without a
+// schedule.
+func (c *Client) cronName() string {
+	objs, errs := eargo.Objects(c.f)
+	if len(errs) > 0 {
+		return ""
+	}
+	for _, o := range objs {
+		if cw, ok := o.(*wfv1.CronWorkflow); ok {
+			return cw.Name
+		}
+	}
+	return ""
+}
+
+func toWorkflow(u *unstructured.Unstructured) (*wfv1.Workflow, error) {
+	var wf wfv1.Workflow
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &wf); err != nil {
+		return nil, fmt.Errorf("Workflow %s: %w", u.GetName(), err)
+	}
+	if wf.Status.CompressedNodes != "" || wf.Status.IsOffloadNodeStatus() {
+		return nil, fmt.Errorf("Workflow %s keeps its nodes compressed or offloaded to a database, which this command does not read; use the argo command", u.GetName())
+	}
+	return &wf, nil
+}
+
+// Summary is one run of the flow as List shows it.
+type Summary struct {
+	Name     string
+	Phase    string
+	Started  time.Time
+	Finished time.Time
+	Message  string
+	// Progress is Argo's count of pods done out of all, "3/5".
+	Progress string
+}
+
+// List returns the flow's runs on the cluster, oldest first: the Workflows
+// labelled with the flow (Trigger's) or made from its WorkflowTemplate (its
+// CronWorkflow's), but not those of a split flow's parts.
+func (c *Client) List(ctx context.Context) ([]Summary, error) {
+	res := c.conn.Dynamic.Resource(WorkflowGVR).Namespace(c.ns)
+	seen := map[string]Summary{}
+	selectors := []string{
+		plan.LabelFlow + "=" + c.f.Name + ",!" + LabelParentWorkflow,
+		labelWorkflowTemplate + "=" + c.TemplateName() + ",!" + LabelParentWorkflow,
+	}
+	if cron := c.cronName(); cron != "" {
+		selectors = append(selectors, labelCronWorkflow+"="+cron+",!"+LabelParentWorkflow)
+	}
+	for _, sel := range selectors {
+		list, err := res.List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return nil, fmt.Errorf("list the Workflows of flow %s in namespace %s of the cluster at %s: %w", c.f.Name, c.ns, c.Where(), err)
+		}
+		for _, u := range list.Items {
+			phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+			msg, _, _ := unstructured.NestedString(u.Object, "status", "message")
+			progress, _, _ := unstructured.NestedString(u.Object, "status", "progress")
+			s := Summary{Name: u.GetName(), Phase: phase, Started: u.GetCreationTimestamp().Time, Message: msg, Progress: progress}
+			if at, _, _ := unstructured.NestedString(u.Object, "status", "finishedAt"); at != "" {
+				s.Finished, _ = time.Parse(time.RFC3339, at)
+			}
+			if s.Phase == "" {
+				s.Phase = "Pending"
+			}
+			if susp, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend"); susp && s.Phase == "Running" {
+				s.Phase = "Suspended"
+			}
+			seen[s.Name] = s
+		}
+	}
+	out := slices.Collect(maps.Values(seen))
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Started.Equal(out[j].Started) {
+			return out[i].Started.Before(out[j].Started)
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+// run returns the Workflow called name, refusing one that is not the flow's.
+func (c *Client) run(ctx context.Context, name string) (*unstructured.Unstructured, error) {
+	u, err := c.conn.Dynamic.Resource(WorkflowGVR).Namespace(c.ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("no Workflow %s in namespace %s of the cluster at %s (`runs list --target argo` lists the flow's)", name, c.ns, c.Where())
+	}
+	if err != nil {
+		return nil, err
+	}
+	if l := u.GetLabels(); l[plan.LabelFlow] != c.f.Name && l[labelWorkflowTemplate] != c.TemplateName() && (l[labelCronWorkflow] == "" || l[labelCronWorkflow] != c.cronName()) {
+		return nil, fmt.Errorf("Workflow %s in namespace %s is not a run of flow %s", name, c.ns, c.f.Name)
+	}
+	return u, nil
+}
+
+// mergePatch patches Workflow name (a run of the flow) with patch.
+func (c *Client) mergePatch(ctx context.Context, name string, patch map[string]any) error {
+	if _, err := c.run(ctx, name); err != nil {
+		return err
+	}
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	_, err = c.conn.Dynamic.Resource(WorkflowGVR).Namespace(c.ns).Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{})
+	return err
+}
+
+// ended reports whether a Workflow in phase has ended.
+func ended(phase string) bool {
+	switch wfv1.WorkflowPhase(phase) {
+	case wfv1.WorkflowSucceeded, wfv1.WorkflowFailed, wfv1.WorkflowError:
+		return true
+	}
+	return false
+}
+
+// Stop stops Workflow name as `argo stop` does (spec.shutdown=Stop): its running
+// pods are stopped, no step starts, and it ends Failed.
+func (c *Client) Stop(ctx context.Context, name string) error {
+	u, err := c.run(ctx, name)
+	if err != nil {
+		return err
+	}
+	if phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); ended(phase) {
+		return fmt.Errorf("Workflow %s has ended (%s): there is nothing to stop", name, phase)
+	}
+	return c.mergePatch(ctx, name, map[string]any{"spec": map[string]any{"shutdown": string(wfv1.ShutdownStrategyStop)}})
+}
+
+// Suspend suspends Workflow name (spec.suspend): running steps finish, and no
+// step starts until Resume.
+func (c *Client) Suspend(ctx context.Context, name string) error {
+	return c.suspend(ctx, name, true)
+}
+
+// Resume resumes Workflow name, suspended by Suspend.
+func (c *Client) Resume(ctx context.Context, name string) error {
+	return c.suspend(ctx, name, false)
+}
+
+func (c *Client) suspend(ctx context.Context, name string, on bool) error {
+	u, err := c.run(ctx, name)
+	if err != nil {
+		return err
+	}
+	if phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); ended(phase) {
+		return fmt.Errorf("Workflow %s has ended (%s): only a running Workflow can be suspended or resumed", name, phase)
+	}
+	var v any = true
+	if !on {
+		v = nil
+	}
+	return c.mergePatch(ctx, name, map[string]any{"spec": map[string]any{"suspend": v}})
+}
+
+// Retry runs again the failed steps of Workflow name, in place, as `argo retry`
+// does (FormulateRetryWorkflow in Argo's workflow/util): each failed pod node
+// is deleted with its pod, the nodes above it (its retry node, the task group
+// of its foreach item, the DAG) are reset to running, the Workflow's phase,
+// message, finish time, completed label and shutdown are cleared, and Argo's
+// controller carries on from there; what succeeded is not run again. It
+// returns the steps it runs again.
+func (c *Client) Retry(ctx context.Context, name string) ([]string, error) {
+	u, err := c.run(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	wf, err := toWorkflow(u)
+	if err != nil {
+		return nil, err
+	}
+	switch wf.Status.Phase {
+	case wfv1.WorkflowFailed, wfv1.WorkflowError:
+	default:
+		return nil, fmt.Errorf("Workflow %s is %s: only a run that failed can be retried", name, cmpPhase(wf.Status.Phase))
+	}
+	newWf, pods, steps := retried(wf, time.Now())
+	list, err := c.conn.Client.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{LabelSelector: labelWorkflow + "=" + name})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range list.Items {
+		if !pods[p.Annotations[annotationNodeID]] {
+			continue
+		}
+		if err := c.conn.Client.CoreV1().Pods(c.ns).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("delete pod %s of the failed step: %w", p.Name, err)
+		}
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(newWf)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.conn.Dynamic.Resource(WorkflowGVR).Namespace(c.ns).Update(ctx, &unstructured.Unstructured{Object: m}, metav1.UpdateOptions{}); err != nil {
+		return nil, fmt.Errorf("update Workflow %s: %w", name, err)
+	}
+	return steps, nil
+}
+
+func cmpPhase(p wfv1.WorkflowPhase) string {
+	if p == "" {
+		return "pending"
+	}
+	return strings.ToLower(string(p))
+}
+
+// retried returns Workflow wf made ready to run its failed nodes again (see
+// Retry), the IDs of the pod nodes whose pods to delete, and the steps run
+// again.
+func retried(wf *wfv1.Workflow, now time.Time) (*wfv1.Workflow, map[string]bool, []string) {
+	out := wf.DeepCopy()
+	delete(out.Labels, labelCompleted)
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	out.Labels[labelPhase] = string(wfv1.NodeRunning)
+	out.Status.Conditions.UpsertCondition(wfv1.Condition{Status: metav1.ConditionFalse, Type: wfv1.ConditionTypeCompleted})
+	out.Status.Phase = wfv1.WorkflowRunning
+	out.Status.Message = ""
+	out.Status.StartedAt = metav1.Time{Time: now.UTC()}
+	out.Status.FinishedAt = metav1.Time{}
+	out.Spec.Shutdown = ""
+	if out.Status.StoredWorkflowSpec != nil {
+		out.Status.StoredWorkflowSpec.Shutdown = ""
+	}
+	if d := out.Spec.ActiveDeadlineSeconds; d != nil && *d == 0 {
+		out.Spec.ActiveDeadlineSeconds = nil
+	}
+
+	parent := map[string]string{}
+	for id, n := range wf.Status.Nodes {
+		for _, ch := range n.Children {
+			parent[ch] = id
+		}
+	}
+	// The failed pod nodes with no succeeded node below what they retry.
+	del := map[string]bool{}
+	for id, n := range wf.Status.Nodes {
+		if n.Type != wfv1.NodeTypePod || !n.FailedOrError() {
+			continue
+		}
+		del[id] = true
+	}
+	// A retry node one of whose attempts succeeded is not run again.
+	for id := range del {
+		if p, ok := wf.Status.Nodes[parent[id]]; ok && p.Type == wfv1.NodeTypeRetry && p.Phase == wfv1.NodeSucceeded {
+			delete(del, id)
+		}
+	}
+	// What follows a failed node in the DAG (its children: the tasks that
+	// depend on it, omitted) goes too, or Argo would take it as done.
+	var below func(id string)
+	below = func(id string) {
+		for _, ch := range wf.Status.Nodes[id].Children {
+			if !del[ch] {
+				del[ch] = true
+				below(ch)
+			}
+		}
+	}
+	for _, id := range slices.Collect(maps.Keys(del)) {
+		below(id)
+	}
+	reset := map[string]bool{}
+	stepSet := map[string]bool{}
+	for id := range del {
+		n := wf.Status.Nodes[id]
+		if n.Type == wfv1.NodeTypePod && n.FailedOrError() {
+			stepSet[stepOfNode(n)] = true
+		}
+		for p := parent[id]; p != "" && !del[p]; p = parent[p] {
+			n := wf.Status.Nodes[p]
+			switch {
+			case n.Type == wfv1.NodeTypeDAG || n.Type == wfv1.NodeTypeTaskGroup || n.Type == wfv1.NodeTypeSteps || n.Type == wfv1.NodeTypeStepGroup:
+				reset[p] = true
+			case n.Type == wfv1.NodeTypeRetry && n.FailedOrError():
+				reset[p] = true
+			}
+		}
+	}
+	nodes := wfv1.Nodes{}
+	for id, n := range wf.Status.Nodes {
+		if del[id] {
+			continue
+		}
+		n = *n.DeepCopy()
+		if reset[id] {
+			if n.Phase != wfv1.NodeSkipped {
+				n.Phase = wfv1.NodeRunning
+			}
+			n.Message = ""
+			n.StartedAt = metav1.Time{Time: now.UTC()}
+			n.FinishedAt = metav1.Time{}
+		}
+		n.Children = slices.DeleteFunc(slices.Clone(n.Children), func(ch string) bool { return del[ch] })
+		n.OutboundNodes = slices.DeleteFunc(slices.Clone(n.OutboundNodes), func(ch string) bool { return del[ch] })
+		nodes[id] = n
+	}
+	out.Status.Nodes = nodes
+	delete(stepSet, "")
+	return out, del, slices.Sorted(maps.Keys(stepSet))
+}
+
+// stepOfNode returns the step a node of the flow's Workflow runs: the step of
+// its DAG task (emit/argo's StepOfTask), which its display name begins with
+// (a foreach item's and an attempt's add "(…)").
+func stepOfNode(n wfv1.NodeStatus) string {
+	task, _, _ := strings.Cut(n.DisplayName, "(")
+	return eargo.StepOfTask(task)
+}
+
+// podName is the name of the pod of Argo's node n of Workflow wf: the
+// workflow's name and the node's template, then a hash of the node's name (the
+// pod names of Argo's v2, its default; GeneratePodName in its workflow/util).
+func podName(wf *wfv1.Workflow, n wfv1.NodeStatus) string {
+	prefix := wf.Name
+	tmpl := n.TemplateName
+	if n.TemplateRef != nil {
+		tmpl = n.TemplateRef.Template
+	}
+	if tmpl != "" {
+		prefix += "-" + tmpl
+	}
+	// A name is at most 253 characters, and the hash takes up to 10.
+	if len(prefix) > 253-10-1 {
+		prefix = prefix[:253-10-1]
+	}
+	h := fnv.New32a()
+	h.Write([]byte(n.Name))
+	return prefix + "-" + strconv.FormatUint(uint64(h.Sum32()), 10)
+}
