@@ -182,21 +182,12 @@ func airflowUndeploy(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
 	return nil
 }
 
-// airflowTrigger starts a run of p's DAG with params as its conf, and with
-// --wait follows it to its end.
+// airflowTrigger starts a run of p's DAG with params (names of p's params,
+// see triggerParams) as its conf, and with --wait follows it to its end.
 func airflowTrigger(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, params map[string]string) error {
 	all := map[string]string{}
 	for _, prm := range p.Params {
 		all[prm.Name] = prm.Value
-	}
-	for _, name := range slices.Sorted(maps.Keys(params)) {
-		if _, ok := all[name]; !ok {
-			names := slices.Sorted(maps.Keys(all))
-			if len(names) == 0 {
-				return usageErr("--param %s: flow %s has no params", name, p.Name)
-			}
-			return usageErr("--param %s: flow %s has no such param; its params are %s", name, p.Name, strings.Join(names, ", "))
-		}
 	}
 	maps.Copy(all, params)
 	if err := checkOnInterrupt(c); err != nil {

@@ -5,7 +5,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	ucli "github.com/urfave/cli/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/manifoldflow/manifold/harness/airflowtest"
@@ -28,42 +26,16 @@ import (
 	"github.com/manifoldflow/manifold/sdk"
 )
 
-// airflowTestApp is a command line whose commands call the Airflow side of
-// the lifecycle commands, with the flags the lifecycle commands give them.
-func airflowTestApp(flow *sdk.Flow, p *plan.Flow, stdout, stderr *bytes.Buffer) *ucli.App {
-	flags := append(airflowFlags(),
-		&ucli.BoolFlag{Name: "wait"},
-		&ucli.StringFlag{Name: "on-interrupt"},
-		&ucli.StringSliceFlag{Name: "param"},
-		&ucli.IntFlag{Name: "index"},
-		&ucli.IntFlag{Name: "attempt"},
-	)
-	run := func(f func(c *ucli.Context) error) ucli.ActionFunc { return f }
-	arg := func(c *ucli.Context, i int) string { return c.Args().Get(i) }
-	cmd := func(name string, action func(c *ucli.Context) error) *ucli.Command {
-		return &ucli.Command{Name: name, Flags: flags, Action: run(action)}
+// airflowArgs turns a command of the Airflow tests (deploy, undeploy,
+// trigger, list, show, logs, stop, retry) and its arguments into the flow
+// program's command line with --target airflow.
+func airflowArgs(args []string) []string {
+	cmd := []string{args[0]}
+	switch args[0] {
+	case "list", "show":
+		cmd = []string{"runs", args[0]}
 	}
-	return &ucli.App{
-		Name: flow.Name(), Writer: stdout, ErrWriter: stderr, Reader: strings.NewReader(""),
-		ExitErrHandler: func(*ucli.Context, error) {},
-		Commands: []*ucli.Command{
-			cmd("deploy", func(c *ucli.Context) error { return airflowDeploy(c, flow, p) }),
-			cmd("undeploy", func(c *ucli.Context) error { return airflowUndeploy(c, flow, p) }),
-			cmd("trigger", func(c *ucli.Context) error {
-				params := map[string]string{}
-				for _, kv := range c.StringSlice("param") {
-					k, v, _ := strings.Cut(kv, "=")
-					params[k] = v
-				}
-				return airflowTrigger(c, flow, p, params)
-			}),
-			cmd("list", func(c *ucli.Context) error { return airflowRunsList(c, flow, p) }),
-			cmd("show", func(c *ucli.Context) error { return airflowRunsShow(c, flow, p, arg(c, 0)) }),
-			cmd("logs", func(c *ucli.Context) error { return airflowLogs(c, flow, p, arg(c, 0), arg(c, 1)) }),
-			cmd("stop", func(c *ucli.Context) error { return airflowStop(c, flow, p, arg(c, 0)) }),
-			cmd("retry", func(c *ucli.Context) error { return airflowRetry(c, flow, p, arg(c, 0)) }),
-		},
-	}
+	return append(append(cmd, "--target", "airflow"), args[1:]...)
 }
 
 // afResult is what one command printed and its exit status.
@@ -84,19 +56,8 @@ func runAFContext(ctx context.Context, t *testing.T, flow *sdk.Flow, p *plan.Flo
 	t.Helper()
 	var out, errOut bytes.Buffer
 	began := time.Now()
-	err := airflowTestApp(flow, p, &out, &errOut).RunContext(ctx, append([]string{flow.Name()}, args...))
-	r := afResult{stdout: out.String(), stderr: errOut.String()}
-	var ex *exitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ex):
-		r.code = ex.code
-		if ex.err != nil {
-			r.stderr += "error: " + ex.err.Error() + "\n"
-		}
-	default:
-		r.code, r.stderr = ExitUsage, r.stderr+"error: "+err.Error()+"\n"
-	}
+	code := Run(ctx, flow, append([]string{flow.Name()}, airflowArgs(args)...), &out, &errOut)
+	r := afResult{stdout: out.String(), stderr: errOut.String(), code: code}
 	t.Logf("%s %s: exit %d in %s\nstdout:\n%s\nstderr:\n%s", flow.Name(), strings.Join(args, " "), r.code, time.Since(began).Round(10*time.Millisecond), r.stdout, r.stderr)
 	return r
 }

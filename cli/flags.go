@@ -63,7 +63,11 @@ func options(c *ucli.Context, flow *sdk.Flow) (compile.Options, error) {
 	if err != nil {
 		return o, err
 	}
-	o.Params = params
+	if c.Command.Name != "trigger" {
+		// trigger's --param values are the run's arguments: the flow compiles
+		// as it was deployed, with its own defaults.
+		o.Params = params
+	}
 	o.Artifacts, o.ArtifactsEndpoint = c.String("artifacts"), c.String("artifacts-endpoint")
 	for _, s := range c.StringSlice("set") {
 		step, opt, err := parseSet(s)

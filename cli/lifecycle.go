@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -88,13 +90,13 @@ func lifecycleCommands(flow *sdk.Flow) []*ucli.Command {
 			}, waitFlags()...)...),
 			Action: func(c *ucli.Context) error {
 				return lifecycle(c, flow, true, func(p *plan.Flow) error {
-					params, err := paramFlags(c)
+					params, err := triggerParams(c, p)
 					if err != nil {
 						return err
 					}
 					return argoTrigger(c, p, params)
 				}, func(p *plan.Flow) error {
-					params, err := paramFlags(c)
+					params, err := triggerParams(c, p)
 					if err != nil {
 						return err
 					}
@@ -189,6 +191,30 @@ func lifecycleTarget(c *ucli.Context) (string, error) {
 	default:
 		return "", usageErr("--target %q: %s takes argo or airflow", t, c.Command.Name)
 	}
+}
+
+// triggerParams returns trigger's --param values, the run's arguments, each
+// the name of one of p's params.
+func triggerParams(c *ucli.Context, p *plan.Flow) (map[string]string, error) {
+	params, err := paramFlags(c)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, prm := range p.Params {
+		names = append(names, prm.Name)
+	}
+	slices.Sort(names)
+	for _, name := range slices.Sorted(maps.Keys(params)) {
+		if slices.Contains(names, name) {
+			continue
+		}
+		if len(names) == 0 {
+			return nil, usageErr("--param %s: flow %s has no params", name, p.Name)
+		}
+		return nil, usageErr("--param %s: flow %s has no such param; its params are %s", name, p.Name, strings.Join(names, ", "))
+	}
+	return params, nil
 }
 
 // lifecycle compiles the flow (with --image-from-build when build) and runs
@@ -508,7 +534,12 @@ func targetRunsShow(c *ucli.Context, flow *sdk.Flow, run string) error {
 // targetLogs is logs --target: a run's logs on the target, of step or of
 // every step when step is "".
 func targetLogs(c *ucli.Context, flow *sdk.Flow, run, step string) error {
-	return targetRuns(c, flow, func(p *plan.Flow) error { return argoLogs(c, p, run, step) },
+	return targetRuns(c, flow, func(p *plan.Flow) error {
+		if c.IsSet("index") || c.IsSet("attempt") {
+			return usageErr("logs --index and --attempt with --target argo: leave them out for every pod's log, or read the run's record (without --target) when it was followed with --wait")
+		}
+		return argoLogs(c, p, run, step)
+	},
 		func(p *plan.Flow) error { return airflowLogs(c, flow, p, run, step) })
 }
 

@@ -31,9 +31,6 @@ func logsCommand(flow *sdk.Flow) *ucli.Command {
 				return err
 			}
 			if c.IsSet("target") {
-				if c.IsSet("index") || c.IsSet("attempt") {
-					return usageErr("logs --index and --attempt read the run's record: leave out --target")
-				}
 				run, step := c.Args().Get(0), c.Args().Get(1)
 				return targetLogs(c, flow, run, step)
 			}
