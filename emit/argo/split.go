@@ -104,10 +104,13 @@ func StepNodes(f *plan.Flow, s *plan.Step) int {
 // the next (a depth-first topological order), and cuts that order into
 // consecutive runs: so every step is in one part, and a part waits only for
 // parts before it. A chain (a step, and the steps after it that each wait for
-// the one before alone) that waits for no step of the current part and does
-// not fit in the rest of it begins the next part, so that an independent
-// branch does not wait for a part it has no need of. A step that alone is
-// over a limit makes a part of its own.
+// the one before alone and are its only followers) that does not fit in the
+// rest of the current part begins the next, so that a branch is not cut where
+// it need not be, and an independent branch does not wait for a part it has
+// no need of; and a step that waits for a part the current one does not wait
+// for yet begins the next part, so that the steps before it, in the current
+// part, do not wait for that part too. A step that alone is over a limit makes
+// a part of its own.
 func Cut(f *plan.Flow, cost []int, maxBytes, maxNodes int) []Part {
 	index := make(map[string]int, len(f.Steps))
 	for i := range f.Steps {
@@ -152,23 +155,40 @@ func Cut(f *plan.Flow, cost []int, maxBytes, maxNodes int) []Part {
 			chainNodes[i] += chainNodes[k]
 		}
 	}
+	// continues reports whether step i is in the chain of the step it waits for.
+	continues := func(i int) bool {
+		after := f.Steps[i].After
+		return len(after) == 1 && len(next[index[after[0]]]) == 1
+	}
 	part := make([]int, len(f.Steps))
 	var parts []Part
+	waitsFor := map[int]bool{} // the parts the current part waits for
 	bytes, nodes := 0, 0
 	for len(ready) > 0 {
 		i := ready[len(ready)-1]
 		ready = ready[:len(ready)-1]
 		c, n := cost[i], stepNodes[i]
-		// A chain that waits for nothing in this part, and does not fit in
-		// the rest of it, begins the next part.
-		starts := len(parts) > 0 && !slices.ContainsFunc(f.Steps[i].After, func(a string) bool { return part[index[a]] == len(parts) })
+		// A chain that does not fit in the rest of this part begins the next.
+		starts := len(parts) > 0 && !continues(i)
 		if starts {
 			chain(i)
 			starts = bytes+chainBytes[i] > maxBytes || nodes+chainNodes[i] > maxNodes
 		}
-		if len(parts) == 0 || starts || bytes+c > maxBytes || nodes+n > maxNodes {
+		// A step that waits for a part this one does not wait for yet begins
+		// the next: the steps here have no need to wait for it.
+		joins := len(parts) > 0 && slices.ContainsFunc(f.Steps[i].After, func(a string) bool {
+			q := part[index[a]]
+			return q != len(parts) && !waitsFor[q]
+		})
+		if len(parts) == 0 || starts || joins || bytes+c > maxBytes || nodes+n > maxNodes {
 			parts = append(parts, Part{N: len(parts) + 1})
 			bytes, nodes = 0, 0
+			clear(waitsFor)
+		}
+		for _, a := range f.Steps[i].After {
+			if q := part[index[a]]; q != len(parts) {
+				waitsFor[q] = true
+			}
 		}
 		p := &parts[len(parts)-1]
 		p.Steps = append(p.Steps, i)
