@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -55,6 +56,19 @@ const (
 	PartSuccess = "status.phase == Succeeded"
 	PartFailure = "status.phase in (Failed,Error)"
 )
+
+// ParentRules are what the service account of a split flow's parent Workflow
+// needs, besides Argo's executor role (create and patch workflowtaskresults):
+// its resource templates create each part's Workflow and watch it until it
+// ends. The parent runs as the service account every step shares, else the
+// namespace's default.
+func ParentRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{
+		APIGroups: []string{"argoproj.io"},
+		Resources: []string{"workflows"},
+		Verbs:     []string{"create", "get", "list", "watch"},
+	}}
+}
 
 // PartName is the name of part n's WorkflowTemplate (n from 1) of the flow
 // called flow.
