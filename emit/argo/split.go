@@ -31,9 +31,12 @@ import (
 const (
 	// PartMaxBytes is the most bytes of YAML a part's WorkflowTemplate (and a
 	// flow's one WorkflowTemplate) holds, when argo_max_bytes allows more: with
-	// PartMaxNodes nodes of about 600 bytes each (as measured on Argo v3.7),
-	// a running Workflow stays near 700 KiB, under Argo's 1 MiB before it
-	// compresses node status at all.
+	// PartMaxNodes nodes of about 500 bytes of status each (503 measured under
+	// Argo v3.7.18's controller, more with longer names), a running Workflow
+	// stays near 700 KiB, under Argo's 1 MiB before it compresses node status
+	// at all. Argo's controller also fetches the WorkflowTemplate once for
+	// each of its templates when it first validates a Workflow, so a part's
+	// cost there grows with the square of its size (docs/performance.md).
 	PartMaxBytes = 384 << 10
 	// PartMaxNodes is the most nodes a part's Workflow has in its status: a
 	// pod per step (a foreach step's items, each retry attempt of a retried

@@ -310,7 +310,8 @@ func TestArgoSplitFailure(t *testing.T) {
 	}) {
 		t.Errorf("the parent's task of part %d did not fail:\n%s", fail.Part, r.describe())
 	}
-	t.Logf("failure: %+v; parent: %s", fail, r.parent.Status.Message)
+	largest, perNode := r.sizes(t)
+	t.Logf("failure: %+v; largest part's Workflow %d bytes, %.0f bytes of status a node", fail, largest, perNode)
 	ran := map[string]wfv1.NodePhase{}
 	for _, part := range r.parts {
 		for _, n := range part.Status.Nodes {
