@@ -97,8 +97,11 @@ type Config struct {
 	// default) creates its JobSet, "job" its Indexed Job and headless Service.
 	ArgoMultiNode string `toml:"argo_multi_node"`
 	// ArgoMaxBytes is the largest WorkflowTemplate the argo target writes, in
-	// bytes of YAML: 0 (unset) for plan.DefaultArgoMaxBytes, -1 for no limit
-	// (for a cluster whose etcd takes larger requests).
+	// bytes of YAML: 0 (unset) for plan.DefaultArgoMaxBytes. A flow larger
+	// than this (or than argo.PartMaxBytes) is split into parts, each a
+	// WorkflowTemplate within it, run by a parent. -1 for no limit and no
+	// split (for a cluster whose etcd takes larger requests and whose Argo
+	// offloads node status).
 	ArgoMaxBytes int `toml:"argo_max_bytes"`
 	// Artifacts is where the flow's steps keep their artifacts on a cluster:
 	// s3://bucket/prefix, or pvc://CLAIM for a ReadWriteMany volume (as

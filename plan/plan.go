@@ -110,7 +110,8 @@ type Flow struct {
 	// ArgoJob.
 	ArgoMultiNode string
 	// ArgoMaxBytes is the largest WorkflowTemplate the argo target writes, in
-	// bytes of YAML; -1 for no limit, 0 for DefaultArgoMaxBytes.
+	// bytes of YAML, splitting a larger flow into parts; -1 for no limit (and
+	// no split), 0 for DefaultArgoMaxBytes.
 	ArgoMaxBytes int
 	// Run is the ID of the run a runtime makes the job or jobset target's objects
 	// for (or that compile --run-id names), "" when compiling. With it every pod

@@ -60,8 +60,9 @@ const jobGrace = 5 * time.Minute
 // A resource template is not retried: a retry would create an object of the same
 // name, which exists. The nodes are retried by the object itself (the JobSet's
 // failurePolicy.maxRestarts, the Job's backoffLimitPerIndex).
-func multiNode(f *plan.Flow, s *plan.Step, literal bool) ([]wfv1.Template, []wfv1.DAGTask, error) {
+func multiNode(f *plan.Flow, s *plan.Step, literal bool, runID string) ([]wfv1.Template, []wfv1.DAGTask, error) {
 	o := PodOptions(s)
+	o.RunID = runID
 	if f.ArgoMultiNode != plan.ArgoJob {
 		// One JobSet holds every foreach item, each a replicated job.
 		o.Item = nil

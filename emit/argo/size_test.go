@@ -14,64 +14,57 @@ import (
 	"github.com/manifoldflow/manifold/harness/benchflow"
 	"github.com/manifoldflow/manifold/harness/testflows"
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/sdk"
 )
 
-// TestFiveHundredStepsFit: a WorkflowTemplate of 500 generated steps, one in ten
-// on two nodes, is under the default limit.
+// TestFiveHundredStepsFit: 500 generated steps, one in ten on two nodes, are
+// written in WorkflowTemplates each within the default limit and PartMaxBytes.
 func TestFiveHundredStepsFit(t *testing.T) {
 	p := testflows.Compile(t, benchflow.Flow(benchflow.FanOut, 500, benchflow.Options{}))
-	files, errs := emit.Files(argo.Target{}, p)
-	if len(errs) > 0 {
-		t.Fatal(errs.ToAggregate())
-	}
-	if size := len(files[0].Data); size > plan.DefaultArgoMaxBytes {
-		t.Errorf("500 steps take %d bytes, more than %d", size, plan.DefaultArgoMaxBytes)
+	e := emitArgo(t, p)
+	for i, size := range e.sizes {
+		if size > min(plan.DefaultArgoMaxBytes, argo.PartMaxBytes) {
+			t.Errorf("document %d of 500 steps takes %d bytes, more than %d", i, size, argo.PartMaxBytes)
+		}
 	}
 }
 
-// TestTooLargeRefused: a WorkflowTemplate over argo_max_bytes is an error that
-// gives its size and how to split the flow; one at the limit, or any with no
-// limit, is written.
-func TestTooLargeRefused(t *testing.T) {
+// TestNoLimitNoSplit: with argo_max_bytes -1 a flow is one WorkflowTemplate
+// whatever its size.
+func TestNoLimitNoSplit(t *testing.T) {
 	p := testflows.Compile(t, benchflow.Flow(benchflow.Chain, 1500, benchflow.Options{}))
+	p.ArgoMaxBytes = -1
+	e := emitArgo(t, p)
+	if len(e.order) != 1 || e.sizes[0] <= plan.DefaultArgoMaxBytes {
+		t.Errorf("WorkflowTemplates %v of sizes %v; want one of more than %d bytes", e.order, e.sizes, plan.DefaultArgoMaxBytes)
+	}
+}
+
+// TestStepTooLargeRefused: a step whose WorkflowTemplate alone is over the
+// limit is an error naming the step, its size and what to do; the flow is
+// written when the limit allows it.
+func TestStepTooLargeRefused(t *testing.T) {
+	items := make([]string, 400)
+	for i := range items {
+		items[i] = strings.Repeat("x", 100) + strconv.Itoa(i)
+	}
+	f := sdk.NewFlow("big", sdk.Image("busybox")).
+		Step("small", sdk.Command("true")).
+		Step("huge", sdk.Command("true"), sdk.After("small"), sdk.Foreach(items...))
+	p := testflows.Compile(t, f)
+	p.ArgoMaxBytes = 20000
 	_, errs := emit.Files(argo.Target{}, p)
-	want := field.ErrorList{field.Forbidden(field.NewPath("steps"), "")}
+	want := field.ErrorList{field.Forbidden(field.NewPath("steps").Key("huge"), "")}
 	if diff := cmp.Diff(want, errs, cmpopts.IgnoreFields(field.Error{}, "Detail")); diff != "" {
 		t.Fatalf("errors (-want +got):\n%s", diff)
 	}
-	for _, part := range []string{"1500 steps", strconv.Itoa(plan.DefaultArgoMaxBytes) + " bytes", "split the flow into flows of at most about", "--target job"} {
+	for _, part := range []string{"20000 bytes", "fewer foreach items", "--target job", "argo_max_bytes"} {
 		if !strings.Contains(errs[0].Detail, part) {
 			t.Errorf("the error does not say %q: %s", part, errs[0].Detail)
 		}
 	}
-
-	p.ArgoMaxBytes = -1
-	files, errs := emit.Files(argo.Target{}, p)
-	if len(errs) > 0 {
-		t.Fatal(errs.ToAggregate())
-	}
-	// The WorkflowTemplate is the document after the header.
-	_, doc, _ := strings.Cut(string(files[0].Data), "\n---\n")
-	size := len(doc)
-	if size <= plan.DefaultArgoMaxBytes {
-		t.Fatalf("the flow's WorkflowTemplate is only %d bytes", size)
-	}
-	if detail := errsDetail(t, p, size-1); !strings.Contains(detail, strconv.Itoa(size)+" bytes") {
-		t.Errorf("one byte over the limit: the error does not give the size %d: %s", size, detail)
-	}
-	p.ArgoMaxBytes = size
+	p.ArgoMaxBytes = 0
 	if _, errs := emit.Files(argo.Target{}, p); len(errs) > 0 {
-		t.Errorf("a WorkflowTemplate of exactly argo_max_bytes was refused: %v", errs.ToAggregate())
+		t.Errorf("within the default limit: %v", errs.ToAggregate())
 	}
-}
-
-// errsDetail emits p with the limit max and returns the error's detail.
-func errsDetail(t *testing.T, p *plan.Flow, max int) string {
-	t.Helper()
-	p.ArgoMaxBytes = max
-	_, errs := emit.Files(argo.Target{}, p)
-	if len(errs) != 1 {
-		t.Fatalf("with argo_max_bytes %d: errors %v", max, errs)
-	}
-	return errs[0].Detail
 }

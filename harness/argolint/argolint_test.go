@@ -30,6 +30,7 @@ func TestRejectsBrokenObjects(t *testing.T) {
 		"document 4: WorkflowTemplate: decode":            `unknown field "tolerations"`,
 		"document 5: CronWorkflow bad-schedule":           "every day at three",
 		"document 6: CronWorkflow dangling":               "not-here",
+		"document 7: Workflow dangling-":                  "also-not-here",
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	for prefix, detail := range want {

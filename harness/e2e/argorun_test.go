@@ -105,7 +105,7 @@ func runWorkflow(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstruc
 			continue
 		}
 		task, _, _ := strings.Cut(n.DisplayName, "(")
-		s := stepOfTask(strings.TrimSuffix(task, argo.ServiceSuffix))
+		s := argo.StepOfTask(task)
 		steps[s] = true
 		if at, ok := r.created[s]; !ok || n.StartedAt.Time.Before(at) {
 			r.created[s] = n.StartedAt.Time
@@ -127,14 +127,6 @@ func runWorkflow(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstruc
 		r.pods[s] = stepPods(ctx, t, c, ns, s)
 	}
 	return r
-}
-
-// stepOfTask returns the step that DAG task runs (argo.TaskName in reverse).
-func stepOfTask(task string) string {
-	if len(task) > 1 && task[0] == 'S' && task[1] >= '0' && task[1] <= '9' {
-		return task[1:]
-	}
-	return task
 }
 
 // templatePods returns, for preparePVCs, a Job per template of the

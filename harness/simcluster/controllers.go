@@ -192,7 +192,8 @@ const ArgoExecutorSecurity = "securityContext:\n" +
 
 // startArgo runs Argo's workflow-controller for all namespaces, its metrics
 // server off, re-examining running Workflows every second instead of every ten
-// (kwok finishes pods at once, so the default only adds waiting). (It also serves
+// (kwok finishes pods at once, so the default only adds waiting), with client
+// limits of 100 requests a second (bursts of 200). (It also serves
 // /healthz on the fixed port 6060; when that port is taken it only logs so.)
 //
 // Its executor (ArgoExecImage, pushed by ArgoExecutor for real nodes) reaches the
@@ -221,6 +222,9 @@ func (c *Cluster) startArgo(ctx context.Context, apiPort int) error {
 	return c.run("workflow-controller", []string{
 		"--kubeconfig=" + c.Kubeconfig, "--namespace=" + ArgoNamespace,
 		"--executor-image=" + ArgoExecImage,
+		// Client limits raised from Argo's defaults (20 and 30) as a large
+		// install raises them, for flows of thousands of steps.
+		"--qps=100", "--burst=200",
 	}, "LEADER_ELECTION_DISABLE=true", "DEFAULT_REQUEUE_TIME=1s", "KUBECONFIG="+c.Kubeconfig)
 }
 

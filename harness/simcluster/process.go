@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -111,3 +113,41 @@ func freePorts(n int) ([]int, error) {
 	}
 	return ports, nil
 }
+
+// CPU returns the processor time (user and system) that the cluster's running
+// process called name (etcd, kube-apiserver, workflow-controller, ...) has used
+// so far, read from /proc.
+func (c *Cluster) CPU(name string) (time.Duration, error) {
+	procs := c.processes()
+	for i := len(procs) - 1; i >= 0; i-- {
+		p := procs[i]
+		if p.name != name || p.cmd.Process == nil {
+			continue
+		}
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+		if err != nil {
+			return 0, err
+		}
+		// The fields after the command's name, which is in parentheses:
+		// state is the third field, utime and stime the 14th and 15th.
+		_, rest, ok := strings.Cut(string(data), ") ")
+		fields := strings.Fields(rest)
+		if !ok || len(fields) < 13 {
+			return 0, fmt.Errorf("/proc/%d/stat: %q", p.cmd.Process.Pid, data)
+		}
+		var ticks int64
+		for _, f := range fields[11:13] {
+			n, err := strconv.ParseInt(f, 10, 64)
+			if err != nil {
+				return 0, err
+			}
+			ticks += n
+		}
+		return time.Duration(ticks) * time.Second / clockTicks, nil
+	}
+	return 0, fmt.Errorf("no process %s", name)
+}
+
+// clockTicks is the unit of /proc's times, USER_HZ: 100 on every Linux
+// architecture Go supports.
+const clockTicks = 100

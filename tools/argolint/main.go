@@ -2,8 +2,10 @@
 // without a cluster: each YAML document is decoded strictly (unknown or duplicate
 // fields are errors) into the argo-workflows v3.7.18 API types, then a
 // WorkflowTemplate goes through validate.ValidateWorkflowTemplate with lint options
-// (what `argo lint` runs) and a CronWorkflow through validate.ValidateCronWorkflow,
-// its workflowTemplateRef resolved against the WorkflowTemplates of the same files.
+// (what `argo lint` runs), a CronWorkflow through validate.ValidateCronWorkflow,
+// and a Workflow through validate.ValidateWorkflow as Argo's server validates one
+// submitted (every parameter given a value), their workflowTemplateRef resolved
+// against the WorkflowTemplates of the same files.
 //
 //	argolint FILE...
 //	argolint -manifests UID FILE...
@@ -126,6 +128,7 @@ func lint(docs []document) []string {
 	templates := getter{}
 	wts := map[int]*wfv1.WorkflowTemplate{}
 	crons := map[int]*wfv1.CronWorkflow{}
+	workflows := map[int]*wfv1.Workflow{}
 	for i, d := range docs {
 		if d.err != nil {
 			report(i, "%v", d.err)
@@ -156,8 +159,15 @@ func lint(docs []document) []string {
 				continue
 			}
 			crons[i] = &c
+		case "Workflow":
+			var w wfv1.Workflow
+			if err := decode(d.data, &w); err != nil {
+				report(i, "Workflow: decode: %v", err)
+				continue
+			}
+			workflows[i] = &w
 		default:
-			report(i, "kind %q: argolint checks WorkflowTemplate and CronWorkflow", meta.Kind)
+			report(i, "kind %q: argolint checks WorkflowTemplate, CronWorkflow and Workflow", meta.Kind)
 		}
 	}
 	clusterTemplates := &templateresolution.NullClusterWorkflowTemplateGetter{}
@@ -170,6 +180,11 @@ func lint(docs []document) []string {
 		if c := crons[i]; c != nil {
 			if err := validate.ValidateCronWorkflow(context.Background(), templates, clusterTemplates, c, nil); err != nil {
 				report(i, "CronWorkflow %s: %v", c.Name, err)
+			}
+		}
+		if w := workflows[i]; w != nil {
+			if err := validate.ValidateWorkflow(templates, clusterTemplates, w, nil, validate.ValidateOpts{Submit: true}); err != nil {
+				report(i, "Workflow %s%s: %v", w.Name, w.GenerateName, err)
 			}
 		}
 	}

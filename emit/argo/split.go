@@ -1,0 +1,457 @@
+package argo
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/emit/encode"
+	"github.com/manifoldflow/manifold/plan"
+)
+
+// A flow too large for one Workflow is split into parts. Argo keeps a running
+// Workflow, its template (status.storedWorkflowTemplateSpec) and the status of
+// every node, in one object, which its controller refuses past 1 MiB unless node
+// status is offloaded to a database (a default install does not): so a flow runs
+// as one WorkflowTemplate only while the template is at most PartMaxBytes (and
+// argo_max_bytes) and its steps at most PartMaxNodes nodes. A larger flow is
+// written as a parent WorkflowTemplate, named as the flow's one would be, whose
+// DAG has a task per part; each task is a resource template that creates a
+// Workflow of the part's own WorkflowTemplate (PartName) and waits for it to
+// end. A part's task waits for the parts holding the steps its steps wait for,
+// so a step that waits for a step of another part starts only once that whole
+// part has succeeded.
+const (
+	// PartMaxBytes is the most bytes of YAML a part's WorkflowTemplate (and a
+	// flow's one WorkflowTemplate) holds, when argo_max_bytes allows more: with
+	// PartMaxNodes nodes of about 500 bytes of status each (503 measured under
+	// Argo v3.7.18's controller, more with longer names), a running Workflow
+	// stays near 700 KiB, under Argo's 1 MiB before it compresses node status
+	// at all. Argo's controller also fetches the WorkflowTemplate once for
+	// each of its templates when it first validates a Workflow, so a part's
+	// cost there grows with the square of its size (docs/performance.md).
+	PartMaxBytes = 384 << 10
+	// PartMaxNodes is the most nodes a part's Workflow has in its status: a
+	// pod per step (a foreach step's items, each retry attempt of a retried
+	// step and its retry node counted).
+	PartMaxNodes = 500
+
+	// LabelParentWorkflow, on a part's Workflow, names the Workflow of the
+	// parent WorkflowTemplate that created it.
+	LabelParentWorkflow = "manifold.dev/parent-workflow"
+	// LabelPart, on a part's Workflow and WorkflowTemplate, is its number.
+	LabelPart = "manifold.dev/part"
+	// ParamRunID is the parameter through which the parent gives a part's
+	// steps the run's ID (its own Workflow's name), with an artifact store,
+	// so every part reads and writes the artifacts of one run. It begins with
+	// "_", which a flow's param cannot.
+	ParamRunID = "_manifold-run-id"
+
+	// The conditions the parent's resource template waits for on a part's
+	// Workflow.
+	PartSuccess = "status.phase == Succeeded"
+	PartFailure = "status.phase in (Failed,Error)"
+)
+
+// ParentRules are what the service account of a split flow's parent Workflow
+// needs, besides Argo's executor role (create and patch workflowtaskresults):
+// its resource templates create each part's Workflow and watch it until it
+// ends. The parent runs as the service account every step shares, else the
+// namespace's default.
+func ParentRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{
+		APIGroups: []string{"argoproj.io"},
+		Resources: []string{"workflows"},
+		Verbs:     []string{"create", "get", "list", "watch"},
+	}}
+}
+
+// PartName is the name of part n's WorkflowTemplate (n from 1) of the flow
+// called flow.
+func PartName(flow string, n int) string {
+	return emit.Name(emit.MaxNameLength, flow, "p"+strconv.Itoa(n))
+}
+
+// PartTask is the name of part n's task (and template) in the parent.
+func PartTask(n int) string { return "p" + strconv.Itoa(n) }
+
+// Part is one part of a split flow.
+type Part struct {
+	// N numbers the part, from 1.
+	N int
+	// Steps are the indexes of the part's steps in the flow's Steps, in order.
+	Steps []int
+	// After are the numbers of the parts holding steps that a step of this
+	// part waits for, ascending.
+	After []int
+}
+
+// StepNodes is how many nodes step s can make in a Workflow's status: one per
+// pod (each foreach item, each attempt of a retried step) or created object,
+// a retry node over a retried step's attempts, and a group node over a foreach
+// step's items. Items are known when the flow compiles, so each counts.
+func StepNodes(f *plan.Flow, s *plan.Step) int {
+	items := max(1, len(s.Foreach))
+	group := 0
+	if s.Foreach != nil {
+		group = 1
+	}
+	switch {
+	case s.Nodes > 1 && f.ArgoMultiNode == plan.ArgoJob:
+		return 2 * (items + group) // the Service's task and the Job's
+	case s.Nodes > 1:
+		return 1 // one JobSet for every item, never retried by Argo
+	case s.Retry > 0:
+		return items*(s.Retry+2) + group
+	}
+	return items + group
+}
+
+// Cut returns the steps of f in parts of at most maxNodes nodes (StepNodes)
+// and maxBytes bytes, where cost[i] is what step i adds to its part's
+// WorkflowTemplate. It takes the steps in an order that keeps each step's
+// dependencies before it and, where it can, runs a branch to its end before
+// the next (a depth-first topological order), and cuts that order into
+// consecutive runs: so every step is in one part, and a part waits only for
+// parts before it. A chain (a step, and the steps after it that each wait for
+// the one before alone and are its only followers) that does not fit in the
+// rest of the current part begins the next, so that a branch is not cut where
+// it need not be, and an independent branch does not wait for a part it has
+// no need of; and a step that waits for a part the current one does not wait
+// for yet begins the next part, so that the steps before it, in the current
+// part, do not wait for that part too. A step that alone is over a limit makes
+// a part of its own.
+func Cut(f *plan.Flow, cost []int, maxBytes, maxNodes int) []Part {
+	index := make(map[string]int, len(f.Steps))
+	for i := range f.Steps {
+		index[f.Steps[i].Name] = i
+	}
+	waiting := make([]int, len(f.Steps))
+	next := make([][]int, len(f.Steps))
+	for i := range f.Steps {
+		for _, a := range f.Steps[i].After {
+			if j, ok := index[a]; ok {
+				waiting[i]++
+				next[j] = append(next[j], i)
+			}
+		}
+	}
+	deps := slices.Clone(waiting)
+	// A stack of the steps ready to take: the last made ready first.
+	var ready []int
+	for i := len(f.Steps) - 1; i >= 0; i-- {
+		if waiting[i] == 0 {
+			ready = append(ready, i)
+		}
+	}
+	// A chain is a step and the steps after it that each wait for the one
+	// before alone, and are its only followers: a branch that a cut would
+	// make wait for a part it has no need of.
+	stepNodes := make([]int, len(f.Steps))
+	for i := range f.Steps {
+		stepNodes[i] = StepNodes(f, &f.Steps[i])
+	}
+	chainBytes, chainNodes := make([]int, len(f.Steps)), make([]int, len(f.Steps))
+	var chain func(i int)
+	chain = func(i int) {
+		if chainBytes[i] > 0 {
+			return
+		}
+		chainBytes[i], chainNodes[i] = max(cost[i], 1), stepNodes[i]
+		if len(next[i]) == 1 && deps[next[i][0]] == 1 {
+			k := next[i][0]
+			chain(k)
+			chainBytes[i] += chainBytes[k]
+			chainNodes[i] += chainNodes[k]
+		}
+	}
+	// continues reports whether step i is in the chain of the step it waits for.
+	continues := func(i int) bool {
+		after := f.Steps[i].After
+		return len(after) == 1 && len(next[index[after[0]]]) == 1
+	}
+	part := make([]int, len(f.Steps))
+	var parts []Part
+	waitsFor := map[int]bool{} // the parts the current part waits for
+	bytes, nodes := 0, 0
+	for len(ready) > 0 {
+		i := ready[len(ready)-1]
+		ready = ready[:len(ready)-1]
+		c, n := cost[i], stepNodes[i]
+		// A chain that does not fit in the rest of this part begins the next.
+		starts := len(parts) > 0 && !continues(i)
+		if starts {
+			chain(i)
+			starts = bytes+chainBytes[i] > maxBytes || nodes+chainNodes[i] > maxNodes
+		}
+		// A step that waits for a part this one does not wait for yet begins
+		// the next: the steps here have no need to wait for it.
+		joins := len(parts) > 0 && slices.ContainsFunc(f.Steps[i].After, func(a string) bool {
+			q := part[index[a]]
+			return q != len(parts) && !waitsFor[q]
+		})
+		if len(parts) == 0 || starts || joins || bytes+c > maxBytes || nodes+n > maxNodes {
+			parts = append(parts, Part{N: len(parts) + 1})
+			bytes, nodes = 0, 0
+			clear(waitsFor)
+		}
+		for _, a := range f.Steps[i].After {
+			if q := part[index[a]]; q != len(parts) {
+				waitsFor[q] = true
+			}
+		}
+		p := &parts[len(parts)-1]
+		p.Steps = append(p.Steps, i)
+		part[i] = p.N
+		bytes += c
+		nodes += n
+		for _, k := range slices.Backward(next[i]) {
+			if waiting[k]--; waiting[k] == 0 {
+				ready = append(ready, k)
+			}
+		}
+	}
+	for k := range parts {
+		p := &parts[k]
+		slices.Sort(p.Steps)
+		for _, i := range p.Steps {
+			for _, a := range f.Steps[i].After {
+				if q := part[index[a]]; q != p.N && !slices.Contains(p.After, q) {
+					p.After = append(p.After, q)
+				}
+			}
+		}
+		slices.Sort(p.After)
+	}
+	return parts
+}
+
+// maxBytes is the most bytes f's argo_max_bytes lets one WorkflowTemplate
+// hold; -1 for no limit.
+func maxBytes(f *plan.Flow) int {
+	if f.ArgoMaxBytes == 0 {
+		return plan.DefaultArgoMaxBytes
+	}
+	return f.ArgoMaxBytes
+}
+
+// size is the bytes of obj's YAML document, as the file holds it.
+func size(obj any) (int, error) {
+	data, err := encode.YAML("", obj)
+	return len(data), err
+}
+
+// flowNodes is the most nodes the Workflow of f's one WorkflowTemplate has:
+// its steps' and the DAG's and the Workflow's own.
+func flowNodes(f *plan.Flow, in []int) int {
+	n := 2
+	for _, i := range in {
+		n += StepNodes(f, &f.Steps[i])
+	}
+	return n
+}
+
+// split returns, for a flow whose WorkflowTemplate wt (of size bytes) is too
+// large to run as one, the parts' WorkflowTemplates and the parent; or nil
+// when wt runs as it is.
+func split(f *plan.Flow, wt *wfv1.WorkflowTemplate, wtSize int) ([]*wfv1.WorkflowTemplate, field.ErrorList) {
+	limit := maxBytes(f)
+	if limit < 0 {
+		return nil, nil // no limit: the cluster keeps large objects (and offloads node status)
+	}
+	budget := min(limit, PartMaxBytes)
+	all := make([]int, len(f.Steps))
+	for i := range all {
+		all[i] = i
+	}
+	if wtSize <= budget && flowNodes(f, all) <= PartMaxNodes {
+		return nil, nil
+	}
+	cost, fixed, err := stepCosts(f, wt, wtSize)
+	if err != nil {
+		return nil, field.ErrorList{field.InternalError(nil, err)}
+	}
+	// Costs are estimates, read from the one WorkflowTemplate; a part over
+	// budget once built is cut again, smaller.
+	target := budget - fixed - budget/16
+	for range 8 {
+		parts := Cut(f, cost, target, PartMaxNodes-2)
+		children, over, errs := buildParts(f, parts, budget)
+		if len(errs) > 0 {
+			return nil, errs
+		}
+		if over < 0 {
+			parent, err := parentTemplate(f, wt, parts)
+			if err != nil {
+				return nil, field.ErrorList{field.InternalError(nil, err)}
+			}
+			if n, err := size(parent); err != nil {
+				return nil, field.ErrorList{field.InternalError(nil, err)}
+			} else if n > limit {
+				return nil, field.ErrorList{field.Forbidden(field.NewPath("steps"), fmt.Sprintf(
+					"the flow's %d steps are split into %d parts, and the WorkflowTemplate that runs them is %d bytes, more than the %d bytes that argo_max_bytes allows; split the flow into flows of fewer steps, or raise argo_max_bytes in manifold.toml",
+					len(f.Steps), len(parts), n, limit))}
+			}
+			return append([]*wfv1.WorkflowTemplate{parent}, children...), nil
+		}
+		if len(parts[over].Steps) == 1 {
+			s := &f.Steps[parts[over].Steps[0]]
+			n, _ := size(children[over])
+			return nil, field.ErrorList{field.Forbidden(stepPath(s), fmt.Sprintf(
+				"the WorkflowTemplate of this step alone is %d bytes, more than the %d bytes a part of the flow may hold (argo_max_bytes, at most %d); make the step smaller (fewer foreach items, shorter values), compile with --target job, jobset or airflow, or raise argo_max_bytes in manifold.toml (-1 for no limit and no split)",
+				n, budget, PartMaxBytes))}
+		}
+		target = target * 4 / 5
+	}
+	return nil, field.ErrorList{field.InternalError(field.NewPath("steps"), fmt.Errorf("no cut of the flow into parts of at most %d bytes was found", budget))}
+}
+
+// buildParts returns the WorkflowTemplate of each part, and the index of the
+// first over budget bytes (-1 when none is).
+func buildParts(f *plan.Flow, parts []Part, budget int) ([]*wfv1.WorkflowTemplate, int, field.ErrorList) {
+	runID := RunID
+	if f.Artifacts != nil {
+		runID = paramTag(ParamRunID)
+	}
+	out := make([]*wfv1.WorkflowTemplate, len(parts))
+	in := make([]bool, len(f.Steps))
+	for k, p := range parts {
+		clear(in)
+		for _, i := range p.Steps {
+			in[i] = true
+		}
+		wt, errs := build(f, PartName(f.Name, p.N), in, runID)
+		if len(errs) > 0 {
+			return nil, 0, errs
+		}
+		wt.Labels[LabelPart] = strconv.Itoa(p.N)
+		if f.Artifacts != nil {
+			wt.Spec.Arguments.Parameters = append(wt.Spec.Arguments.Parameters, wfv1.Parameter{Name: ParamRunID, Value: wfv1.AnyStringPtr("")})
+		}
+		n, err := size(wt)
+		if err != nil {
+			return nil, 0, field.ErrorList{field.InternalError(nil, err)}
+		}
+		out[k] = wt
+		if n > budget {
+			return out, k, nil
+		}
+	}
+	return out, -1, nil
+}
+
+// stepCosts estimates what each step of f adds to a WorkflowTemplate: its
+// templates' and tasks' share of wt's size, and the bytes of wt that no step
+// has.
+func stepCosts(f *plan.Flow, wt *wfv1.WorkflowTemplate, wtSize int) ([]int, int, error) {
+	byTemplate := make(map[string]int, len(f.Steps))
+	byTask := make(map[string]int, len(f.Steps))
+	for i := range f.Steps {
+		name := f.Steps[i].Name
+		byTemplate[name], byTemplate[name+ServiceSuffix] = i, i
+		byTask[TaskName(name)], byTask[TaskName(name)+ServiceSuffix] = i, i
+	}
+	raw := make([]int, len(f.Steps))
+	var sum int
+	add := func(i int, obj any) error {
+		n, err := size(obj)
+		raw[i] += n
+		sum += n
+		return err
+	}
+	var dag *wfv1.DAGTemplate
+	for _, t := range wt.Spec.Templates {
+		if t.DAG != nil && t.Name == Entrypoint {
+			dag = t.DAG
+			continue
+		}
+		if err := add(byTemplate[t.Name], t); err != nil {
+			return nil, 0, err
+		}
+	}
+	for _, tk := range dag.Tasks {
+		if err := add(byTask[tk.Name], tk); err != nil {
+			return nil, 0, err
+		}
+	}
+	// The documents nest templates and tasks deeper than alone: spread the
+	// difference over the steps by their size.
+	empty := *wt
+	empty.Spec.Templates = []wfv1.Template{{Name: Entrypoint, DAG: &wfv1.DAGTemplate{}}}
+	fixed, err := size(&empty)
+	if err != nil {
+		return nil, 0, err
+	}
+	cost := make([]int, len(raw))
+	for i, n := range raw {
+		cost[i] = int(int64(n) * int64(wtSize-fixed) / int64(max(sum, 1)))
+	}
+	return cost, fixed, nil
+}
+
+// parentTemplate is the WorkflowTemplate that runs f's parts: named and
+// labelled as f's one WorkflowTemplate, with its params, and the fields of wt
+// (f's one WorkflowTemplate) that its resource templates' executor pods take:
+// the service account, security context and pod metadata every step shares.
+func parentTemplate(f *plan.Flow, wt *wfv1.WorkflowTemplate, parts []Part) (*wfv1.WorkflowTemplate, error) {
+	spec := wfv1.WorkflowSpec{
+		Entrypoint:         Entrypoint,
+		Arguments:          wt.Spec.Arguments,
+		ServiceAccountName: wt.Spec.ServiceAccountName,
+		SecurityContext:    wt.Spec.SecurityContext,
+		PodMetadata:        wt.Spec.PodMetadata,
+	}
+	dag := &wfv1.DAGTemplate{}
+	spec.Templates = []wfv1.Template{{Name: Entrypoint, DAG: dag}}
+	for _, p := range parts {
+		m, err := manifest(f, partWorkflow(f, p.N))
+		if err != nil {
+			return nil, err
+		}
+		name := PartTask(p.N)
+		spec.Templates = append(spec.Templates, resourceTemplate(name, m, PartSuccess, PartFailure))
+		after := make([]string, len(p.After))
+		for i, a := range p.After {
+			after[i] = PartTask(a)
+		}
+		dag.Tasks = append(dag.Tasks, wfv1.DAGTask{Name: name, Template: name, Depends: strings.Join(after, " && ")})
+	}
+	return &wfv1.WorkflowTemplate{
+		TypeMeta:   wt.TypeMeta,
+		ObjectMeta: wt.ObjectMeta,
+		Spec:       spec,
+	}, nil
+}
+
+// partWorkflow is the Workflow of part n that the parent's task creates: of
+// the part's WorkflowTemplate, labelled with the parent Workflow's name and the
+// part's number, given the parent's params (and the run's ID).
+func partWorkflow(f *plan.Flow, n int) *wfv1.Workflow {
+	var params []wfv1.Parameter
+	for _, p := range f.Params {
+		params = append(params, wfv1.Parameter{Name: p.Name, Value: wfv1.AnyStringPtr(paramTag(p.Name))})
+	}
+	if f.Artifacts != nil {
+		params = append(params, wfv1.Parameter{Name: ParamRunID, Value: wfv1.AnyStringPtr(RunID)})
+	}
+	meta := objectMeta(f, "")
+	meta.Namespace = ""
+	meta.GenerateName = RunID + "-" + PartTask(n) + "-"
+	meta.Labels[LabelParentWorkflow] = RunID
+	meta.Labels[LabelPart] = strconv.Itoa(n)
+	return &wfv1.Workflow{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "argoproj.io/v1alpha1", Kind: "Workflow"},
+		ObjectMeta: meta,
+		Spec: wfv1.WorkflowSpec{
+			WorkflowTemplateRef: &wfv1.WorkflowTemplateRef{Name: PartName(f.Name, n)},
+			Arguments:           wfv1.Arguments{Parameters: params},
+		},
+	}
+}
