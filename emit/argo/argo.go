@@ -369,17 +369,6 @@ func TaskName(step string) string {
 	return step
 }
 
-// StepOfTask returns the step that the DAG task called task runs: TaskName in
-// reverse. A task of a multi-node step's Service (ServiceSuffix) is the step's
-// too.
-func StepOfTask(task string) string {
-	task = strings.TrimSuffix(task, ServiceSuffix)
-	if len(task) > 1 && task[0] == 'S' && task[1] >= '0' && task[1] <= '9' {
-		return task[1:]
-	}
-	return task
-}
-
 // task is the DAG task that runs step s.
 func task(s *plan.Step) (wfv1.DAGTask, error) {
 	after := make([]string, len(s.After))
