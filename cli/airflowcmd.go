@@ -193,11 +193,7 @@ func airflowTrigger(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, params map[st
 	if err := checkOnInterrupt(c); err != nil {
 		return err
 	}
-	cl, err := airflowClient(c)
-	if err != nil {
-		return err
-	}
-	id, err := dagID(p)
+	cl, id, err := airflowDAG(c, p)
 	if err != nil {
 		return err
 	}
@@ -283,11 +279,7 @@ const airflowListed = 50
 
 // airflowRunsList lists the last runs of p's DAG.
 func airflowRunsList(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
-	cl, err := airflowClient(c)
-	if err != nil {
-		return err
-	}
-	id, err := dagID(p)
+	cl, id, err := airflowDAG(c, p)
 	if err != nil {
 		return err
 	}
@@ -330,20 +322,39 @@ func runRecord(cl *airflow.Client, p *plan.Flow, r *airflow.DAGRun) *record.Reco
 	return rec
 }
 
-// airflowRunsShow shows a run of p's DAG as Airflow has it: its steps'
-// tasks, their states and tries.
-func airflowRunsShow(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, run string) error {
+// airflowDAG returns the client of the Airflow the flags name and the id of
+// p's DAG there.
+func airflowDAG(c *ucli.Context, p *plan.Flow) (*airflow.Client, string, error) {
 	cl, err := airflowClient(c)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	id, err := dagID(p)
 	if err != nil {
-		return err
+		return nil, "", err
+	}
+	return cl, id, nil
+}
+
+// airflowRun returns, besides airflowDAG's, run of p's DAG as Airflow has it.
+func airflowRun(c *ucli.Context, p *plan.Flow, run string) (*airflow.Client, string, *airflow.DAGRun, error) {
+	cl, id, err := airflowDAG(c, p)
+	if err != nil {
+		return nil, "", nil, err
 	}
 	r, err := cl.Run(c.Context, id, run)
 	if err != nil {
-		return invalidErr(err)
+		return nil, "", nil, invalidErr(err)
+	}
+	return cl, id, r, nil
+}
+
+// airflowRunsShow shows a run of p's DAG as Airflow has it: its steps'
+// tasks, their states and tries.
+func airflowRunsShow(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, run string) error {
+	cl, id, r, err := airflowRun(c, p, run)
+	if err != nil {
+		return err
 	}
 	tis, err := cl.TaskInstances(c.Context, id, run)
 	if err != nil {
@@ -358,11 +369,7 @@ func airflowLogs(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, run, step string
 	if step != "" && p.Step(step) == nil {
 		return usageErr("logs: flow %s has no step %s", p.Name, step)
 	}
-	cl, err := airflowClient(c)
-	if err != nil {
-		return err
-	}
-	id, err := dagID(p)
+	cl, id, err := airflowDAG(c, p)
 	if err != nil {
 		return err
 	}
@@ -438,17 +445,9 @@ func airflowLogs(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, run, step string
 
 // airflowStop marks a run failed.
 func airflowStop(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, run string) error {
-	cl, err := airflowClient(c)
+	cl, id, r, err := airflowRun(c, p, run)
 	if err != nil {
 		return err
-	}
-	id, err := dagID(p)
-	if err != nil {
-		return err
-	}
-	r, err := cl.Run(c.Context, id, run)
-	if err != nil {
-		return invalidErr(err)
 	}
 	if r.Final() {
 		return invalidErr(fmt.Errorf("run %s of DAG %s has already ended: %s", run, id, r.State))
@@ -467,17 +466,9 @@ func airflowRetry(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, run string) err
 	if err := checkOnInterrupt(c); err != nil {
 		return err
 	}
-	cl, err := airflowClient(c)
+	cl, id, r, err := airflowRun(c, p, run)
 	if err != nil {
 		return err
-	}
-	id, err := dagID(p)
-	if err != nil {
-		return err
-	}
-	r, err := cl.Run(c.Context, id, run)
-	if err != nil {
-		return invalidErr(err)
 	}
 	params := runRecord(cl, p, r).Params
 	if !r.Final() {
