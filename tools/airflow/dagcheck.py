@@ -347,7 +347,8 @@ def pods_from_json(path):
                 kwargs["task_id"] = "%s-%d" % (task["task_id"], i)
                 op = cls(**kwargs)
             ti = types.SimpleNamespace(map_index=-1, task=op)
-            context = {"ti": ti, "task": op, "dag": dag, "params": dict(spec["params"]), "run_id": RUN_ID}
+            context = {"ti": ti, "task": op, "dag": dag, "params": dict(spec["params"]), "run_id": RUN_ID,
+                       "dag_run": types.SimpleNamespace(conf={})}
             op.render_template_fields(context)
             built.append(api.sanitize_for_serialization(op.build_pod_request_obj(dry_run=True)))
         out[task["task_id"]] = built
