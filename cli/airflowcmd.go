@@ -23,6 +23,7 @@ import (
 	"github.com/manifoldflow/manifold/runtimes/airflow"
 	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/runtimes/record"
+	"github.com/manifoldflow/manifold/runtimes/tracing"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -200,7 +201,28 @@ func airflowTrigger(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, params map[st
 	if stale, err := cl.Stale(c.Context, p); err == nil && stale {
 		fmt.Fprintf(c.App.ErrWriter, "note: DAG %s in Airflow is not flow %s as it compiles now: deploy --target airflow runs the current one\n", id, p.Name)
 	}
-	run, unpaused, err := cl.Trigger(c.Context, id, runid.New(time.Now()), params)
+	runID := runid.New(time.Now())
+	conf := maps.Clone(params)
+	var tracer *tracing.Tracer
+	var trace *tracing.Run
+	if c.Bool("wait") {
+		// A followed run is traced from its creation, so that its steps'
+		// pods get its trace context (TRACEPARENT) from the run's conf.
+		var endTracing func()
+		tracer, endTracing, err = startTracing(c)
+		if err != nil {
+			return err
+		}
+		defer endTracing()
+		trace = tracer.Begin(p, runID, "airflow")
+		if tp := trace.TraceParent(); tp != "" {
+			if conf == nil {
+				conf = map[string]string{}
+			}
+			conf[emitairflow.ConfTraceParent] = tp
+		}
+	}
+	run, unpaused, err := cl.Trigger(c.Context, id, runID, conf)
 	if unpaused {
 		fmt.Fprintf(c.App.Writer, "DAG %s was paused: unpaused it\n", id)
 	}
@@ -212,7 +234,7 @@ func airflowTrigger(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, params map[st
 		fmt.Fprintf(c.App.Writer, "follow it with retry --target airflow %s; runs show --target airflow %s shows it\n", run.ID, run.ID)
 		return nil
 	}
-	return airflowFollow(c, cl, p, id, run.ID, all)
+	return followAirflowRun(c, cl, p, id, run.ID, all, tracer, trace)
 }
 
 // checkOnInterrupt refuses an --on-interrupt that names neither choice.
@@ -233,12 +255,19 @@ func airflowFollow(c *ucli.Context, cl *airflow.Client, p *plan.Flow, id, run st
 		return err
 	}
 	defer endTracing()
+	return followAirflowRun(c, cl, p, id, run, params, tracer, nil)
+}
+
+// followAirflowRun is airflowFollow with tracer, continuing trace when the
+// run's trace began at its trigger.
+func followAirflowRun(c *ucli.Context, cl *airflow.Client, p *plan.Flow, id, run string, params map[string]string, tracer *tracing.Tracer, trace *tracing.Run) error {
 	width, height, live := terminal(c.App.Writer)
 	res, err := cl.Follow(c.Context, p, id, run, airflow.FollowOptions{
 		Params: params,
 		Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
 		Live: live, Width: width, Height: height,
 		Tracer:      tracer,
+		Trace:       trace,
 		OnInterrupt: func() bool { return stopOnInterrupt(c, run) },
 	})
 	switch {
@@ -313,6 +342,9 @@ func runRecord(cl *airflow.Client, p *plan.Flow, r *airflow.DAGRun) *record.Reco
 		rec.End = *r.EndDate
 	}
 	for k, v := range r.Conf {
+		if k == emitairflow.ConfTraceParent {
+			continue // the trace context its trigger gave the steps, not a param
+		}
 		if s, ok := v.(string); ok {
 			rec.Params[k] = s
 		} else {

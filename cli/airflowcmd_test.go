@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	emitairflow "github.com/manifoldflow/manifold/emit/airflow"
 	"github.com/manifoldflow/manifold/harness/airflowtest"
 	"github.com/manifoldflow/manifold/harness/otlptest"
 	"github.com/manifoldflow/manifold/harness/simcluster"
@@ -195,9 +197,24 @@ func TestAirflowLifecycle(t *testing.T) {
 		if got := otlptest.Tree(spans, keys, false); got != want {
 			t.Errorf("span tree:\n%s\nwant:\n%s", got, want)
 		}
+		traceID := ""
 		for _, s := range spans {
 			if s.Name == "run afok" && (s.Attrs[tracing.AttrRuntime] != "airflow" || s.Attrs[tracing.AttrRunID] != id) {
 				t.Errorf("run span attributes %v; want runtime airflow, run %s", s.Attrs, id)
+			}
+			if s.Name == "run afok" {
+				traceID = s.TraceID
+			}
+		}
+		// Every step's pod continues the run's trace.
+		pods, err := cluster.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: plan.LabelFlow + "=afok"})
+		if err != nil || len(pods.Items) == 0 {
+			t.Fatalf("the run's pods: %v, %v", pods, err)
+		}
+		for _, pod := range pods.Items {
+			tp := podEnv(pod, plan.EnvTraceParent)
+			if parts := strings.Split(tp, "-"); len(parts) != 4 || parts[1] != traceID {
+				t.Errorf("pod %s: TRACEPARENT %q; want a W3C trace context in the run's trace %s", pod.Name, tp, traceID)
 			}
 		}
 
@@ -208,6 +225,9 @@ func TestAirflowLifecycle(t *testing.T) {
 		r = runAF(t, flow, p, "show", id)
 		if r.code != 0 || !strings.Contains(r.stdout, "run "+id+" of flow afok: succeeded\non Airflow "+srv.URL+"\n") || !strings.Contains(r.stdout, "params size=large") {
 			t.Errorf("runs show: exit %d; want the run succeeded with size=large", r.code)
+		}
+		if strings.Contains(r.stdout, emitairflow.ConfTraceParent) {
+			t.Errorf("runs show shows the reserved %s among the params:\n%s", emitairflow.ConfTraceParent, r.stdout)
 		}
 		for _, row := range []string{`a\s+succeeded`, `b\[0\]\s+x\s+succeeded`, `b\[1\]\s+y\s+succeeded`, `c\s+succeeded`} {
 			if !regexp.MustCompile(`(?m)^` + row + `\s+1\s`).MatchString(r.stdout) {
@@ -334,6 +354,10 @@ func TestAirflowLifecycle(t *testing.T) {
 		for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
 			pods, err := cluster.Client.CoreV1().Pods(ns).List(t.Context(), sel)
 			if err == nil && len(pods.Items) == 1 {
+				// Untraced, the step's TRACEPARENT is empty.
+				if tp := podEnv(pods.Items[0], plan.EnvTraceParent); tp != "" {
+					t.Errorf("a's pod of an untraced run: TRACEPARENT %q; want empty", tp)
+				}
 				break
 			}
 			if time.Now().After(deadline) {
@@ -460,6 +484,17 @@ func interruptedTrigger(t *testing.T, cl *airflow.Client, flow *sdk.Flow, p *pla
 	waitTask(t, cl, flow.Name(), id, "a", "running")
 	cancel()
 	return <-done, id
+}
+
+// podEnv is the value of variable name in pod's first container, "" when it
+// has none.
+func podEnv(pod corev1.Pod, name string) string {
+	for _, e := range pod.Spec.Containers[0].Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
 }
 
 // waitSpans waits until rcv has at least n spans (the trace is sent as the

@@ -376,6 +376,16 @@ func argoTrigger(c *ucli.Context, p *plan.Flow, params map[string]string) error 
 	if err != nil {
 		return err
 	}
+	if c.Bool("wait") {
+		// A followed run is traced from its creation, so that its steps'
+		// pods get its trace context as TRACEPARENT.
+		tracer, endTracing, err := startTracing(c)
+		if err != nil {
+			return err
+		}
+		defer endTracing()
+		a.SetTracer(tracer)
+	}
 	name, note, err := a.Trigger(c.Context, params)
 	if err != nil {
 		return invalidErr(err)
@@ -387,7 +397,8 @@ func argoTrigger(c *ucli.Context, p *plan.Flow, params map[string]string) error 
 	if !c.Bool("wait") {
 		return nil
 	}
-	return argoFollow(c, a, name)
+	res, err := a.Follow(c.Context, name)
+	return followErr(res, err)
 }
 
 // argoFollow follows run name until it ends, traced as run --kube is, and

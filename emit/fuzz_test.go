@@ -165,7 +165,7 @@ func FuzzArgoTemplating(f *testing.F) {
 }
 
 // argoTags are the template tags the argo target writes itself.
-var argoTags = []string{"{{workflow.parameters.p}}", "{{inputs.parameters.item}}", "{{inputs.parameters.index}}", "{{item.value}}", "{{item.index}}"}
+var argoTags = []string{"{{workflow.parameters.p}}", "{{workflow.parameters." + argo.ParamTraceParent + "}}", "{{inputs.parameters.item}}", "{{inputs.parameters.index}}", "{{item.value}}", "{{item.index}}"}
 
 func checkArgoPod(t *testing.T, p *plan.Flow, wt *wfv1.WorkflowTemplate, s string) {
 	t.Helper()
@@ -192,7 +192,7 @@ func checkArgoPod(t *testing.T, p *plan.Flow, wt *wfv1.WorkflowTemplate, s strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, argopod.Untraced); diff != "" {
 		t.Errorf("%q: the kubelet gives Argo's container other values than the Job's (-job +argo):\n%s", s, diff)
 	}
 }

@@ -37,6 +37,12 @@ type PodOptions struct {
 	// store: Argo passes "{{workflow.name}}", Airflow "{{ run_id }}". Empty, it is
 	// the runtime's run (f.Run), else plan.DefaultRunID.
 	RunID string
+	// TraceParent renders the trace context the step continues (plan.EnvTraceParent)
+	// on a target that deploys the flow once for every run: Argo passes a
+	// workflow parameter, Airflow the DAG run's conf, which a traced trigger sets
+	// and which is otherwise empty. Empty, the pod has no TRACEPARENT: the kube
+	// runtime sets it on each object it creates.
+	TraceParent string
 }
 
 // CompletionIndexAnnotation is where an Indexed Job puts a pod's index, which is its
@@ -170,9 +176,10 @@ func podAnnotations(s *plan.Step) map[string]string {
 	return annotations
 }
 
-// Env returns the container's environment: the flow params, then a foreach step's
-// item and index, then the artifact store's variables (ArtifactEnv), then a
-// multi-node step's rendezvous variables, then EFA wiring's, then the step's own
+// Env returns the container's environment: the flow params, then TRACEPARENT
+// (o.TraceParent, when set), then a foreach step's item and index, then the
+// artifact store's variables (ArtifactEnv), then a multi-node step's rendezvous
+// variables, then EFA wiring's, then the step's own
 // variables in declaration order. Putting Manifold's variables first lets the
 // step's own refer to them as $(NAME).
 func Env(f *plan.Flow, s *plan.Step, o PodOptions) []corev1.EnvVar {
@@ -183,6 +190,9 @@ func Env(f *plan.Flow, s *plan.Step, o PodOptions) []corev1.EnvVar {
 			v = o.Param(p)
 		}
 		env = append(env, corev1.EnvVar{Name: p.Env, Value: v})
+	}
+	if o.TraceParent != "" {
+		env = append(env, corev1.EnvVar{Name: plan.EnvTraceParent, Value: o.TraceParent})
 	}
 	if o.Item != nil {
 		env = append(env,

@@ -101,9 +101,10 @@ type Task struct {
 	// over them (expand(env_vars=Items)), and Args then has no env_vars.
 	Items [][]corev1.EnvVar
 	// Templates names the variables whose values are Airflow templates: the flow
-	// params' (ParamRef), the run ID's (RunID) and a multi-node step's rank 0
-	// addresses. Every other value is literal. Users cannot name their own variables so (compile refuses
-	// MANIFOLD_ names, and the rendezvous names on a multi-node step).
+	// params' (ParamRef), TRACEPARENT's (TraceParent), the run ID's (RunID) and
+	// a multi-node step's rank 0 addresses. Every other value is literal. Users
+	// cannot name their own variables so (compile refuses MANIFOLD_ names, and
+	// the rendezvous names on a multi-node step).
 	Templates map[string]bool
 	// Setup marks the task that creates what its step's task needs; Setups, on a
 	// teardown task, names the setup tasks whose work it undoes once its upstream
@@ -165,6 +166,17 @@ func ParamRef(p plan.Param) string {
 // (MANIFOLD_RUN_ID, with an artifact store): every task of a run renders it alike.
 const RunID = "{{ run_id }}"
 
+// ConfTraceParent is the reserved key of a DAG run's conf whose value every
+// step's pod gets as TRACEPARENT (plan.EnvTraceParent): a traced trigger sets it
+// to the trace context of the run's span, so the steps continue the run's
+// trace. A run without it (untraced, scheduled, or started from Airflow's UI)
+// gives an empty TRACEPARENT. It begins with "_", which a flow's param cannot.
+const ConfTraceParent = "_manifold_traceparent"
+
+// TraceParent is the template of a step's TRACEPARENT: ConfTraceParent of the
+// run's conf, "" when the conf has none.
+const TraceParent = "{{ (dag_run.conf or {}).get('" + ConfTraceParent + "', '') }}"
+
 // Build turns f into the DAG both files are written from.
 func Build(f *plan.Flow) (*DAG, field.ErrorList) {
 	d := &DAG{ID: f.Name, Schedule: f.Schedule, Params: f.Params}
@@ -177,7 +189,7 @@ func Build(f *plan.Flow) (*DAG, field.ErrorList) {
 			tasks, err = multiNode(f, s)
 		} else {
 			var t Task
-			t, err = task(f, s, PodOperator, emit.PodOptions{Param: ParamRef, RunID: RunID}, nil)
+			t, err = task(f, s, PodOperator, emit.PodOptions{Param: ParamRef, RunID: RunID, TraceParent: TraceParent}, nil)
 			tasks = []Task{t}
 		}
 		if err != nil {
@@ -195,6 +207,9 @@ func task(f *plan.Flow, s *plan.Step, operator string, o emit.PodOptions, itemOp
 	t := Task{ID: s.Name, Upstream: s.After, Operator: operator, Templates: map[string]bool{}}
 	for _, p := range f.Params {
 		t.Templates[p.Env] = true
+	}
+	if o.TraceParent != "" {
+		t.Templates[plan.EnvTraceParent] = true
 	}
 	if f.Artifacts != nil {
 		t.Templates[plan.EnvRunID] = true

@@ -144,7 +144,9 @@ func TestParamsAreTemplatesAndTextIsLiteral(t *testing.T) {
 	if err := json.Unmarshal(data, &vars); err != nil {
 		t.Fatal(err)
 	}
-	want := []corev1.EnvVar{{Name: "MANIFOLD_PARAM_EPOCHS", Value: "{{ params['epochs'] }}"}, {Name: "NOTE", Value: "{% raw %}"}, {Name: "LINES", Value: "a\nb"}}
+	want := []corev1.EnvVar{{Name: "MANIFOLD_PARAM_EPOCHS", Value: "{{ params['epochs'] }}"},
+		{Name: plan.EnvTraceParent, Value: "{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"},
+		{Name: "NOTE", Value: "{% raw %}"}, {Name: "LINES", Value: "a\nb"}}
 	if diff := cmp.Diff(want, vars); diff != "" {
 		t.Errorf("JSON env_vars (-want +got):\n%s", diff)
 	}
@@ -184,7 +186,7 @@ func TestForeachIsOneMappedTask(t *testing.T) {
 		t.Errorf("the mapped task's partial arguments hold env_vars")
 	}
 	for i, item := range []string{"a", "b", "c"} {
-		want := []corev1.EnvVar{{Name: plan.EnvItem, Value: item}, {Name: plan.EnvIndex, Value: fmt.Sprint(i)}}
+		want := []corev1.EnvVar{{Name: plan.EnvTraceParent, Value: airflow.TraceParent}, {Name: plan.EnvItem, Value: item}, {Name: plan.EnvIndex, Value: fmt.Sprint(i)}}
 		if diff := cmp.Diff(want, work.Expand["env_vars"][i]); diff != "" {
 			t.Errorf("item %d env (-want +got):\n%s", i, diff)
 		}

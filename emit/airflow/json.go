@@ -15,7 +15,8 @@ import (
 // kubernetes.client's ApiClient().sanitize_for_serialization gives), durations are
 // seconds. Every string is meant literally except the values of the
 // MANIFOLD_PARAM_ variables, which are Airflow templates of the DAG's params, of
-// MANIFOLD_RUN_ID (a flow with an artifact store), the template of the run's id, and,
+// MANIFOLD_RUN_ID (a flow with an artifact store), the template of the run's id, of
+// TRACEPARENT, the template of the run's trace context (TraceParent), and,
 // in the tasks of a multi-node step, the values of MASTER_ADDR, PET_MASTER_ADDR and
 // NEURON_RT_ROOT_COMM_ID, the Job task's name, namespace, labels and
 // pod_template_dict, and the Service tasks' yaml_conf: Airflow templates of the

@@ -119,9 +119,9 @@ func multiNode(f *plan.Flow, s *plan.Step) ([]Task, error) {
 	if s.Foreach != nil {
 		index = mapIndex
 	}
-	run, err := task(f, s, JobOperator, emit.PodOptions{Param: ParamRef, RunID: RunID, MasterAddr: names.masterAddr("")},
+	run, err := task(f, s, JobOperator, emit.PodOptions{Param: ParamRef, RunID: RunID, TraceParent: TraceParent, MasterAddr: names.masterAddr("")},
 		func(i int) emit.PodOptions {
-			return emit.PodOptions{Param: ParamRef, RunID: RunID, Item: emit.ItemAt(s, i), MasterAddr: names.masterAddr(strconv.Itoa(i))}
+			return emit.PodOptions{Param: ParamRef, RunID: RunID, TraceParent: TraceParent, Item: emit.ItemAt(s, i), MasterAddr: names.masterAddr(strconv.Itoa(i))}
 		})
 	if err != nil {
 		return nil, err

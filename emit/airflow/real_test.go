@@ -275,9 +275,30 @@ const airflowRunID = "manual__2026-12-02T14:20:32.669649+00:00"
 // store's pods differ between the Job target and Airflow: MANIFOLD_RUN_ID, the
 // Job target's plan.DefaultRunID (no runtime names the run) and on Airflow the
 // DAG run's id. Everything else of the store (its variables, the volume) must be
-// equal.
+// equal. It also checks, then removes, Airflow's TRACEPARENT, empty in a run
+// whose conf has no trace context, which the Job target's pods lack (the kube
+// runtime sets it on each object it creates).
 func runIDs(t *testing.T, what string, job, af *corev1.PodTemplateSpec) {
 	t.Helper()
+	for _, side := range []struct {
+		pod  *corev1.PodTemplateSpec
+		want int
+	}{{job, 0}, {af, 1}} {
+		c := &side.pod.Spec.Containers[0]
+		n := 0
+		c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool {
+			if e.Name != plan.EnvTraceParent {
+				return false
+			}
+			if n++; e.Value != "" || e.ValueFrom != nil {
+				t.Errorf("%s: %s = %+v in a run without a trace context; want empty", what, e.Name, e)
+			}
+			return true
+		})
+		if n != side.want {
+			t.Errorf("%s: %d %s variables, want %d", what, n, plan.EnvTraceParent, side.want)
+		}
+	}
 	for _, side := range []struct {
 		pod  *corev1.PodTemplateSpec
 		want string

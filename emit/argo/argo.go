@@ -44,7 +44,7 @@
 // The output stays compact: a pod field that every step shares is written once,
 // at workflow level (podMetadata, nodeSelector, securityContext,
 // serviceAccountName, imagePullSecrets) or in templateDefaults (the container's
-// image, pull policy and the params' variables), only where Argo's controller gives
+// image, pull policy, the params' variables and TRACEPARENT), only where Argo's controller gives
 // every step back exactly the pod emit.Pod built. The executor pod of a resource
 // template takes the workflow-level fields too, so they are computed from the
 // container steps alone, and a nodeSelector is not shared when a multi-node step
@@ -173,9 +173,10 @@ func Objects(f *plan.Flow) ([]any, field.ErrorList) {
 
 // PodOptions are the values Argo fills in at run time: params as
 // {{workflow.parameters.NAME}}, a foreach step's item and index as its
-// template's input parameters, and the run's ID as the workflow's name (RunID).
+// template's input parameters, the run's ID as the workflow's name (RunID), and
+// TRACEPARENT as the reserved parameter ParamTraceParent.
 func PodOptions(s *plan.Step) emit.PodOptions {
-	o := emit.PodOptions{Param: func(p plan.Param) string { return paramTag(p.Name) }, RunID: RunID}
+	o := emit.PodOptions{Param: func(p plan.Param) string { return paramTag(p.Name) }, RunID: RunID, TraceParent: paramTag(ParamTraceParent)}
 	if s.Foreach != nil {
 		o.Item = &emit.Item{Value: "{{inputs.parameters." + InputItem + "}}", Index: "{{inputs.parameters." + InputIndex + "}}"}
 	}
@@ -186,6 +187,13 @@ func PodOptions(s *plan.Step) emit.PodOptions {
 // the name of the workflow, which is unique among the workflows of its namespace
 // and which every step of one run shares.
 const RunID = "{{workflow.name}}"
+
+// ParamTraceParent is the reserved workflow parameter that every step's
+// container gets as TRACEPARENT (plan.EnvTraceParent): a traced trigger sets
+// it to the trace context of the run's span, so the steps continue the run's
+// trace; it is empty otherwise. It begins with "_", which a flow's param
+// cannot.
+const ParamTraceParent = "_manifold-traceparent"
 
 // paramTag is Argo's reference to the flow param called name.
 func paramTag(name string) string { return "{{workflow.parameters." + name + "}}" }
@@ -424,6 +432,7 @@ func workflowSpec(f *plan.Flow, pods []corev1.PodTemplateSpec, resources, litera
 	for _, p := range f.Params {
 		spec.Arguments.Parameters = append(spec.Arguments.Parameters, wfv1.Parameter{Name: p.Name, Value: wfv1.AnyStringPtr(p.Value)})
 	}
+	spec.Arguments.Parameters = append(spec.Arguments.Parameters, wfv1.Parameter{Name: ParamTraceParent, Value: wfv1.AnyStringPtr("")})
 	var sh shared
 	// imagePullSecrets have no template field: the workflow's serve every step
 	// that needs no others.
@@ -459,15 +468,13 @@ func workflowSpec(f *plan.Flow, pods []corev1.PodTemplateSpec, resources, litera
 	// with EFA wiring, which write their own whole (a strategic merge replaces
 	// the capability lists).
 	sh.container.SecurityContext = mostCommon(pods, func(p *corev1.PodTemplateSpec) *corev1.SecurityContext { return main(p).SecurityContext })
-	// Every step's environment starts with the params' variables, the same for all
-	// steps on Argo, after BracesEnv when the flow carries "{{".
-	n := len(f.Params)
+	// Every step's environment starts with the params' variables and TRACEPARENT,
+	// the same for all steps on Argo, after BracesEnv when the flow carries "{{".
+	n := len(f.Params) + 1
 	if literal {
 		n++
 	}
-	if n > 0 {
-		sh.container.Env = main(&pods[0]).Env[:n:n]
-	}
+	sh.container.Env = main(&pods[0]).Env[:n:n]
 	if !reflect.DeepEqual(sh.container, corev1.Container{}) {
 		c := sh.container
 		c.Name = plan.ContainerName // the container's name is always written; give it its value

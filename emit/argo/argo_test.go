@@ -2,6 +2,8 @@ package argo_test
 
 import (
 	"bytes"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/harness/argopod"
+	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -69,7 +72,8 @@ func TestTrainTemplate(t *testing.T) {
 	if diff := cmp.Diff(want, train.RetryStrategy); diff != "" {
 		t.Errorf("retryStrategy (-want +got):\n%s", diff)
 	}
-	if p := wt.Spec.Arguments.Parameters; len(p) != 1 || p[0].Name != "epochs" || p[0].Value.String() != "3" {
+	if p := wt.Spec.Arguments.Parameters; len(p) != 2 || p[0].Name != "epochs" || p[0].Value.String() != "3" ||
+		p[1].Name != argo.ParamTraceParent || p[1].Value.String() != "" {
 		t.Errorf("arguments = %+v", p)
 	}
 	tasks := templateNamed(t, wt, argo.Entrypoint).DAG.Tasks
@@ -250,5 +254,87 @@ func TestTaskNamesStartWithALetter(t *testing.T) {
 	want := []string{"S1st=1st<", "S2nd=2nd<S1st", "s1st=s1st<S1st && S2nd"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("tasks (-want +got):\n%s", diff)
+	}
+}
+
+// TestTraceParent: every container of every step, multi-node steps' pods
+// included, gets the run's trace context as TRACEPARENT from the reserved
+// parameter a traced trigger sets, once and right after the params; when the
+// steps share it, it is written once, in templateDefaults.
+func TestTraceParent(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	for name, f := range lintFlows() {
+		t.Run(name, func(t *testing.T) {
+			p := mustCompile(t, f)
+			wt, errs := argo.WorkflowTemplate(p)
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			set := false
+			for i, a := range wt.Spec.Arguments.Parameters {
+				if a.Name == argo.ParamTraceParent {
+					if a.Value.String() != "" {
+						t.Errorf("%s defaults to %q; want empty", a.Name, a.Value.String())
+					}
+					wt.Spec.Arguments.Parameters[i].Value = wfv1.AnyStringPtr(tp)
+					set = true
+				}
+			}
+			if !set {
+				t.Fatalf("no parameter %s among %v", argo.ParamTraceParent, wt.Spec.Arguments.Parameters)
+			}
+			check := func(what string, c corev1.Container) {
+				var names []string
+				for _, e := range c.Env {
+					names = append(names, e.Name)
+				}
+				i := slices.Index(names, plan.EnvTraceParent)
+				if i < 0 || c.Env[i].Value != tp || slices.Contains(names[i+1:], plan.EnvTraceParent) {
+					t.Errorf("%s: env %v; want TRACEPARENT=%s once", what, c.Env, tp)
+				}
+				for _, prm := range p.Params {
+					if j := slices.Index(names, prm.Env); j > i {
+						t.Errorf("%s: TRACEPARENT comes before param %s: %v", what, prm.Name, names)
+					}
+				}
+			}
+			pods := 0
+			for i := range p.Steps {
+				s := &p.Steps[i]
+				for item := range max(1, len(s.Foreach)) {
+					what := fmt.Sprintf("step %s item %d", s.Name, item)
+					if s.Nodes > 1 {
+						m, err := argopod.Manifest(wt, argo.TaskName(s.Name), 0, runUID)
+						if err != nil {
+							t.Fatalf("%s: %v", what, err)
+						}
+						ps, err := argopod.ManifestPods(m)
+						if err != nil {
+							t.Fatalf("%s: %v", what, err)
+						}
+						for _, pod := range ps {
+							check(what, pod.Spec.Containers[0])
+							pods++
+						}
+						break
+					}
+					pod, err := argopod.Resolve(wt, argo.TaskName(s.Name), item)
+					if err != nil {
+						t.Fatalf("%s: %v", what, err)
+					}
+					check(what, pod.Spec.Containers[0])
+					pods++
+				}
+			}
+			if pods == 0 {
+				t.Fatal("no pods checked")
+			}
+			if d := wt.Spec.TemplateDefaults; d != nil && d.Container != nil && len(d.Container.Env) > 0 {
+				shared := slices.ContainsFunc(d.Container.Env, func(e corev1.EnvVar) bool { return e.Name == plan.EnvTraceParent })
+				if !shared {
+					t.Errorf("templateDefaults' env %v has the params' variables but not TRACEPARENT", d.Container.Env)
+				}
+			}
+		})
 	}
 }

@@ -116,7 +116,7 @@ func TestLiteralsCarried(t *testing.T) {
 	}
 	// The one "{{" left are Argo's own tags, which the target writes.
 	text := string(files[0].Data)
-	for _, tag := range []string{"{{workflow.parameters.p}}", "{{inputs.parameters.item}}", "{{inputs.parameters.index}}", "{{item.value}}", "{{item.index}}"} {
+	for _, tag := range []string{"{{workflow.parameters.p}}", "{{workflow.parameters." + argo.ParamTraceParent + "}}", "{{inputs.parameters.item}}", "{{inputs.parameters.index}}", "{{item.value}}", "{{item.index}}"} {
 		text = strings.ReplaceAll(text, tag, "")
 	}
 	if strings.Contains(text, "{{") {

@@ -155,7 +155,7 @@ func TestMultiNodeJobSetTemplate(t *testing.T) {
 	if want := "neuron-train-train-" + runUID[:8]; js.Name != want {
 		t.Errorf("JobSet name %q, want %q", js.Name, want)
 	}
-	if diff := cmp.Diff(jobset.Build(p, p.Step("train"), js.Name, emit.PodOptions{}), &js); diff != "" {
+	if diff := cmp.Diff(jobset.Build(p, p.Step("train"), js.Name, emit.PodOptions{}), &js, argopod.Untraced); diff != "" {
 		t.Errorf("the manifest is not the jobset target's JobSet (-jobset +argo):\n%s", diff)
 	}
 	env := map[string]string{}
@@ -220,7 +220,7 @@ func TestMultiNodeJobTemplates(t *testing.T) {
 		t.Errorf("Job name %q, want %q", gotJob.Name, want)
 	}
 	wantJob := job.New(p, p.Step("train"), gotJob.Name, emit.PodOptions{})
-	if diff := cmp.Diff(wantJob, &gotJob); diff != "" {
+	if diff := cmp.Diff(wantJob, &gotJob, argopod.Untraced); diff != "" {
 		t.Errorf("the manifest is not the job target's Job (-job +argo):\n%s", diff)
 	}
 	if diff := cmp.Diff(job.Service(wantJob), &gotSvc); diff != "" {
@@ -249,7 +249,7 @@ func TestMultiNodeForeach(t *testing.T) {
 	if err := yaml.UnmarshalStrict([]byte(m), &js); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(jobset.Build(p, p.Step("work"), js.Name, emit.PodOptions{}), &js); diff != "" {
+	if diff := cmp.Diff(jobset.Build(p, p.Step("work"), js.Name, emit.PodOptions{}), &js, argopod.Untraced); diff != "" {
 		t.Errorf("the manifest is not the jobset target's JobSet (-jobset +argo):\n%s", diff)
 	}
 	if len(js.Spec.ReplicatedJobs) != 3 {
@@ -279,7 +279,7 @@ func TestMultiNodeForeach(t *testing.T) {
 		if want := fmt.Sprintf("fan-work-%d-%s", i, runUID[:8]); j.Name != want {
 			t.Errorf("item %d: Job %q, want %q", i, j.Name, want)
 		}
-		if diff := cmp.Diff(job.New(p, s, j.Name, emit.PodOptions{Item: emit.ItemAt(s, i)}), &j); diff != "" {
+		if diff := cmp.Diff(job.New(p, s, j.Name, emit.PodOptions{Item: emit.ItemAt(s, i)}), &j, argopod.Untraced); diff != "" {
 			t.Errorf("item %d: the manifest is not the job target's Job (-job +argo):\n%s", i, diff)
 		}
 	}
@@ -306,7 +306,7 @@ func TestExecutorGetsNoAcceleratorSelector(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(job.Jobs(p, p.Step(step))[0].Spec.Template, pod, cmpopts.EquateEmpty()); diff != "" {
+		if diff := cmp.Diff(job.Jobs(p, p.Step(step))[0].Spec.Template, pod, cmpopts.EquateEmpty(), argopod.Untraced); diff != "" {
 			t.Errorf("%s: Argo's pod differs from the Job's (-job +argo):\n%s", step, diff)
 		}
 	}
@@ -469,7 +469,7 @@ func checkObjects(t *testing.T, what string, p *plan.Flow, s *plan.Step, docs []
 				expanded(t, p, &want.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec, &js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec)
 			}
 		}
-		if diff := cmp.Diff(want, &js); diff != "" {
+		if diff := cmp.Diff(want, &js, argopod.Untraced); diff != "" {
 			t.Errorf("%s: step %s: not the jobset target's JobSet (-jobset +argo):\n%s", what, s.Name, diff)
 		}
 		return
@@ -491,7 +491,7 @@ func checkObjects(t *testing.T, what string, p *plan.Flow, s *plan.Step, docs []
 		}
 		want := job.New(p, s, j.Name, o)
 		expanded(t, p, &want.Spec.Template.Spec, &j.Spec.Template.Spec)
-		if diff := cmp.Diff(want, &j); diff != "" {
+		if diff := cmp.Diff(want, &j, argopod.Untraced); diff != "" {
 			t.Errorf("%s: step %s item %d: not the job target's Job (-job +argo):\n%s", what, s.Name, i, diff)
 		}
 		if diff := cmp.Diff(job.Service(want), &svc); diff != "" {

@@ -432,12 +432,13 @@ func parentTemplate(f *plan.Flow, wt *wfv1.WorkflowTemplate, parts []Part) (*wfv
 
 // partWorkflow is the Workflow of part n that the parent's task creates: of
 // the part's WorkflowTemplate, labelled with the parent Workflow's name and the
-// part's number, given the parent's params (and the run's ID).
+// part's number, given the parent's params, its trace context (and the run's ID).
 func partWorkflow(f *plan.Flow, n int) *wfv1.Workflow {
 	var params []wfv1.Parameter
 	for _, p := range f.Params {
 		params = append(params, wfv1.Parameter{Name: p.Name, Value: wfv1.AnyStringPtr(paramTag(p.Name))})
 	}
+	params = append(params, wfv1.Parameter{Name: ParamTraceParent, Value: wfv1.AnyStringPtr(paramTag(ParamTraceParent))})
 	if f.Artifacts != nil {
 		params = append(params, wfv1.Parameter{Name: ParamRunID, Value: wfv1.AnyStringPtr(RunID)})
 	}

@@ -371,7 +371,7 @@ func TestSplitRunsTheParts(t *testing.T) {
 		for _, a := range wf.Spec.Arguments.Parameters {
 			params = append(params, a.Name+"="+a.Value.String())
 		}
-		want := []string{"p=p", "epochs=epochs", argo.ParamRunID + "={{workflow.name}}"}
+		want := []string{"p=p", "epochs=epochs", argo.ParamTraceParent + "={{workflow.parameters." + argo.ParamTraceParent + "}}", argo.ParamRunID + "={{workflow.name}}"}
 		if diff := cmp.Diff(want, params); diff != "" {
 			t.Errorf("%s params (-want +got):\n%s", tpl.Name, diff)
 		}

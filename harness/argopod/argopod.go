@@ -31,6 +31,8 @@ import (
 	"testing"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -390,6 +392,21 @@ func hasVolume(vols []corev1.Volume, name string) bool {
 	}
 	return false
 }
+
+// Untraced is the comparison option under which Argo's pod of an untraced run
+// is the Job target's: it leaves out the empty TRACEPARENT that every container
+// of an Argo step has (argo.ParamTraceParent's default), and that the Job
+// target's pods lack, the kube runtime setting it on each object it creates.
+// The argo package's TestTraceParent checks the variable itself.
+var Untraced cmp.Option = cmpopts.AcyclicTransformer("untraced", func(env []corev1.EnvVar) []corev1.EnvVar {
+	var out []corev1.EnvVar
+	for _, e := range env {
+		if e != (corev1.EnvVar{Name: plan.EnvTraceParent}) {
+			out = append(out, e)
+		}
+	}
+	return out
+})
 
 // RunIDs checks, then blanks, MANIFOLD_RUN_ID in the Job target's pod job and
 // Argo's pod wf of one step: by that value alone the pods of a flow with an

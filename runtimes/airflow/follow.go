@@ -48,6 +48,10 @@ type FollowOptions struct {
 	Width, Height int
 	// Tracer traces the run; nil traces nothing.
 	Tracer *tracing.Tracer
+	// Trace, when set, is the run's trace, begun when it was triggered (its
+	// steps continue it through the conf's emit/airflow.ConfTraceParent):
+	// Follow continues it rather than beginning one with Tracer.
+	Trace *tracing.Run
 	// OnInterrupt is asked, when ctx ends the follow, whether to stop the DAG
 	// run (mark it failed) or leave it running; nil leaves it.
 	OnInterrupt func() (stop bool)
@@ -136,7 +140,10 @@ func (c *Client) Follow(ctx context.Context, f *plan.Flow, dagID, runID string, 
 	if err != nil {
 		return nil, err
 	}
-	fl.r.Trace = o.Tracer.Begin(f, runID, "airflow")
+	fl.r.Trace = o.Trace
+	if fl.r.Trace == nil {
+		fl.r.Trace = o.Tracer.Begin(f, runID, "airflow")
+	}
 	labels := make([]string, len(fl.units))
 	for i, u := range fl.units {
 		labels[i] = u.Label

@@ -109,7 +109,9 @@ type Options struct {
 	// timestamped line.
 	Live          bool
 	Width, Height int
-	// Tracer traces a followed run (package tracing); nil traces nothing.
+	// Tracer traces a followed run (package tracing); nil traces nothing. A run
+	// Trigger creates while it is set is traced from its creation, and its
+	// steps' pods get the run's trace context as TRACEPARENT.
 	Tracer *tracing.Tracer
 	// OnInterrupt is asked, when Follow's context ends, whether to stop the
 	// Workflow (true) or to leave it running (false, also when nil).
@@ -126,6 +128,9 @@ type Client struct {
 	f    *plan.Flow
 	// ns is where the flow's objects and Workflows are.
 	ns string
+	// traced holds the trace of each run Trigger created traced, by Workflow
+	// name, until Follow continues it.
+	traced map[string]*tracing.Run
 }
 
 // Connect connects to the cluster o names for flow f, and checks that it serves
@@ -160,7 +165,8 @@ func Connect(ctx context.Context, f *plan.Flow, o Options) (*Client, error) {
 	return c, nil
 }
 
-// SetTracer makes Follow trace the runs it follows with t (nil for none).
+// SetTracer makes Trigger and Follow trace the runs they create and follow
+// with t (nil for none): see Options.Tracer.
 func (c *Client) SetTracer(t *tracing.Tracer) { c.o.Tracer = t }
 
 // Namespace is where the flow's objects and Workflows are.

@@ -139,6 +139,12 @@ func TestDeployTriggerUndeploy(t *testing.T) {
 	if !strings.HasPrefix(name, "argo-life-") {
 		t.Fatalf("trigger printed %q first; want the Workflow's name", name)
 	}
+	// Untraced, the steps' TRACEPARENT is empty.
+	for pod, tp := range traceParents(t, f.c, f.ns, name) {
+		if tp != "" {
+			t.Errorf("pod %s of an untraced run: TRACEPARENT %q; want empty", pod, tp)
+		}
+	}
 	for _, want := range []string{"following Workflow " + name + " of flow argo-life: 3 steps in namespace " + f.ns, "record in .manifold/runs/" + name, "run " + name + " succeeded"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("trigger --wait output lacks %q", want)

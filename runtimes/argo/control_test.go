@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/manifoldflow/manifold/compile"
+	eargo "github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/harness/otlptest"
 	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/plan"
@@ -183,7 +184,22 @@ func TestFollowTraced(t *testing.T) {
 	if got := otlptest.Tree(spans, keys, false); got != want {
 		t.Errorf("span tree:\n%s\nwant:\n%s", got, want)
 	}
-	_, tasks := readRun(t, name)
+	rec, tasks := readRun(t, name)
+	if _, ok := rec.Params[eargo.ParamTraceParent]; ok {
+		t.Errorf("the run's params %v show the reserved %s", rec.Params, eargo.ParamTraceParent)
+	}
+	var traceID string
+	for _, s := range spans {
+		if s.Name == "run argo-trace" {
+			traceID = s.TraceID
+		}
+	}
+	// Every step's pod continues the run's trace: TRACEPARENT is the run's span.
+	for pod, tp := range traceParents(t, f.c, f.ns, name) {
+		if parts := strings.Split(tp, "-"); len(parts) != 4 || parts[1] != traceID {
+			t.Errorf("pod %s: TRACEPARENT %q; want a W3C trace context in the run's trace %s", pod, tp, traceID)
+		}
+	}
 	for _, s := range spans {
 		switch {
 		case s.Name == "run argo-trace":
@@ -199,6 +215,33 @@ func TestFollowTraced(t *testing.T) {
 			}
 		}
 	}
+}
+
+// traceParents returns the TRACEPARENT of the main container of each pod of
+// Workflow name, by pod, failing when a pod has none or the Workflow none.
+func traceParents(t *testing.T, c *simcluster.Cluster, ns, name string) map[string]string {
+	t.Helper()
+	pods, err := c.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "workflows.argoproj.io/workflow=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) == 0 {
+		t.Fatalf("Workflow %s has no pods", name)
+	}
+	out := map[string]string{}
+	for _, p := range pods.Items {
+		for _, ct := range p.Spec.Containers {
+			if ct.Name != plan.ContainerName {
+				continue
+			}
+			i := slices.IndexFunc(ct.Env, func(e corev1.EnvVar) bool { return e.Name == plan.EnvTraceParent })
+			if i < 0 {
+				t.Fatalf("pod %s has no %s: %v", p.Name, plan.EnvTraceParent, ct.Env)
+			}
+			out[p.Name] = ct.Env[i].Value
+		}
+	}
+	return out
 }
 
 // BenchmarkTriggerToPod measures, on the simulated cluster with Argo's real

@@ -106,7 +106,9 @@ func (c *Client) Follow(ctx context.Context, name string) (*dag.Result, error) {
 		params[p.Name] = p.Value
 	}
 	for _, p := range wf.Spec.Arguments.Parameters {
-		if p.Value != nil {
+		// Reserved parameters (the trace context, a part's run ID) begin with
+		// "_", which a flow's param cannot: they are not the run's params.
+		if p.Value != nil && !strings.HasPrefix(p.Name, "_") {
 			params[p.Name] = p.Value.String()
 		}
 	}
@@ -146,7 +148,14 @@ func (c *Client) Follow(ctx context.Context, name string) (*dag.Result, error) {
 	if err := record.WriteRecord(dir, f.Rec); err != nil {
 		return nil, err
 	}
-	f.Trace = c.o.Tracer.Begin(&rp, name, "argo")
+	if tr := c.traced[name]; tr != nil {
+		// Trigger began the run's trace, which its steps continue.
+		delete(c.traced, name)
+		tr.Identify(name)
+		f.Trace = tr
+	} else {
+		f.Trace = c.o.Tracer.Begin(&rp, name, "argo")
+	}
 	o := c.o
 	f.Disp = display.New(display.Options{
 		Stdout: o.Stdout, Stderr: o.Stderr, Live: o.Live, Width: o.Width, Height: o.Height,

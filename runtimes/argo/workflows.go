@@ -22,6 +22,7 @@ import (
 	"github.com/manifoldflow/manifold/emit"
 	eargo "github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/tracing"
 )
 
 // TemplateName is the name of the WorkflowTemplate a run of the flow is made
@@ -32,7 +33,10 @@ func (c *Client) TemplateName() string { return emit.Name(emit.MaxNameLength, c.
 // params (names of the flow's params, checked by the caller) in place of their
 // defaults, and returns its name. It fails, wrapping ErrNotDeployed, when the
 // template is not on the cluster; note, when not empty, says that the deployed
-// template is not the flow as it compiles now.
+// template is not the flow as it compiles now. With Options.Tracer, the run's
+// trace begins here, its steps get its trace context as TRACEPARENT (the
+// reserved parameter emit/argo.ParamTraceParent), and Follow of the run
+// continues that trace.
 func (c *Client) Trigger(ctx context.Context, params map[string]string) (name, note string, err error) {
 	wt, err := c.conn.Dynamic.Resource(WorkflowTemplateGVR).Namespace(c.ns).Get(ctx, c.TemplateName(), metav1.GetOptions{})
 	switch {
@@ -63,12 +67,25 @@ func (c *Client) Trigger(ctx context.Context, params map[string]string) (name, n
 		},
 		"spec": map[string]any{"workflowTemplateRef": map[string]any{"name": c.TemplateName()}},
 	}}
+	// A traced run's span begins now, so that its steps continue it: its
+	// trace context is the reserved parameter that becomes their TRACEPARENT.
+	trace := c.o.Tracer.Begin(c.f, "", "argo")
+	if tp := trace.TraceParent(); tp != "" {
+		args = append(args, map[string]any{"name": eargo.ParamTraceParent, "value": tp})
+	}
 	if len(args) > 0 {
 		unstructured.SetNestedSlice(wf.Object, args, "spec", "arguments", "parameters")
 	}
 	got, err := c.conn.Dynamic.Resource(WorkflowGVR).Namespace(c.ns).Create(ctx, wf, metav1.CreateOptions{})
 	if err != nil {
+		// The span is never ended, so never exported: there was no run.
 		return "", note, c.refused("create", wf, err)
+	}
+	if trace != nil {
+		if c.traced == nil {
+			c.traced = map[string]*tracing.Run{}
+		}
+		c.traced[got.GetName()] = trace
 	}
 	return got.GetName(), note, nil
 }

@@ -207,7 +207,8 @@ type unit struct {
 	ended       bool
 }
 
-// Begin starts the trace of run id of flow f on runtime ("local", "kube"). The
+// Begin starts the trace of run id of flow f on runtime ("local", "kube"); id
+// may be "" for a run that is not yet named (see Identify). The
 // run's span is a child of the trace context in this process's TRACEPARENT,
 // when it has one, so a run started by a traced job continues its trace.
 func (t *Tracer) Begin(f *plan.Flow, id, runtime string) *Run {
@@ -218,9 +219,24 @@ func (t *Tracer) Begin(f *plan.Flow, id, runtime string) *Run {
 	if tp := os.Getenv(plan.EnvTraceParent); tp != "" {
 		ctx = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": tp})
 	}
-	ctx, s := t.t.Start(ctx, "run "+f.Name, trace.WithAttributes(
-		attribute.String(AttrFlow, f.Name), attribute.String(AttrRunID, id), attribute.String(AttrRuntime, runtime)))
+	attrs := []attribute.KeyValue{attribute.String(AttrFlow, f.Name), attribute.String(AttrRuntime, runtime)}
+	if id != "" {
+		attrs = append(attrs, attribute.String(AttrRunID, id))
+	}
+	ctx, s := t.t.Start(ctx, "run "+f.Name, trace.WithAttributes(attrs...))
 	return &Run{t: t.t, ctx: ctx, span: s, steps: map[string]*span{}, units: map[unitKey]*unit{}}
+}
+
+// Identify gives the run's span the run's ID (AttrRunID), for a trace begun
+// before the runtime named the run: an Argo Workflow is named when it is
+// created, with its steps' trace context already in it. Nothing when r is nil.
+func (r *Run) Identify(id string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.span.SetAttributes(attribute.String(AttrRunID, id))
 }
 
 // TraceParent returns the W3C traceparent of the run's span, "" when r is nil.

@@ -262,13 +262,14 @@ JOB_TEMPLATES = {"name", "namespace", "labels"}
 # The variable whose value is the template of the DAG run's id, in a flow with an
 # artifact store.
 RUN_ID_VAR = "MANIFOLD_RUN_ID"
+TRACEPARENT_VAR = "TRACEPARENT"
 
 
 def literal_text(key, value, job=False):
     """Wraps the free text of a templated argument in literal(), as README says a
     DAG built from the JSON must: every string but a MANIFOLD_PARAM_ variable's
-    value (a template of the DAG's params) and MANIFOLD_RUN_ID's (the run's id)
-    reaches the pod as written, and in a Job task (job) but the rank 0 addresses
+    value (a template of the DAG's params), MANIFOLD_RUN_ID's (the run's id) and
+    TRACEPARENT's (the run's trace context, from its conf) reaches the pod as written, and in a Job task (job) but the rank 0 addresses
     and the arguments JOB_TEMPLATES too."""
     from airflow.sdk import literal
 
@@ -276,7 +277,7 @@ def literal_text(key, value, job=False):
         for env in value:
             name = env.name
             env.name = literal(env.name)
-            if env.value is not None and not name.startswith("MANIFOLD_PARAM_") and name != RUN_ID_VAR and not (job and name in RANK_ZERO):
+            if env.value is not None and not name.startswith("MANIFOLD_PARAM_") and name not in (RUN_ID_VAR, TRACEPARENT_VAR) and not (job and name in RANK_ZERO):
                 env.value = literal(env.value)
         return value
     if key not in TEXT or (job and key in JOB_TEMPLATES):
@@ -347,7 +348,8 @@ def pods_from_json(path):
                 kwargs["task_id"] = "%s-%d" % (task["task_id"], i)
                 op = cls(**kwargs)
             ti = types.SimpleNamespace(map_index=-1, task=op)
-            context = {"ti": ti, "task": op, "dag": dag, "params": dict(spec["params"]), "run_id": RUN_ID}
+            context = {"ti": ti, "task": op, "dag": dag, "params": dict(spec["params"]), "run_id": RUN_ID,
+                       "dag_run": types.SimpleNamespace(conf={})}
             op.render_template_fields(context)
             built.append(api.sanitize_for_serialization(op.build_pod_request_obj(dry_run=True)))
         out[task["task_id"]] = built

@@ -24,6 +24,7 @@ with DAG(
             "plan",
         ],
         env_vars=[
+            k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
             k8s.V1EnvVar(name="MANIFOLD_ARTIFACT_STORE", value="/manifold/artifacts"),
             k8s.V1EnvVar(name="MANIFOLD_RUN_ID", value="{{ run_id }}"),
             k8s.V1EnvVar(name="MANIFOLD_RUN_DIR", value="$(MANIFOLD_ARTIFACT_STORE)/foreach/$(MANIFOLD_RUN_ID)"),
@@ -73,6 +74,7 @@ with DAG(
     ).expand(
         env_vars=[
             [
+                k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
                 k8s.V1EnvVar(name="MANIFOLD_ITEM", value="us-east-1"),
                 k8s.V1EnvVar(name="MANIFOLD_INDEX", value="0"),
                 k8s.V1EnvVar(name="MANIFOLD_ARTIFACT_STORE", value="/manifold/artifacts"),
@@ -81,6 +83,7 @@ with DAG(
                 k8s.V1EnvVar(name="MANIFOLD_ARTIFACTS", value="$(MANIFOLD_RUN_DIR)/process/$(MANIFOLD_INDEX)"),
             ],
             [
+                k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
                 k8s.V1EnvVar(name="MANIFOLD_ITEM", value="us-west-2"),
                 k8s.V1EnvVar(name="MANIFOLD_INDEX", value="1"),
                 k8s.V1EnvVar(name="MANIFOLD_ARTIFACT_STORE", value="/manifold/artifacts"),
@@ -89,6 +92,7 @@ with DAG(
                 k8s.V1EnvVar(name="MANIFOLD_ARTIFACTS", value="$(MANIFOLD_RUN_DIR)/process/$(MANIFOLD_INDEX)"),
             ],
             [
+                k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
                 k8s.V1EnvVar(name="MANIFOLD_ITEM", value="eu-west-1"),
                 k8s.V1EnvVar(name="MANIFOLD_INDEX", value="2"),
                 k8s.V1EnvVar(name="MANIFOLD_ARTIFACT_STORE", value="/manifold/artifacts"),
@@ -108,6 +112,7 @@ with DAG(
             "report",
         ],
         env_vars=[
+            k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
             k8s.V1EnvVar(name="MANIFOLD_ARTIFACT_STORE", value="/manifold/artifacts"),
             k8s.V1EnvVar(name="MANIFOLD_RUN_ID", value="{{ run_id }}"),
             k8s.V1EnvVar(name="MANIFOLD_RUN_DIR", value="$(MANIFOLD_ARTIFACT_STORE)/foreach/$(MANIFOLD_RUN_ID)"),

@@ -23,6 +23,9 @@ with DAG(
             "step",
             "plan",
         ],
+        env_vars=[
+            k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
+        ],
         container_resources=k8s.V1ResourceRequirements(limits={"memory": "512Mi"}, requests={"cpu": "500m", "memory": "512Mi"}),
         container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(drop=["ALL"]), allow_privilege_escalation=False),
         base_container_name="main",
@@ -63,14 +66,17 @@ with DAG(
     ).expand(
         env_vars=[
             [
+                k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
                 k8s.V1EnvVar(name="MANIFOLD_ITEM", value="us-east-1"),
                 k8s.V1EnvVar(name="MANIFOLD_INDEX", value="0"),
             ],
             [
+                k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
                 k8s.V1EnvVar(name="MANIFOLD_ITEM", value="us-west-2"),
                 k8s.V1EnvVar(name="MANIFOLD_INDEX", value="1"),
             ],
             [
+                k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
                 k8s.V1EnvVar(name="MANIFOLD_ITEM", value="eu-west-1"),
                 k8s.V1EnvVar(name="MANIFOLD_INDEX", value="2"),
             ],
@@ -84,6 +90,9 @@ with DAG(
             "/usr/local/bin/foreach",
             "step",
             "report",
+        ],
+        env_vars=[
+            k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"memory": "512Mi"}, requests={"cpu": "500m", "memory": "512Mi"}),
         container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(drop=["ALL"]), allow_privilege_escalation=False),

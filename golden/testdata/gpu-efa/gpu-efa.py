@@ -38,6 +38,7 @@ with DAG(
         ],
         env_vars=[
             k8s.V1EnvVar(name="MANIFOLD_PARAM_MODEL", value="{{ params['model'] }}"),
+            k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
             k8s.V1EnvVar(name="MANIFOLD_NODE_RANK", value_from=k8s.V1EnvVarSource(field_ref=k8s.V1ObjectFieldSelector(field_path="metadata.annotations['batch.kubernetes.io/job-completion-index']"))),
             k8s.V1EnvVar(name="MANIFOLD_NUM_NODES", value="2"),
             k8s.V1EnvVar(name="MASTER_ADDR", value="job-gpu-efa-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}-{{ti.try_number}}-0.gpu-efa-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}"),

@@ -28,6 +28,7 @@ with DAG(
         ],
         env_vars=[
             k8s.V1EnvVar(name="MANIFOLD_PARAM_NAME", value="{{ params['name'] }}"),
+            k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
             k8s.V1EnvVar(name="NOTE", value=literal("{{workflow.name}} $(MANIFOLD_PARAM_NAME) ${{")),
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"memory": "128Mi"}, requests={"cpu": "100m", "memory": "128Mi"}),
@@ -54,6 +55,7 @@ with DAG(
         ],
         env_vars=[
             k8s.V1EnvVar(name="MANIFOLD_PARAM_NAME", value="{{ params['name'] }}"),
+            k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
             k8s.V1EnvVar(name="NOTE", value=literal("{{workflow.name}} $(MANIFOLD_PARAM_NAME) ${{")),
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"memory": "128Mi"}, requests={"cpu": "100m", "memory": "128Mi"}),
@@ -80,6 +82,7 @@ with DAG(
         ],
         env_vars=[
             k8s.V1EnvVar(name="MANIFOLD_PARAM_NAME", value="{{ params['name'] }}"),
+            k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
             k8s.V1EnvVar(name="NOTE", value=literal("{{workflow.name}} $(MANIFOLD_PARAM_NAME) ${{")),
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"memory": "128Mi"}, requests={"cpu": "100m", "memory": "128Mi"}),

@@ -28,6 +28,7 @@ with DAG(
         ],
         env_vars=[
             k8s.V1EnvVar(name="MANIFOLD_PARAM_NAME", value="{{ params['name'] }}"),
+            k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
             k8s.V1EnvVar(name="MANIFOLD_ARTIFACT_STORE", value="s3://ml-artifacts/flows"),
             k8s.V1EnvVar(name="MANIFOLD_RUN_ID", value="{{ run_id }}"),
             k8s.V1EnvVar(name="MANIFOLD_RUN_DIR", value="$(MANIFOLD_ARTIFACT_STORE)/hello/$(MANIFOLD_RUN_ID)"),
@@ -57,6 +58,7 @@ with DAG(
         ],
         env_vars=[
             k8s.V1EnvVar(name="MANIFOLD_PARAM_NAME", value="{{ params['name'] }}"),
+            k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
             k8s.V1EnvVar(name="MANIFOLD_ARTIFACT_STORE", value="s3://ml-artifacts/flows"),
             k8s.V1EnvVar(name="MANIFOLD_RUN_ID", value="{{ run_id }}"),
             k8s.V1EnvVar(name="MANIFOLD_RUN_DIR", value="$(MANIFOLD_ARTIFACT_STORE)/hello/$(MANIFOLD_RUN_ID)"),
@@ -86,6 +88,7 @@ with DAG(
         ],
         env_vars=[
             k8s.V1EnvVar(name="MANIFOLD_PARAM_NAME", value="{{ params['name'] }}"),
+            k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
             k8s.V1EnvVar(name="MANIFOLD_ARTIFACT_STORE", value="s3://ml-artifacts/flows"),
             k8s.V1EnvVar(name="MANIFOLD_RUN_ID", value="{{ run_id }}"),
             k8s.V1EnvVar(name="MANIFOLD_RUN_DIR", value="$(MANIFOLD_ARTIFACT_STORE)/hello/$(MANIFOLD_RUN_ID)"),

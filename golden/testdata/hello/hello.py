@@ -28,6 +28,7 @@ with DAG(
         ],
         env_vars=[
             k8s.V1EnvVar(name="MANIFOLD_PARAM_NAME", value="{{ params['name'] }}"),
+            k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"memory": "128Mi"}, requests={"cpu": "100m", "memory": "128Mi"}),
         container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(drop=["ALL"]), allow_privilege_escalation=False),
@@ -53,6 +54,7 @@ with DAG(
         ],
         env_vars=[
             k8s.V1EnvVar(name="MANIFOLD_PARAM_NAME", value="{{ params['name'] }}"),
+            k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"memory": "128Mi"}, requests={"cpu": "100m", "memory": "128Mi"}),
         container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(drop=["ALL"]), allow_privilege_escalation=False),
@@ -78,6 +80,7 @@ with DAG(
         ],
         env_vars=[
             k8s.V1EnvVar(name="MANIFOLD_PARAM_NAME", value="{{ params['name'] }}"),
+            k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"memory": "128Mi"}, requests={"cpu": "100m", "memory": "128Mi"}),
         container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(drop=["ALL"]), allow_privilege_escalation=False),

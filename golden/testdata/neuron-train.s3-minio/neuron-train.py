@@ -31,6 +31,7 @@ with DAG(
         ],
         env_vars=[
             k8s.V1EnvVar(name="MANIFOLD_PARAM_EPOCHS", value="{{ params['epochs'] }}"),
+            k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
             k8s.V1EnvVar(name="MANIFOLD_ARTIFACT_STORE", value="s3://ml-artifacts"),
             k8s.V1EnvVar(name="MANIFOLD_S3_ENDPOINT", value="http://minio.storage:9000"),
             k8s.V1EnvVar(name="MANIFOLD_RUN_ID", value="{{ run_id }}"),
@@ -71,6 +72,7 @@ with DAG(
         ],
         env_vars=[
             k8s.V1EnvVar(name="MANIFOLD_PARAM_EPOCHS", value="{{ params['epochs'] }}"),
+            k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
             k8s.V1EnvVar(name="MANIFOLD_ARTIFACT_STORE", value="s3://ml-artifacts"),
             k8s.V1EnvVar(name="MANIFOLD_S3_ENDPOINT", value="http://minio.storage:9000"),
             k8s.V1EnvVar(name="MANIFOLD_RUN_ID", value="{{ run_id }}"),
@@ -152,6 +154,7 @@ with DAG(
         ],
         env_vars=[
             k8s.V1EnvVar(name="MANIFOLD_PARAM_EPOCHS", value="{{ params['epochs'] }}"),
+            k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
             k8s.V1EnvVar(name="MANIFOLD_ARTIFACT_STORE", value="s3://ml-artifacts"),
             k8s.V1EnvVar(name="MANIFOLD_S3_ENDPOINT", value="http://minio.storage:9000"),
             k8s.V1EnvVar(name="MANIFOLD_RUN_ID", value="{{ run_id }}"),

@@ -31,6 +31,7 @@ with DAG(
         ],
         env_vars=[
             k8s.V1EnvVar(name="MANIFOLD_PARAM_EPOCHS", value="{{ params['epochs'] }}"),
+            k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"memory": "16Gi"}, requests={"cpu": "4", "memory": "16Gi"}),
         container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(drop=["ALL"]), allow_privilege_escalation=False),
@@ -66,6 +67,7 @@ with DAG(
         ],
         env_vars=[
             k8s.V1EnvVar(name="MANIFOLD_PARAM_EPOCHS", value="{{ params['epochs'] }}"),
+            k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
             k8s.V1EnvVar(name="MANIFOLD_NODE_RANK", value_from=k8s.V1EnvVarSource(field_ref=k8s.V1ObjectFieldSelector(field_path="metadata.annotations['batch.kubernetes.io/job-completion-index']"))),
             k8s.V1EnvVar(name="MANIFOLD_NUM_NODES", value="2"),
             k8s.V1EnvVar(name="MASTER_ADDR", value="job-neuron-train-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}-{{ti.try_number}}-0.neuron-train-train-{{macros.uuid.uuid5(macros.uuid.NAMESPACE_URL,run_id).hex[:12]}}"),
@@ -142,6 +144,7 @@ with DAG(
         ],
         env_vars=[
             k8s.V1EnvVar(name="MANIFOLD_PARAM_EPOCHS", value="{{ params['epochs'] }}"),
+            k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"aws.amazon.com/neuron": "1"}, requests={"aws.amazon.com/neuron": "1"}),
         container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(drop=["ALL"]), allow_privilege_escalation=False),

@@ -28,6 +28,7 @@ with DAG(
         ],
         env_vars=[
             k8s.V1EnvVar(name="MANIFOLD_PARAM_EPOCHS", value="{{ params['epochs'] }}"),
+            k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"memory": "128Mi"}, requests={"cpu": "100m", "memory": "128Mi"}),
         container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(drop=["ALL"]), allow_privilege_escalation=False),
@@ -53,6 +54,7 @@ with DAG(
         ],
         env_vars=[
             k8s.V1EnvVar(name="MANIFOLD_PARAM_EPOCHS", value="{{ params['epochs'] }}"),
+            k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
             k8s.V1EnvVar(name="FI_PROVIDER", value="efa"),
             k8s.V1EnvVar(name="FI_EFA_USE_DEVICE_RDMA", value="1"),
             k8s.V1EnvVar(name="FI_EFA_FORK_SAFE", value="1"),
@@ -96,6 +98,7 @@ with DAG(
         ],
         env_vars=[
             k8s.V1EnvVar(name="MANIFOLD_PARAM_EPOCHS", value="{{ params['epochs'] }}"),
+            k8s.V1EnvVar(name="TRACEPARENT", value="{{ (dag_run.conf or {}).get('_manifold_traceparent', '') }}"),
         ],
         container_resources=k8s.V1ResourceRequirements(limits={"aws.amazon.com/neuron": "1", "memory": "128Mi"}, requests={"aws.amazon.com/neuron": "1", "cpu": "100m", "memory": "128Mi"}),
         container_security_context=k8s.V1SecurityContext(capabilities=k8s.V1Capabilities(drop=["ALL"]), allow_privilege_escalation=False),
