@@ -295,13 +295,16 @@ func (f *follower) reconcile() bool {
 		f.Disp.Note("%v", err)
 		return true
 	}
-	wfs := []*wfv1.Workflow{root}
-	names := map[string]bool{root.Name: true}
+	var parts []*wfv1.Workflow
 	for _, o := range f.parts.GetStore().List() {
 		if w, err := toWorkflow(o.(*unstructured.Unstructured)); err == nil {
-			wfs = append(wfs, w)
-			names[w.Name] = true
+			parts = append(parts, w)
 		}
+	}
+	wfs := append([]*wfv1.Workflow{root}, latestParts(root.Name, parts)...)
+	names := map[string]bool{}
+	for _, w := range wfs {
+		names[w.Name] = true
 	}
 	pods := map[string]*corev1.Pod{}
 	for _, o := range f.pods.GetStore().List() {
@@ -355,7 +358,13 @@ func (f *follower) nodes(w *wfv1.Workflow, pods map[string]*corev1.Pod) {
 // item of a foreach step (index, else -1): a Pod node, or a Retry node whose
 // Pod children are its attempts (attempts holds the Pod node itself when
 // there is no Retry node).
+//
+// A split flow's parent (emit/argo's IsParent) runs no step: its nodes
+// create its parts' Workflows, whose nodes run the steps.
 func walk(flow *plan.Flow, w *wfv1.Workflow, fn func(s *plan.Step, index int, top wfv1.NodeStatus, attempts []wfv1.NodeStatus)) {
+	if eargo.IsParent(w) {
+		return
+	}
 	parent := map[string]string{}
 	for id, n := range w.Status.Nodes {
 		for _, ch := range n.Children {
@@ -372,11 +381,9 @@ func walk(flow *plan.Flow, w *wfv1.Workflow, fn func(s *plan.Step, index int, to
 		if task, _, _ := strings.Cut(n.DisplayName, "("); strings.HasSuffix(task, eargo.ServiceSuffix) {
 			continue // the Service of a multi-node step, which its Job's task follows
 		}
-		s := flow.Step(stepOfNode(n))
+		s := flow.Step(eargo.StepOfNode(&n))
 		if s == nil || s.Nodes <= 1 && n.TemplateName != s.Name {
-			// Not a step's: a container step's template is named after it
-			// (a split flow's parent runs its parts by other templates).
-			continue
+			continue // not a step's: a container step's template is named after it
 		}
 		index := -1
 		if s.Nodes <= 1 && len(s.Foreach) > 0 {

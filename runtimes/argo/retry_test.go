@@ -76,23 +76,6 @@ func TestRetried(t *testing.T) {
 	}
 }
 
-// TestStepOfNode: a node's step, from its display name, through the task
-// names of steps that begin with a digit, foreach items and attempts.
-func TestStepOfNode(t *testing.T) {
-	for display, want := range map[string]string{
-		"train":                          "train",
-		"S1st":                           "1st",
-		`b(0:{"index":"0","value":"x"})`: "b",
-		"S2nd(1)":                        "2nd",
-		"Sx":                             "Sx",
-		"train-service-":                 "train",
-	} {
-		if got := stepOfNode(wfv1.NodeStatus{DisplayName: display}); got != want {
-			t.Errorf("stepOfNode(%q) = %q; want %q", display, got, want)
-		}
-	}
-}
-
 // TestPodName: Argo's v2 pod names, as its controller made them on the
 // simulated cluster (a node of workflow argo-life-k4p7j, template b).
 func TestPodName(t *testing.T) {

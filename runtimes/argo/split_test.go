@@ -1,0 +1,204 @@
+package argo_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	eargo "github.com/manifoldflow/manifold/emit/argo"
+	"github.com/manifoldflow/manifold/harness/simcluster"
+	"github.com/manifoldflow/manifold/runtimes/argo"
+	"github.com/manifoldflow/manifold/runtimes/record"
+	"github.com/manifoldflow/manifold/sdk"
+)
+
+// splitFlow is a flow of 14 steps that a small argo_max_bytes splits into
+// parts: prepare, three chains a, b and c of four steps after it, and report
+// after the three; step b2 fails when fail is set.
+func splitFlow(fail bool) (*sdk.Flow, []string) {
+	f := sdk.NewFlow("split-follow", sdk.Image("example.com/flow:v1"), sdk.Param("p", "v"))
+	f.Step("prepare", sdk.Command("true"))
+	steps := []string{"prepare"}
+	for _, b := range []string{"a", "b", "c"} {
+		for i := range 4 {
+			after := "prepare"
+			if i > 0 {
+				after = fmt.Sprint(b, i-1)
+			}
+			// A long variable makes the steps large enough to split by bytes.
+			opts := []sdk.StepOption{sdk.Command("true"), sdk.After(after), sdk.Env("NOTE", strings.Repeat("n", 300))}
+			if fail && b == "b" && i == 2 {
+				opts = append(opts, sdk.Label(simcluster.LabelFail, "true"))
+			}
+			f.Step(fmt.Sprint(b, i), opts...)
+			steps = append(steps, fmt.Sprint(b, i))
+		}
+	}
+	f.Step("report", sdk.Command("true"), sdk.After("a3", "b3", "c3"))
+	return f, append(steps, "report")
+}
+
+// deploySplit deploys the flow of f, split into three parts, and places its
+// parent's pods as the simulated cluster needs them (simcluster.OnRealNode:
+// a test's stand-in for an operator's workflow defaults, applied to the
+// deployed parent WorkflowTemplate).
+func deploySplit(t *testing.T, f flowCLI) {
+	t.Helper()
+	code, out, _ := f.run("deploy", "--target", "argo")
+	if code != 0 {
+		t.Fatalf("deploy: exit %d", code)
+	}
+	for n := 1; n <= 3; n++ {
+		if !strings.Contains(out, "workflowtemplate/"+eargo.PartName("split-follow", n)+" ") {
+			t.Errorf("deploy did not apply part %d:\n%s", n, out)
+		}
+	}
+	if strings.Contains(out, eargo.PartName("split-follow", 4)) {
+		t.Errorf("deploy applied a fourth part; the test wants three:\n%s", out)
+	}
+	res := f.c.Dynamic.Resource(argo.WorkflowTemplateGVR).Namespace(f.ns)
+	u, err := res.Get(context.Background(), "split-follow", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	simcluster.OnRealNode(u.Object["spec"].(map[string]any))
+	if _, err := res.Update(context.Background(), u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSplitFlowFollowed: a flow split into three parts is deployed and run
+// with trigger --wait, which follows every step of every part's Workflow and
+// records them all; then, with step b2 failing in part 2, trigger --wait exits
+// 1 naming the step, its pod and its reason, the steps after it never start,
+// and runs show names it; then, the flow fixed and deployed again, retry
+// --wait of that run creates part 2's Workflow anew and follows it to success.
+func TestSplitFlowFollowed(t *testing.T) {
+	flow, steps := splitFlow(false)
+	f := newCLI(t, flow)
+	if err := os.WriteFile("manifold.toml", []byte("argo_max_bytes = 4000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.c.ArgoParent(t, f.ns, eargo.ParentRules())
+	deploySplit(t, f)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	code, out, stderr := f.runContext(ctx, "trigger", "--target", "argo", "--wait")
+	cancel()
+	name := firstLine(out)
+	if code != 0 {
+		t.Fatalf("trigger --wait of the split flow: exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(out, "run "+name+" succeeded") {
+		t.Errorf("trigger --wait output lacks the run's success")
+	}
+	rec, tasks := readRun(t, name)
+	if rec.State != record.Succeeded || len(tasks) != len(steps) {
+		t.Errorf("record: run %s with %d tasks; want succeeded with %d", rec.State, len(tasks), len(steps))
+	}
+	parts := partWorkflows(t, f, name)
+	if len(parts) != 3 {
+		t.Errorf("parts' Workflows %v; want 3", parts)
+	}
+	for _, s := range steps {
+		tk := tasks[s]
+		if tk.State != record.Succeeded || tk.Node == "" || len(tk.Pods) != 1 || !slices.ContainsFunc(parts, func(p string) bool { return strings.HasPrefix(tk.Pods[0], p+"-") }) {
+			t.Errorf("task %s: %+v; want succeeded, with its node and a pod of a part's Workflow", s, tk)
+		}
+	}
+
+	// Step b2 fails: the flow so changed is deployed, and run.
+	flow, _ = splitFlow(true)
+	f.flow = flow
+	deploySplit(t, f)
+	ctx, cancel = context.WithTimeout(context.Background(), 6*time.Minute)
+	code, out, stderr = f.runContext(ctx, "trigger", "--target", "argo", "--wait")
+	cancel()
+	name = firstLine(out)
+	if code != 1 {
+		t.Fatalf("trigger --wait with step b2 failing: exit %d; want 1", code)
+	}
+	parts = partWorkflows(t, f, name)
+	part2 := ""
+	for _, p := range parts {
+		if strings.HasPrefix(p, name+"-p2-") {
+			part2 = p
+		}
+	}
+	if part2 == "" {
+		t.Fatalf("no Workflow of part 2 among %v", parts)
+	}
+	for _, want := range []string{"step b2 failed", "pod " + part2 + "-b2-", "Error (exit 1)"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("the error lacks %q:\n%s", want, stderr)
+		}
+	}
+	rec, tasks = readRun(t, name)
+	if rec.State != record.Failed || tasks["b2"].State != record.Failed || tasks["b2"].Reason != "Error" {
+		t.Errorf("record: run %s, b2 %+v; want b2 failed with reason Error", rec.State, tasks["b2"])
+	}
+	for _, s := range []string{"b3", "report"} {
+		if tk := tasks[s]; tk.State == record.Succeeded || !tk.Start.IsZero() {
+			t.Errorf("task %s: %+v; after b2 failed it must not start", s, tk)
+		}
+	}
+	for _, s := range []string{"prepare", "b1", "a3", "c3"} {
+		if tasks[s].State != record.Succeeded {
+			t.Errorf("task %s: %+v; want succeeded (it does not wait for b2)", s, tasks[s])
+		}
+	}
+	code, out, _ = f.run("runs", "show", "--target", "argo", name)
+	if code != 0 || !strings.Contains(out, "run "+name+" of flow split-follow: Failed") || !strings.Contains(out, "\nb2") || !strings.Contains(out, part2+"-b2-") {
+		t.Errorf("runs show --target argo: exit %d; want the run failed, and b2 with its pod:\n%s", code, out)
+	}
+
+	// The cause goes away: the flow is deployed again without it, and the
+	// run retried.
+	flow, _ = splitFlow(false)
+	f.flow = flow
+	deploySplit(t, f)
+	ctx, cancel = context.WithTimeout(context.Background(), 6*time.Minute)
+	code, out, stderr = f.runContext(ctx, "retry", "--target", "argo", "--wait", name)
+	cancel()
+	if code != 0 {
+		t.Fatalf("retry --wait of the split run: exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(out, "retrying run "+name+": b0, b1, b2, b3 run again") {
+		t.Errorf("retry output lacks the steps of part 2 run again:\n%s", out)
+	}
+	again := partWorkflows(t, f, name)
+	if len(again) != 4 || !slices.Contains(again, part2) {
+		t.Errorf("parts' Workflows after retry %v; want the three of the run and a new one of part 2", again)
+	}
+	rec, tasks = readRun(t, name)
+	if rec.State != record.Succeeded {
+		t.Errorf("record after retry: run %s; want succeeded", rec.State)
+	}
+	for _, s := range steps {
+		tk := tasks[s]
+		if tk.State != record.Succeeded || len(tk.Pods) != 1 || strings.HasPrefix(tk.Pods[0], part2+"-") {
+			t.Errorf("task %s after retry: %+v; want succeeded, not in the failed part's Workflow %s", s, tk, part2)
+		}
+	}
+}
+
+// partWorkflows returns the names of the Workflows that run name created.
+func partWorkflows(t *testing.T, f flowCLI, name string) []string {
+	t.Helper()
+	list, err := f.c.Dynamic.Resource(argo.WorkflowGVR).Namespace(f.ns).List(context.Background(), metav1.ListOptions{LabelSelector: argo.LabelParentWorkflow + "=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, u := range list.Items {
+		names = append(names, u.GetName())
+	}
+	slices.Sort(names)
+	return names
+}
