@@ -301,7 +301,7 @@ func (f *follower) reconcile() bool {
 			parts = append(parts, w)
 		}
 	}
-	wfs := append([]*wfv1.Workflow{root}, latestParts(root.Name, parts)...)
+	wfs := append([]*wfv1.Workflow{root}, latestParts(root, parts)...)
 	names := map[string]bool{}
 	for _, w := range wfs {
 		names[w.Name] = true
@@ -333,12 +333,23 @@ func (f *follower) reconcile() bool {
 	if !ended(string(root.Status.Phase)) {
 		return false
 	}
+	why := "not run: Workflow " + f.name + " ended " + string(root.Status.Phase)
+	if root.Status.Message != "" {
+		why += " (" + root.Status.Message + ")"
+	}
+	// A part's task that failed with no step failed, as when the part's
+	// Workflow could not be created, says why.
+	var ps []wfv1.Workflow
+	for _, w := range wfs[1:] {
+		ps = append(ps, *w)
+	}
+	for _, fl := range eargo.Failures(root, ps) {
+		if fl.Step == "" {
+			why += fmt.Sprintf("; its task %s of part %d %s: %s", eargo.PartTask(fl.Part), fl.Part, strings.ToLower(fl.Phase), fl.Message)
+		}
+	}
 	for _, u := range f.units {
 		if !f.Final(u.Unit) {
-			why := "not run: Workflow " + f.name + " ended " + string(root.Status.Phase)
-			if root.Status.Message != "" {
-				why += " (" + root.Status.Message + ")"
-			}
 			f.Interrupt(u.Unit, why)
 		}
 	}

@@ -85,3 +85,44 @@ func TestPodName(t *testing.T) {
 		t.Errorf("podName = %q; want %q", got, want)
 	}
 }
+
+// TestLatestParts: of a parent's parts' Workflows, each part's newest one
+// created since the parent's task of the part last started; after a retry of
+// the parent, the failed part's old Workflow no longer counts, nor does any
+// while the part's task has not started again; another run's parts never.
+func TestLatestParts(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s int) metav1.Time { return metav1.NewTime(t0.Add(time.Duration(s) * time.Second)) }
+	parent := &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: "wf"}, Status: wfv1.WorkflowStatus{Nodes: wfv1.Nodes{
+		"wf":   {ID: "wf", Type: wfv1.NodeTypeDAG, StartedAt: at(0)},
+		"wf-1": {ID: "wf-1", Type: wfv1.NodeTypePod, TemplateName: "p1", StartedAt: at(0)},
+		// Part 2's task, retried: started again at 60s.
+		"wf-2": {ID: "wf-2", Type: wfv1.NodeTypePod, TemplateName: "p2", StartedAt: metav1.NewTime(t0.Add(60*time.Second + 300*time.Millisecond))},
+	}}}
+	part := func(name, parentName, n string, created int) *wfv1.Workflow {
+		return &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: at(created),
+			Labels: map[string]string{LabelParentWorkflow: parentName, "manifold.dev/part": n}}}
+	}
+	parts := []*wfv1.Workflow{
+		part("wf-p2-old", "wf", "2", 1),
+		part("wf-p1-a", "wf", "1", 1),
+		part("wf-p2-new", "wf", "2", 60),
+		part("other-p1-x", "other", "1", 2),
+		part("wf-p3-old", "wf", "3", 5), // its task was reset by the retry
+	}
+	var got []string
+	for _, w := range latestParts(parent, parts) {
+		got = append(got, w.Name)
+	}
+	if want := []string{"wf-p1-a", "wf-p2-new"}; !slices.Equal(got, want) {
+		t.Errorf("latestParts = %v; want %v", got, want)
+	}
+	delete(parent.Status.Nodes, "wf-2")
+	got = got[:0]
+	for _, w := range latestParts(parent, parts) {
+		got = append(got, w.Name)
+	}
+	if want := []string{"wf-p1-a"}; !slices.Equal(got, want) {
+		t.Errorf("latestParts with part 2's task not started again = %v; want %v", got, want)
+	}
+}

@@ -121,23 +121,36 @@ func (c *Client) workflows(ctx context.Context, name string) ([]*wfv1.Workflow, 
 		}
 		parts = append(parts, w)
 	}
-	return append([]*wfv1.Workflow{root}, latestParts(name, parts)...), nil
+	return append([]*wfv1.Workflow{root}, latestParts(root, parts)...), nil
 }
 
-// latestParts returns, of the Workflows parts that parent created
-// (LabelParentWorkflow), the newest of each part (emit/argo's LabelPart),
-// in part order. A part has more than one when the parent was retried:
-// Argo's retry of a parent's failed part task creates the part's Workflow
-// anew, which runs every step of the part from the start, and the
-// Workflow it replaces stays as it ended.
-func latestParts(parent string, parts []*wfv1.Workflow) []*wfv1.Workflow {
+// latestParts returns, of the Workflows parts, those that run the parts of
+// parent's run now, in part order: for each part (emit/argo's LabelPart) the
+// newest Workflow that parent (LabelParentWorkflow) created since its task
+// of the part (PartTask) last started; none while that task has not started.
+// A part has more than one Workflow when the parent was retried: Argo's
+// retry of a parent's failed part task deletes the task's node and starts
+// it anew, which creates the part's Workflow anew, running every step of the
+// part from the start, and the Workflow it replaces stays as it ended.
+func latestParts(parent *wfv1.Workflow, parts []*wfv1.Workflow) []*wfv1.Workflow {
+	started := map[string]time.Time{}
+	for _, n := range parent.Status.Nodes {
+		if n.Type == wfv1.NodeTypePod {
+			started[n.TemplateName] = n.StartedAt.Time
+		}
+	}
 	newest := map[int]*wfv1.Workflow{}
 	for _, w := range parts {
-		if w.Labels[LabelParentWorkflow] != parent {
+		if w.Labels[LabelParentWorkflow] != parent.Name {
 			continue
 		}
 		n, err := strconv.Atoi(w.Labels[eargo.LabelPart])
 		if err != nil {
+			continue
+		}
+		// Both times are in whole seconds.
+		at, ok := started[eargo.PartTask(n)]
+		if !ok || w.CreationTimestamp.Time.Before(at.Truncate(time.Second)) {
 			continue
 		}
 		if old, ok := newest[n]; !ok || newer(w, old) {

@@ -5,21 +5,24 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	eargo "github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/harness/simcluster"
+	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/argo"
 	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
-// splitFlow is a flow of 14 steps that a small argo_max_bytes splits into
-// parts: prepare, three chains a, b and c of four steps after it, and report
+// splitFlow is a flow of 14 steps that argo_max_bytes = 4000 splits into
+// four parts (b0 to b3 the second): prepare, three chains a, b and c of four steps after it, and report
 // after the three; step b2 fails when fail is set.
 func splitFlow(fail bool) (*sdk.Flow, []string) {
 	f := sdk.NewFlow("split-follow", sdk.Image("example.com/flow:v1"), sdk.Param("p", "v"))
@@ -44,7 +47,7 @@ func splitFlow(fail bool) (*sdk.Flow, []string) {
 	return f, append(steps, "report")
 }
 
-// deploySplit deploys the flow of f, split into three parts, and places its
+// deploySplit deploys the flow of f, split into four parts, and places its
 // parent's pods as the simulated cluster needs them (simcluster.OnRealNode:
 // a test's stand-in for an operator's workflow defaults, applied to the
 // deployed parent WorkflowTemplate).
@@ -54,13 +57,13 @@ func deploySplit(t *testing.T, f flowCLI) {
 	if code != 0 {
 		t.Fatalf("deploy: exit %d", code)
 	}
-	for n := 1; n <= 3; n++ {
+	for n := 1; n <= 4; n++ {
 		if !strings.Contains(out, "workflowtemplate/"+eargo.PartName("split-follow", n)+" ") {
 			t.Errorf("deploy did not apply part %d:\n%s", n, out)
 		}
 	}
-	if strings.Contains(out, eargo.PartName("split-follow", 4)) {
-		t.Errorf("deploy applied a fourth part; the test wants three:\n%s", out)
+	if strings.Contains(out, eargo.PartName("split-follow", 5)) {
+		t.Errorf("deploy applied a fifth part; the test wants four:\n%s", out)
 	}
 	res := f.c.Dynamic.Resource(argo.WorkflowTemplateGVR).Namespace(f.ns)
 	u, err := res.Get(context.Background(), "split-follow", metav1.GetOptions{})
@@ -73,7 +76,7 @@ func deploySplit(t *testing.T, f flowCLI) {
 	}
 }
 
-// TestSplitFlowFollowed: a flow split into three parts is deployed and run
+// TestSplitFlowFollowed: a flow split into four parts is deployed and run
 // with trigger --wait, which follows every step of every part's Workflow and
 // records them all; then, with step b2 failing in part 2, trigger --wait exits
 // 1 naming the step, its pod and its reason, the steps after it never start,
@@ -103,8 +106,8 @@ func TestSplitFlowFollowed(t *testing.T) {
 		t.Errorf("record: run %s with %d tasks; want succeeded with %d", rec.State, len(tasks), len(steps))
 	}
 	parts := partWorkflows(t, f, name)
-	if len(parts) != 3 {
-		t.Errorf("parts' Workflows %v; want 3", parts)
+	if len(parts) != 4 {
+		t.Errorf("parts' Workflows %v; want 4", parts)
 	}
 	for _, s := range steps {
 		tk := tasks[s]
@@ -173,8 +176,8 @@ func TestSplitFlowFollowed(t *testing.T) {
 		t.Errorf("retry output lacks the steps of part 2 run again:\n%s", out)
 	}
 	again := partWorkflows(t, f, name)
-	if len(again) != 4 || !slices.Contains(again, part2) {
-		t.Errorf("parts' Workflows after retry %v; want the three of the run and a new one of part 2", again)
+	if len(again) != 5 || !slices.Contains(again, part2) {
+		t.Errorf("parts' Workflows after retry %v; want the four of the run and a new one of part 2", again)
 	}
 	rec, tasks = readRun(t, name)
 	if rec.State != record.Succeeded {
@@ -201,4 +204,113 @@ func partWorkflows(t *testing.T, f flowCLI, name string) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// BenchmarkSplitTriggerWait runs a generated flow split into parts (a root
+// step, then chains of ten steps after it; MANIFOLD_BENCH_STEPS steps, 300
+// unless set, in parts of at most MANIFOLD_BENCH_ARGO_MAX_BYTES bytes, 60000
+// unless set) as `trigger --wait` does: Trigger, then Follow to the end, every
+// step's pod on kwok nodes and the parent's on the real node. It reports the
+// wall time from Trigger to Follow's end, the time from Trigger to the first
+// pod (the parent's first part task) and to the first step's pod, and the
+// parts.
+//
+//	MANIFOLD_BENCH_STEPS=300 go test -run '^$' -bench SplitTriggerWait -benchtime 1x -timeout 30m ./runtimes/argo
+func BenchmarkSplitTriggerWait(b *testing.B) {
+	steps, maxBytes := envInt(b, "MANIFOLD_BENCH_STEPS", 300), envInt(b, "MANIFOLD_BENCH_ARGO_MAX_BYTES", 60000)
+	f := sdk.NewFlow("split-bench", sdk.Image("example.com/flow:v1"), sdk.CPU("1m"), sdk.Memory("1Mi"))
+	f.Step("root", sdk.Command("true"))
+	for i := 1; i < steps; i++ {
+		after := "root"
+		if i%10 != 1 {
+			after = fmt.Sprint("s", i-1)
+		}
+		f.Step(fmt.Sprint("s", i), sdk.Command("true"), sdk.After(after))
+	}
+	p := compileFlow(b, f)
+	p.ArgoMaxBytes = maxBytes
+	c := simcluster.Shared(b)
+	ns := c.Namespace(b)
+	c.ArgoParent(b, ns, eargo.ParentRules())
+	ctx := context.Background()
+	a, err := argo.Connect(ctx, p, argo.Options{Kubeconfig: c.Kubeconfig, Namespace: ns, Root: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	done, err := a.Deploy(ctx, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res := c.Dynamic.Resource(argo.WorkflowTemplateGVR).Namespace(ns)
+	u, err := res.Get(ctx, "split-bench", metav1.GetOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	simcluster.OnRealNode(u.Object["spec"].(map[string]any))
+	if _, err := res.Update(ctx, u, metav1.UpdateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	var wall, firstPod, firstStep time.Duration
+	for b.Loop() {
+		start := time.Now()
+		name, _, err := a.Trigger(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		first := make(chan [2]time.Time, 1)
+		go func() { first <- firstPods(b, c, ns) }()
+		r, err := a.Follow(ctx, name)
+		if err != nil || r.State != record.Succeeded {
+			b.Fatalf("run %s: %v, %v", name, r.State, err)
+		}
+		wall += time.Since(start)
+		at := <-first
+		firstPod += at[0].Sub(start)
+		firstStep += at[1].Sub(start)
+	}
+	n := float64(b.N)
+	b.ReportMetric(wall.Seconds()/n, "s-wall")
+	b.ReportMetric(float64(firstPod.Milliseconds())/n, "ms-to-first-pod")
+	b.ReportMetric(float64(firstStep.Milliseconds())/n, "ms-to-first-step-pod")
+	b.ReportMetric(float64(steps), "steps")
+	b.ReportMetric(float64(len(done)-1), "parts")
+}
+
+// firstPods returns when the first pod of namespace ns was seen, and the
+// first pod of a step (labelled plan.LabelStep).
+func firstPods(b *testing.B, c *simcluster.Cluster, ns string) (at [2]time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	w, err := c.Client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Error(err)
+		return at
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		p, ok := ev.Object.(*corev1.Pod)
+		if !ok {
+			continue
+		}
+		if at[0].IsZero() {
+			at[0] = time.Now()
+		}
+		if p.Labels[plan.LabelStep] != "" {
+			at[1] = time.Now()
+			return at
+		}
+	}
+	return at
+}
+
+func envInt(b *testing.B, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		b.Fatalf("%s=%q: %v", name, s, err)
+	}
+	return n
 }
