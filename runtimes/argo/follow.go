@@ -348,8 +348,21 @@ func (f *follower) reconcile() bool {
 			why += fmt.Sprintf("; its task %s of part %d %s: %s", eargo.PartTask(fl.Part), fl.Part, strings.ToLower(fl.Phase), fl.Message)
 		}
 	}
+	// With no step failed, a Workflow that ended otherwise than Succeeded (a
+	// part's Workflow not created, a template not found) fails the steps it
+	// did not run, so that the run fails, saying why; else they are only not
+	// run.
+	accounted := root.Status.Phase == wfv1.WorkflowSucceeded || f.stopping
 	for _, u := range f.units {
-		if !f.Final(u.Unit) {
+		accounted = accounted || f.Task(u.Unit).State == record.Failed
+	}
+	for _, u := range f.units {
+		if f.Final(u.Unit) {
+			continue
+		}
+		if !accounted {
+			f.Fail(u.Unit, why, string(root.Status.Phase), nil)
+		} else {
 			f.Interrupt(u.Unit, why)
 		}
 	}

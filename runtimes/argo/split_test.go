@@ -191,6 +191,34 @@ func TestSplitFlowFollowed(t *testing.T) {
 	}
 }
 
+// TestSplitPartNotCreated: when the parent's executor may not create the
+// parts' Workflows (its service account lacks emit/argo's ParentRules),
+// trigger --wait fails, and the steps not run say why with the part task's
+// message.
+func TestSplitPartNotCreated(t *testing.T) {
+	flow, _ := splitFlow(false)
+	f := newCLI(t, flow)
+	if err := os.WriteFile("manifold.toml", []byte("argo_max_bytes = 4000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.c.RealNode(t)
+	f.c.ArgoExecutor(t, f.ns)
+	deploySplit(t, f)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	code, out, stderr := f.runContext(ctx, "trigger", "--target", "argo", "--wait")
+	cancel()
+	if code != 1 {
+		t.Fatalf("trigger --wait with no part created: exit %d; want 1", code)
+	}
+	name := firstLine(out)
+	if !strings.Contains(out+stderr, "its task p1 of part 1 failed") || !strings.Contains(out+stderr, "forbidden") {
+		t.Errorf("the output does not say part 1's Workflow could not be created:\n%s\n%s", out, stderr)
+	}
+	if parts := partWorkflows(t, f, name); len(parts) != 0 {
+		t.Errorf("parts' Workflows %v; want none", parts)
+	}
+}
+
 // partWorkflows returns the names of the Workflows that run name created.
 func partWorkflows(t *testing.T, f flowCLI, name string) []string {
 	t.Helper()
