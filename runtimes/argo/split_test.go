@@ -161,6 +161,11 @@ func TestSplitFlowFollowed(t *testing.T) {
 		t.Errorf("runs show --target argo: exit %d; want the run failed, and b2 with its pod:\n%s", code, out)
 	}
 
+	// The simulated cluster serves no pod logs: logs names b2's pod either way.
+	if code, out, stderr := f.run("logs", "--target", "argo", name, "b2"); !strings.Contains(out+stderr, part2+"-b2-") {
+		t.Errorf("logs --target argo RUN b2: exit %d, stdout %q, stderr %q; want b2's pod in part 2's Workflow named", code, out, stderr)
+	}
+
 	// The cause goes away: the flow is deployed again without it, and the
 	// run retried.
 	flow, _ = splitFlow(false)
@@ -172,12 +177,15 @@ func TestSplitFlowFollowed(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("retry --wait of the split run: exit %d\n%s", code, stderr)
 	}
-	if !strings.Contains(out, "retrying run "+name+": b0, b1, b2, b3 run again") {
-		t.Errorf("retry output lacks the steps of part 2 run again:\n%s", out)
+	if !strings.Contains(out, "retrying run "+name+": b0, b1, b2, b3, report run again") {
+		t.Errorf("retry output lacks the steps of parts 2 and 4 (after part 2) run again:\n%s", out)
 	}
 	again := partWorkflows(t, f, name)
 	if len(again) != 5 || !slices.Contains(again, part2) {
 		t.Errorf("parts' Workflows after retry %v; want the four of the run and a new one of part 2", again)
+	}
+	if code, out, stderr := f.run("logs", "--target", "argo", name, "b2"); strings.Contains(out+stderr, part2) || !strings.Contains(out+stderr, "-b2-") {
+		t.Errorf("logs --target argo RUN b2 after retry: exit %d, stdout %q, stderr %q; want the pod of part 2's new Workflow, not of %s", code, out, stderr, part2)
 	}
 	rec, tasks = readRun(t, name)
 	if rec.State != record.Succeeded {

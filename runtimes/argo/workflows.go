@@ -287,14 +287,15 @@ func (c *Client) Retry(ctx context.Context, name string) ([]string, error) {
 	return steps, nil
 }
 
-// partSteps returns the steps that parent's part tasks among nodes run: the
-// steps of those parts' WorkflowTemplates, in flow order.
+// partSteps returns the steps that parent's part tasks among nodes run (the
+// failed ones, and those after them, which did not run): the steps of those
+// parts' WorkflowTemplates, in flow order.
 func (c *Client) partSteps(ctx context.Context, parent *wfv1.Workflow, nodes map[string]bool) ([]string, error) {
 	set := map[string]bool{}
 	for id := range nodes {
 		n := parent.Status.Nodes[id]
 		part, err := strconv.Atoi(strings.TrimPrefix(n.TemplateName, "p"))
-		if n.Type != wfv1.NodeTypePod || !strings.HasPrefix(n.TemplateName, "p") || err != nil {
+		if !strings.HasPrefix(n.TemplateName, "p") || err != nil || eargo.PartTask(part) != n.TemplateName {
 			continue
 		}
 		name := eargo.PartName(c.f.Name, part)
