@@ -128,7 +128,8 @@ func lifecycleCommands(flow *sdk.Flow) []*ucli.Command {
 			}),
 		runCommandOf(flow, "retry", "run again the failed steps of a run, on the cluster, in place; --wait follows it",
 			"With --target argo, retries the Workflow as `argo retry` does: its failed nodes are reset and their\n"+
-				"pods deleted, and Argo's controller runs them again; what succeeded is not run again.",
+				"pods deleted, and Argo's controller runs them again; what succeeded is not run again.\n"+
+				"Of a flow split into parts, a failed part's Workflow is created anew and runs all the part's steps.",
 			func(c *ucli.Context, p *plan.Flow, run string) error { return argoRetry(c, p, run) },
 			func(c *ucli.Context, p *plan.Flow, run string) error { return airflowRetry(c, flow, p, run) },
 			waitFlags()...),

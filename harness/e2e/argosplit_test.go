@@ -12,7 +12,6 @@ import (
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -44,30 +43,13 @@ type splitRun struct {
 // creating nothing. So they run on the cluster's real node, in its network,
 // where the executor reaches the API server on loopback (the steps of the
 // parts run on kwok nodes as usual); the test adds that placement to the
-// parent as a cluster's operator would set a workflow default. The namespace's
-// default service account, which the executor runs as, is given what the
-// parent's executor needs (argo.ParentRules).
+// parent as a cluster's operator would set a workflow default
+// (simcluster.ArgoParent and OnRealNode).
 func runSplit(t testing.TB, c *simcluster.Cluster, ns string, p *plan.Flow, timeout time.Duration) *splitRun {
 	t.Helper()
-	c.RealNode(t)
-	c.ArgoExecutor(t, ns)
+	c.ArgoParent(t, ns, argo.ParentRules())
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	role := &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "manifold-parent", Namespace: ns},
-		Rules:      argo.ParentRules(),
-	}
-	if _, err := c.Client.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "manifold-parent", Namespace: ns},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: ns}},
-	}
-	if _, err := c.Client.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 
 	files, errs := emit.Files(argo.Target{}, p)
 	if len(errs) > 0 {
@@ -84,11 +66,7 @@ func runSplit(t testing.TB, c *simcluster.Cluster, ns string, p *plan.Flow, time
 		}
 		if o.GetName() == p.Name {
 			parent = o
-			// On the real node, in its network.
-			spec := o.Object["spec"].(map[string]any)
-			spec["nodeSelector"] = map[string]any{simcluster.LabelRealNode: "true"}
-			spec["tolerations"] = []any{map[string]any{"key": simcluster.LabelRealNode, "operator": "Exists", "effect": "NoSchedule"}}
-			spec["podSpecPatch"] = `{"hostNetwork":true}`
+			simcluster.OnRealNode(o.Object["spec"].(map[string]any))
 		}
 		if _, err := c.Create(ctx, o, ns); err != nil {
 			t.Fatalf("the API server refused the WorkflowTemplate %s: %v", o.GetName(), err)

@@ -225,3 +225,39 @@ func (c *Cluster) ArgoExecutor(t testing.TB, ns string) {
 		t.Fatal(err)
 	}
 }
+
+// ArgoParent readies namespace ns for a split flow's parent Workflow, whose
+// resource templates create the parts' Workflows through Argo's executor,
+// which must really run (kwok would "complete" their pods at once, creating
+// nothing): the cluster's real node and Argo's executor (ArgoExecutor), and
+// for the namespace's default service account, which the executor runs as,
+// rules (emit/argo's ParentRules: what the parent's executor asks of the API
+// server). A parent's WorkflowTemplate is then placed with OnRealNode.
+func (c *Cluster) ArgoParent(t testing.TB, ns string, rules []rbacv1.PolicyRule) {
+	t.Helper()
+	c.RealNode(t)
+	c.ArgoExecutor(t, ns)
+	ctx := context.Background()
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "manifold-parent", Namespace: ns}, Rules: rules}
+	if _, err := c.Client.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "manifold-parent", Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: ns}},
+	}
+	if _, err := c.Client.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// OnRealNode places the pods of the Workflow or WorkflowTemplate spec (its
+// "spec" map) on the cluster's real node, in the node's network, where Argo's
+// executor reaches the API server on loopback: as a cluster's operator would
+// set a workflow default.
+func OnRealNode(spec map[string]any) {
+	spec["nodeSelector"] = map[string]any{LabelRealNode: "true"}
+	spec["tolerations"] = []any{map[string]any{"key": LabelRealNode, "operator": "Exists", "effect": "NoSchedule"}}
+	spec["podSpecPatch"] = `{"hostNetwork":true}`
+}

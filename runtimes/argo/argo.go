@@ -60,8 +60,8 @@ const (
 	// values: Trigger tells when the flow has changed since.
 	AnnotationFlowHash = "manifold.dev/flow-hash"
 	// LabelParentWorkflow names, on the Workflow of one part of a flow split
-	// into parts, the Workflow that created it.
-	LabelParentWorkflow = "manifold.dev/parent-workflow"
+	// into parts, the Workflow that created it (emit/argo's).
+	LabelParentWorkflow = eargo.LabelParentWorkflow
 	// FieldManager is the field manager of Deploy's server-side apply.
 	FieldManager = "manifold"
 )

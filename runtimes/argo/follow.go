@@ -304,13 +304,16 @@ func (f *follower) reconcile() bool {
 		f.Disp.Note("%v", err)
 		return true
 	}
-	wfs := []*wfv1.Workflow{root}
-	names := map[string]bool{root.Name: true}
+	var parts []*wfv1.Workflow
 	for _, o := range f.parts.GetStore().List() {
 		if w, err := toWorkflow(o.(*unstructured.Unstructured)); err == nil {
-			wfs = append(wfs, w)
-			names[w.Name] = true
+			parts = append(parts, w)
 		}
+	}
+	wfs := append([]*wfv1.Workflow{root}, latestParts(root, parts)...)
+	names := map[string]bool{}
+	for _, w := range wfs {
+		names[w.Name] = true
 	}
 	pods := map[string]*corev1.Pod{}
 	for _, o := range f.pods.GetStore().List() {
@@ -339,12 +342,36 @@ func (f *follower) reconcile() bool {
 	if !ended(string(root.Status.Phase)) {
 		return false
 	}
+	why := "not run: Workflow " + f.name + " ended " + string(root.Status.Phase)
+	if root.Status.Message != "" {
+		why += " (" + root.Status.Message + ")"
+	}
+	// A part's task that failed with no step failed, as when the part's
+	// Workflow could not be created, says why.
+	var ps []wfv1.Workflow
+	for _, w := range wfs[1:] {
+		ps = append(ps, *w)
+	}
+	for _, fl := range eargo.Failures(root, ps) {
+		if fl.Step == "" {
+			why += fmt.Sprintf("; its task %s of part %d %s: %s", eargo.PartTask(fl.Part), fl.Part, strings.ToLower(fl.Phase), fl.Message)
+		}
+	}
+	// With no step failed, a Workflow that ended otherwise than Succeeded (a
+	// part's Workflow not created, a template not found) fails the steps it
+	// did not run, so that the run fails, saying why; else they are only not
+	// run.
+	accounted := root.Status.Phase == wfv1.WorkflowSucceeded || f.stopping
 	for _, u := range f.units {
-		if !f.Final(u.Unit) {
-			why := "not run: Workflow " + f.name + " ended " + string(root.Status.Phase)
-			if root.Status.Message != "" {
-				why += " (" + root.Status.Message + ")"
-			}
+		accounted = accounted || f.Task(u.Unit).State == record.Failed
+	}
+	for _, u := range f.units {
+		if f.Final(u.Unit) {
+			continue
+		}
+		if !accounted {
+			f.Fail(u.Unit, why, string(root.Status.Phase), nil)
+		} else {
 			f.Interrupt(u.Unit, why)
 		}
 	}
@@ -364,7 +391,13 @@ func (f *follower) nodes(w *wfv1.Workflow, pods map[string]*corev1.Pod) {
 // item of a foreach step (index, else -1): a Pod node, or a Retry node whose
 // Pod children are its attempts (attempts holds the Pod node itself when
 // there is no Retry node).
+//
+// A split flow's parent (emit/argo's IsParent) runs no step: its nodes
+// create its parts' Workflows, whose nodes run the steps.
 func walk(flow *plan.Flow, w *wfv1.Workflow, fn func(s *plan.Step, index int, top wfv1.NodeStatus, attempts []wfv1.NodeStatus)) {
+	if eargo.IsParent(w) {
+		return
+	}
 	parent := map[string]string{}
 	for id, n := range w.Status.Nodes {
 		for _, ch := range n.Children {
@@ -381,11 +414,9 @@ func walk(flow *plan.Flow, w *wfv1.Workflow, fn func(s *plan.Step, index int, to
 		if task, _, _ := strings.Cut(n.DisplayName, "("); strings.HasSuffix(task, eargo.ServiceSuffix) {
 			continue // the Service of a multi-node step, which its Job's task follows
 		}
-		s := flow.Step(stepOfNode(n))
+		s := flow.Step(eargo.StepOfNode(&n))
 		if s == nil || s.Nodes <= 1 && n.TemplateName != s.Name {
-			// Not a step's: a container step's template is named after it
-			// (a split flow's parent runs its parts by other templates).
-			continue
+			continue // not a step's: a container step's template is named after it
 		}
 		index := -1
 		if s.Nodes <= 1 && len(s.Foreach) > 0 {

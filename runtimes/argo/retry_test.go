@@ -76,23 +76,6 @@ func TestRetried(t *testing.T) {
 	}
 }
 
-// TestStepOfNode: a node's step, from its display name, through the task
-// names of steps that begin with a digit, foreach items and attempts.
-func TestStepOfNode(t *testing.T) {
-	for display, want := range map[string]string{
-		"train":                          "train",
-		"S1st":                           "1st",
-		`b(0:{"index":"0","value":"x"})`: "b",
-		"S2nd(1)":                        "2nd",
-		"Sx":                             "Sx",
-		"train-service-":                 "train",
-	} {
-		if got := stepOfNode(wfv1.NodeStatus{DisplayName: display}); got != want {
-			t.Errorf("stepOfNode(%q) = %q; want %q", display, got, want)
-		}
-	}
-}
-
 // TestPodName: Argo's v2 pod names, as its controller made them on the
 // simulated cluster (a node of workflow argo-life-k4p7j, template b).
 func TestPodName(t *testing.T) {
@@ -100,5 +83,46 @@ func TestPodName(t *testing.T) {
 	n := wfv1.NodeStatus{Name: "argo-life-k4p7j.b(0:index:0,value:x)", TemplateName: "b"}
 	if got, want := podName(wf, n), "argo-life-k4p7j-b-3182824566"; got != want {
 		t.Errorf("podName = %q; want %q", got, want)
+	}
+}
+
+// TestLatestParts: of a parent's parts' Workflows, each part's newest one
+// created since the parent's task of the part last started; after a retry of
+// the parent, the failed part's old Workflow no longer counts, nor does any
+// while the part's task has not started again; another run's parts never.
+func TestLatestParts(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s int) metav1.Time { return metav1.NewTime(t0.Add(time.Duration(s) * time.Second)) }
+	parent := &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: "wf"}, Status: wfv1.WorkflowStatus{Nodes: wfv1.Nodes{
+		"wf":   {ID: "wf", Type: wfv1.NodeTypeDAG, StartedAt: at(0)},
+		"wf-1": {ID: "wf-1", Type: wfv1.NodeTypePod, TemplateName: "p1", StartedAt: at(0)},
+		// Part 2's task, retried: started again at 60s.
+		"wf-2": {ID: "wf-2", Type: wfv1.NodeTypePod, TemplateName: "p2", StartedAt: metav1.NewTime(t0.Add(60*time.Second + 300*time.Millisecond))},
+	}}}
+	part := func(name, parentName, n string, created int) *wfv1.Workflow {
+		return &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: at(created),
+			Labels: map[string]string{LabelParentWorkflow: parentName, "manifold.dev/part": n}}}
+	}
+	parts := []*wfv1.Workflow{
+		part("wf-p2-old", "wf", "2", 1),
+		part("wf-p1-a", "wf", "1", 1),
+		part("wf-p2-new", "wf", "2", 60),
+		part("other-p1-x", "other", "1", 2),
+		part("wf-p3-old", "wf", "3", 5), // its task was reset by the retry
+	}
+	var got []string
+	for _, w := range latestParts(parent, parts) {
+		got = append(got, w.Name)
+	}
+	if want := []string{"wf-p1-a", "wf-p2-new"}; !slices.Equal(got, want) {
+		t.Errorf("latestParts = %v; want %v", got, want)
+	}
+	delete(parent.Status.Nodes, "wf-2")
+	got = got[:0]
+	for _, w := range latestParts(parent, parts) {
+		got = append(got, w.Name)
+	}
+	if want := []string{"wf-p1-a"}; !slices.Equal(got, want) {
+		t.Errorf("latestParts with part 2's task not started again = %v; want %v", got, want)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	eargo "github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/runtimes/kube"
@@ -97,7 +99,7 @@ func (c *Client) Show(ctx context.Context, name string) (*Status, error) {
 }
 
 // workflows returns Workflow name, a run of the flow, then the Workflows of
-// its parts.
+// its parts: the newest of each part (latestParts).
 func (c *Client) workflows(ctx context.Context, name string) ([]*wfv1.Workflow, error) {
 	u, err := c.run(ctx, name)
 	if err != nil {
@@ -107,19 +109,68 @@ func (c *Client) workflows(ctx context.Context, name string) ([]*wfv1.Workflow, 
 	if err != nil {
 		return nil, err
 	}
-	out := []*wfv1.Workflow{root}
 	list, err := c.conn.Dynamic.Resource(WorkflowGVR).Namespace(c.ns).List(ctx, metav1.ListOptions{LabelSelector: LabelParentWorkflow + "=" + name})
 	if err != nil {
 		return nil, err
 	}
+	var parts []*wfv1.Workflow
 	for i := range list.Items {
 		w, err := toWorkflow(&list.Items[i])
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, w)
+		parts = append(parts, w)
 	}
-	return out, nil
+	return append([]*wfv1.Workflow{root}, latestParts(root, parts)...), nil
+}
+
+// latestParts returns, of the Workflows parts, those that run the parts of
+// parent's run now, in part order: for each part (emit/argo's LabelPart) the
+// newest Workflow that parent (LabelParentWorkflow) created since its task
+// of the part (PartTask) last started; none while that task has not started.
+// A part has more than one Workflow when the parent was retried: Argo's
+// retry of a parent's failed part task deletes the task's node and starts
+// it anew, which creates the part's Workflow anew, running every step of the
+// part from the start, and the Workflow it replaces stays as it ended.
+func latestParts(parent *wfv1.Workflow, parts []*wfv1.Workflow) []*wfv1.Workflow {
+	started := map[string]time.Time{}
+	for _, n := range parent.Status.Nodes {
+		if n.Type == wfv1.NodeTypePod {
+			started[n.TemplateName] = n.StartedAt.Time
+		}
+	}
+	newest := map[int]*wfv1.Workflow{}
+	for _, w := range parts {
+		if w.Labels[LabelParentWorkflow] != parent.Name {
+			continue
+		}
+		n, err := strconv.Atoi(w.Labels[eargo.LabelPart])
+		if err != nil {
+			continue
+		}
+		// Both times are in whole seconds.
+		at, ok := started[eargo.PartTask(n)]
+		if !ok || w.CreationTimestamp.Time.Before(at.Truncate(time.Second)) {
+			continue
+		}
+		if old, ok := newest[n]; !ok || newer(w, old) {
+			newest[n] = w
+		}
+	}
+	out := make([]*wfv1.Workflow, 0, len(newest))
+	for _, n := range slices.Sorted(maps.Keys(newest)) {
+		out = append(out, newest[n])
+	}
+	return out
+}
+
+// newer reports whether Workflow a was created after b (by name when in the
+// same second).
+func newer(a, b *wfv1.Workflow) bool {
+	if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+		return c > 0
+	}
+	return a.Name > b.Name
 }
 
 // podsOf returns the pods of Workflows wfs still on the cluster, by node ID.

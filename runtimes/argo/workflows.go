@@ -255,6 +255,13 @@ func (c *Client) suspend(ctx context.Context, name string, on bool) error {
 // message, finish time, completed label and shutdown are cleared, and Argo's
 // controller carries on from there; what succeeded is not run again. It
 // returns the steps it runs again.
+//
+// Retrying a split flow's parent (emit/argo's IsParent) retries its failed
+// part tasks: each creates its part's Workflow anew, from the part's
+// WorkflowTemplate as deployed now, which runs every step of the part from
+// the start (the steps of the part that succeeded too); parts that succeeded
+// are not run again, and the part's failed Workflow stays as it ended.
+// Follow, Show and Logs then read the newest Workflow of each part.
 func (c *Client) Retry(ctx context.Context, name string) ([]string, error) {
 	u, err := c.run(ctx, name)
 	if err != nil {
@@ -270,6 +277,11 @@ func (c *Client) Retry(ctx context.Context, name string) ([]string, error) {
 		return nil, fmt.Errorf("Workflow %s is %s: only a run that failed can be retried", name, cmpPhase(wf.Status.Phase))
 	}
 	newWf, pods, steps := retried(wf, time.Now())
+	if eargo.IsParent(wf) {
+		if steps, err = c.partSteps(ctx, wf, pods); err != nil {
+			return nil, err
+		}
+	}
 	list, err := c.conn.Client.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{LabelSelector: labelWorkflow + "=" + name})
 	if err != nil {
 		return nil, err
@@ -288,6 +300,46 @@ func (c *Client) Retry(ctx context.Context, name string) ([]string, error) {
 	}
 	if _, err := c.conn.Dynamic.Resource(WorkflowGVR).Namespace(c.ns).Update(ctx, &unstructured.Unstructured{Object: m}, metav1.UpdateOptions{}); err != nil {
 		return nil, fmt.Errorf("update Workflow %s: %w", name, err)
+	}
+	return steps, nil
+}
+
+// partSteps returns the steps that parent's part tasks among nodes run (the
+// failed ones, and those after them, which did not run): the steps of those
+// parts' WorkflowTemplates, in flow order.
+func (c *Client) partSteps(ctx context.Context, parent *wfv1.Workflow, nodes map[string]bool) ([]string, error) {
+	set := map[string]bool{}
+	for id := range nodes {
+		n := parent.Status.Nodes[id]
+		part, err := strconv.Atoi(strings.TrimPrefix(n.TemplateName, "p"))
+		if !strings.HasPrefix(n.TemplateName, "p") || err != nil || eargo.PartTask(part) != n.TemplateName {
+			continue
+		}
+		name := eargo.PartName(c.f.Name, part)
+		u, err := c.conn.Dynamic.Resource(WorkflowTemplateGVR).Namespace(c.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("part %d of run %s: WorkflowTemplate %s: %w", part, parent.Name, name, err)
+		}
+		var tpl wfv1.WorkflowTemplate
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &tpl); err != nil {
+			return nil, fmt.Errorf("WorkflowTemplate %s: %w", name, err)
+		}
+		for _, t := range tpl.Spec.Templates {
+			if t.DAG == nil {
+				continue
+			}
+			for _, task := range t.DAG.Tasks {
+				if s := eargo.StepOfTask(task.Name); c.f.Step(s) != nil {
+					set[s] = true
+				}
+			}
+		}
+	}
+	var steps []string
+	for i := range c.f.Steps {
+		if set[c.f.Steps[i].Name] {
+			steps = append(steps, c.f.Steps[i].Name)
+		}
 	}
 	return steps, nil
 }
@@ -361,7 +413,7 @@ func retried(wf *wfv1.Workflow, now time.Time) (*wfv1.Workflow, map[string]bool,
 	for id := range del {
 		n := wf.Status.Nodes[id]
 		if n.Type == wfv1.NodeTypePod && n.FailedOrError() {
-			stepSet[stepOfNode(n)] = true
+			stepSet[eargo.StepOfNode(&n)] = true
 		}
 		for p := parent[id]; p != "" && !del[p]; p = parent[p] {
 			n := wf.Status.Nodes[p]
@@ -394,14 +446,6 @@ func retried(wf *wfv1.Workflow, now time.Time) (*wfv1.Workflow, map[string]bool,
 	out.Status.Nodes = nodes
 	delete(stepSet, "")
 	return out, del, slices.Sorted(maps.Keys(stepSet))
-}
-
-// stepOfNode returns the step a node of the flow's Workflow runs: the step of
-// its DAG task (emit/argo's StepOfTask), which its display name begins with
-// (a foreach item's and an attempt's add "(…)").
-func stepOfNode(n wfv1.NodeStatus) string {
-	task, _, _ := strings.Cut(n.DisplayName, "(")
-	return eargo.StepOfTask(task)
 }
 
 // podName is the name of the pod of Argo's node n of Workflow wf: the
