@@ -254,7 +254,7 @@ func TestArgoSplitFailure(t *testing.T) {
 	}
 	f.Step("report", sdk.Command("true"), sdk.After("a3", "b3", "c3"))
 	p := testflows.Compile(t, f)
-	p.ArgoMaxBytes = 4000
+	p.ArgoMaxBytes = 5000
 	r := runSplit(t, c, ns, p, 4*time.Minute)
 	if len(r.parts) < 3 {
 		t.Fatalf("%d parts ran, want 3 or more:\n%s", len(r.parts), r.describe())

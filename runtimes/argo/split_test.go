@@ -21,7 +21,7 @@ import (
 	"github.com/manifoldflow/manifold/sdk"
 )
 
-// splitFlow is a flow of 14 steps that argo_max_bytes = 4000 splits into
+// splitFlow is a flow of 14 steps that argo_max_bytes = 5000 splits into
 // four parts (b0 to b3 the second): prepare, three chains a, b and c of four steps after it, and report
 // after the three; step b2 fails when fail is set.
 func splitFlow(fail bool) (*sdk.Flow, []string) {
@@ -85,7 +85,7 @@ func deploySplit(t *testing.T, f flowCLI) {
 func TestSplitFlowFollowed(t *testing.T) {
 	flow, steps := splitFlow(false)
 	f := newCLI(t, flow)
-	if err := os.WriteFile("manifold.toml", []byte("argo_max_bytes = 4000\n"), 0o644); err != nil {
+	if err := os.WriteFile("manifold.toml", []byte("argo_max_bytes = 5000\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	f.c.ArgoParent(t, f.ns, eargo.ParentRules())
@@ -206,7 +206,7 @@ func TestSplitFlowFollowed(t *testing.T) {
 func TestSplitPartNotCreated(t *testing.T) {
 	flow, _ := splitFlow(false)
 	f := newCLI(t, flow)
-	if err := os.WriteFile("manifold.toml", []byte("argo_max_bytes = 4000\n"), 0o644); err != nil {
+	if err := os.WriteFile("manifold.toml", []byte("argo_max_bytes = 5000\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	f.c.RealNode(t)
