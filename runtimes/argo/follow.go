@@ -177,7 +177,7 @@ func (c *Client) Follow(ctx context.Context, name string) (*dag.Result, error) {
 	}
 	f.stopLogs()
 	res, err := f.Finish(interrupted, nil)
-	if res.State == record.Interrupted {
+	if res.State == record.Interrupted && interrupted {
 		// A Workflow is not resumed by run ID: it was stopped, or runs on.
 		what := fmt.Sprintf("Workflow %s goes on running on the cluster (`%s runs show --target argo %s` shows it)", name, c.o.Program, name)
 		if f.stopping {

@@ -513,16 +513,20 @@ func (r *Run) Interrupt(u *Unit, why string) {
 // is interrupted when that stopped a unit or left one unstarted. Otherwise a
 // failed unit fails the run (with detail adding to the first one's message, nil
 // for nothing), and so does a state that could not be recorded or a unit that
-// never started.
+// never started. A unit stopped without the run's context ending (its cluster
+// stopped it) makes the run interrupted, never a success.
 func (r *Run) Finish(interrupted bool, detail func(record.Task) string) (*Result, error) {
 	res := &Result{ID: r.ID, Dir: r.Dir, State: record.Succeeded}
-	var never []string
-	stopped := false
+	var never, stopped []string
+	why := ""
 	r.mu.Lock()
 	for _, u := range r.units {
 		switch u.rec.State {
 		case record.Interrupted:
-			stopped = true
+			stopped = append(stopped, u.Label)
+			if why == "" {
+				why = u.rec.Error
+			}
 		case record.Pending:
 			never = append(never, u.Label)
 		case record.Failed:
@@ -538,7 +542,7 @@ func (r *Run) Finish(interrupted bool, detail func(record.Task) string) (*Result
 
 	var err error
 	switch {
-	case interrupted && (stopped || len(never) > 0):
+	case interrupted && (len(stopped) > 0 || len(never) > 0):
 		// (An interrupt that came after the last unit ended stopped nothing.)
 		res.State = record.Interrupted
 		err = fmt.Errorf("run %s %w; resume it with --run-id %s", r.ID, ErrInterrupted, r.ID)
@@ -553,6 +557,9 @@ func (r *Run) Finish(interrupted bool, detail func(record.Task) string) (*Result
 		// pending here must never pass for a success.
 		res.State = record.Failed
 		err = fmt.Errorf("run %s: %s never started", r.ID, strings.Join(never, ", "))
+	case len(stopped) > 0:
+		res.State = record.Interrupted
+		err = fmt.Errorf("run %s %w: %s stopped (%s)", r.ID, ErrInterrupted, strings.Join(stopped, ", "), why)
 	}
 	r.Rec.State, r.Rec.End = res.State, r.now()
 	if err != nil {

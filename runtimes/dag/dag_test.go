@@ -162,16 +162,26 @@ func TestInterruptedRun(t *testing.T) {
 		name string
 		act  func(r *dag.Run, a, b *dag.Unit)
 		want record.State
+		// notInterrupted: the run's context did not end; something else
+		// stopped the unit (a cluster's Workflow stopped from elsewhere).
+		notInterrupted bool
 	}{
-		{"stopped", func(r *dag.Run, a, b *dag.Unit) { r.Start(a); r.Interrupt(a, "") }, record.Interrupted},
-		{"unstarted", func(r *dag.Run, a, b *dag.Unit) { r.Start(a); r.Succeed(a, nil) }, record.Interrupted},
-		{"after the end", func(r *dag.Run, a, b *dag.Unit) {
+		{name: "stopped", act: func(r *dag.Run, a, b *dag.Unit) { r.Start(a); r.Interrupt(a, "") }, want: record.Interrupted},
+		{name: "unstarted", act: func(r *dag.Run, a, b *dag.Unit) { r.Start(a); r.Succeed(a, nil) }, want: record.Interrupted},
+		{name: "stopped elsewhere", act: func(r *dag.Run, a, b *dag.Unit) {
+			r.Start(a)
+			r.Succeed(a, nil)
+			r.Release()
+			r.Start(b)
+			r.Interrupt(b, "stopped")
+		}, want: record.Interrupted, notInterrupted: true},
+		{name: "after the end", act: func(r *dag.Run, a, b *dag.Unit) {
 			r.Start(a)
 			r.Succeed(a, nil)
 			r.Release()
 			r.Start(b)
 			r.Succeed(b, nil)
-		}, record.Succeeded},
+		}, want: record.Succeeded},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := dag.New(f, "r1", t.TempDir())
@@ -180,7 +190,7 @@ func TestInterruptedRun(t *testing.T) {
 			r.Add(a, b)
 			r.Release()
 			tt.act(r, a, b)
-			res, err := r.Finish(true, nil)
+			res, err := r.Finish(!tt.notInterrupted, nil)
 			if res.State != tt.want {
 				t.Errorf("state %s, want %s (%v)", res.State, tt.want, err)
 			}
