@@ -78,11 +78,7 @@ func unitKey(step string, index int) string { return step + "/" + strconv.Itoa(i
 // decides whether the Workflow is stopped (and followed until it ends, or until
 // Options.Force ends) or left running; the run is recorded interrupted.
 func (c *Client) Follow(ctx context.Context, name string) (*dag.Result, error) {
-	u, err := c.run(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	wf, err := toWorkflow(u)
+	wf, err := c.workflow(ctx, name)
 	if err != nil {
 		return nil, err
 	}

@@ -101,11 +101,7 @@ func (c *Client) Show(ctx context.Context, name string) (*Status, error) {
 // workflows returns Workflow name, a run of the flow, then the Workflows of
 // its parts: the newest of each part (latestParts).
 func (c *Client) workflows(ctx context.Context, name string) ([]*wfv1.Workflow, error) {
-	u, err := c.run(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	root, err := toWorkflow(u)
+	root, err := c.workflow(ctx, name)
 	if err != nil {
 		return nil, err
 	}

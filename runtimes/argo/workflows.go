@@ -187,6 +187,15 @@ func (c *Client) run(ctx context.Context, name string) (*unstructured.Unstructur
 	return u, nil
 }
 
+// workflow returns Workflow name, a run of the flow (run), decoded.
+func (c *Client) workflow(ctx context.Context, name string) (*wfv1.Workflow, error) {
+	u, err := c.run(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return toWorkflow(u)
+}
+
 // mergePatch patches Workflow name (a run of the flow) with patch.
 func (c *Client) mergePatch(ctx context.Context, name string, patch map[string]any) error {
 	if _, err := c.run(ctx, name); err != nil {
@@ -263,11 +272,7 @@ func (c *Client) suspend(ctx context.Context, name string, on bool) error {
 // are not run again, and the part's failed Workflow stays as it ended.
 // Follow, Show and Logs then read the newest Workflow of each part.
 func (c *Client) Retry(ctx context.Context, name string) ([]string, error) {
-	u, err := c.run(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	wf, err := toWorkflow(u)
+	wf, err := c.workflow(ctx, name)
 	if err != nil {
 		return nil, err
 	}
