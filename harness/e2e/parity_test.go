@@ -38,6 +38,11 @@ import (
 //     PET_MASTER_ADDR, NEURON_RT_ROOT_COMM_ID): rank 0's host name under the
 //     job target's Service differs from its name under JobSet's; the variables
 //     must be present on every target, their values are not compared.
+//   - An empty TRACEPARENT: the argo and airflow targets deploy a flow once for
+//     every run, so every step's container has the variable, filled from the
+//     run's parameters and empty when the run is not traced; the kube runtime
+//     sets it on the objects of a traced run only. A TRACEPARENT with a value
+//     is compared.
 type runShape struct {
 	Image       string
 	Command     []string
@@ -78,7 +83,8 @@ func shape(p corev1.Pod) (runShape, error) {
 	var env []corev1.EnvVar
 	for _, e := range c.Env {
 		switch {
-		case strings.HasPrefix(e.Name, "ARGO_"), e.Name == envCompletionIndex:
+		case strings.HasPrefix(e.Name, "ARGO_"), e.Name == envCompletionIndex,
+			e == corev1.EnvVar{Name: plan.EnvTraceParent}:
 			continue
 		case slices.Contains(addressVars, e.Name):
 			e = corev1.EnvVar{Name: e.Name, Value: "(address)"}
