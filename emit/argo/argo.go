@@ -56,7 +56,6 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -231,63 +230,22 @@ func WorkflowTemplate(f *plan.Flow) (*wfv1.WorkflowTemplate, field.ErrorList) {
 // in holds (every step when in is nil), each waiting only for the steps among
 // them it waits for, with runID as the steps' run ID.
 func build(f *plan.Flow, name string, in []bool, runID string) (*wfv1.WorkflowTemplate, field.ErrorList) {
-	f, literal := carried(f)
-	has := func(i int) bool { return in == nil || in[i] }
-	// The pods of the container steps; a multi-node step's pods are inside the
-	// object its resource template creates.
-	pods := make([]corev1.PodTemplateSpec, len(f.Steps))
-	containerPods := make([]corev1.PodTemplateSpec, 0, len(f.Steps))
-	multi := false
-	for i := range f.Steps {
-		s := &f.Steps[i]
-		if !has(i) {
-			continue
-		}
-		if s.Nodes > 1 {
-			multi = true
-		} else {
-			o := PodOptions(s)
-			o.RunID = runID
-			pods[i] = emit.Pod(f, s, o)
-			if literal {
-				withBraces(f.Name, &pods[i].Spec)
-			}
-			// Argo creates the pod itself, so Kueue admits it as a plain pod
-			// (its pod integration), by the pod's own queue label.
-			pods[i].Labels = emit.Queued(pods[i].Labels, s)
-			containerPods = append(containerPods, pods[i])
-		}
-	}
-	spec, shared := workflowSpec(f, containerPods, multi, literal)
-
+	m := newMaker(f, name, in, runID, true)
+	spec := m.spec
 	// Each step has a template and a task, a multi-node step up to three.
-	dag := &wfv1.DAGTemplate{Tasks: make([]wfv1.DAGTask, 0, len(f.Steps))}
-	spec.Templates = make([]wfv1.Template, 1, 1+len(f.Steps))
+	dag := &wfv1.DAGTemplate{Tasks: make([]wfv1.DAGTask, 0, len(m.f.Steps))}
+	spec.Templates = make([]wfv1.Template, 1, 1+len(m.f.Steps))
 	spec.Templates[0] = wfv1.Template{Name: Entrypoint, DAG: dag}
-	for i := range f.Steps {
-		s := &f.Steps[i]
-		if !has(i) {
+	for i := range m.f.Steps {
+		if !m.has(i) {
 			continue
 		}
-		if s.Nodes > 1 {
-			ts, tks, err := multiNode(f, s, literal, runID)
-			if err != nil {
-				return nil, field.ErrorList{field.InternalError(stepPath(s), err)}
-			}
-			spec.Templates = append(spec.Templates, ts...)
-			dag.Tasks = append(dag.Tasks, tks...)
-			continue
+		ts, tks, errs := m.step(i, true)
+		if len(errs) > 0 {
+			return nil, errs
 		}
-		t, err := stepTemplate(s, pods[i], shared)
-		if err != nil {
-			return nil, field.ErrorList{field.InternalError(stepPath(s), err)}
-		}
-		spec.Templates = append(spec.Templates, t)
-		tk, err := task(s)
-		if err != nil {
-			return nil, field.ErrorList{field.InternalError(stepPath(s).Child("foreach"), err)}
-		}
-		dag.Tasks = append(dag.Tasks, tk)
+		spec.Templates = append(spec.Templates, ts...)
+		dag.Tasks = append(dag.Tasks, tks...)
 	}
 	if in != nil {
 		// A part's tasks wait only for the tasks of the part: the parent runs
@@ -309,9 +267,107 @@ func build(f *plan.Flow, name string, in []bool, runID string) (*wfv1.WorkflowTe
 
 	return &wfv1.WorkflowTemplate{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "argoproj.io/v1alpha1", Kind: "WorkflowTemplate"},
-		ObjectMeta: objectMeta(f, name),
+		ObjectMeta: objectMeta(m.f, name),
 		Spec:       spec,
 	}, nil
+}
+
+// maker makes the WorkflowTemplate of some steps of a flow a step at a time:
+// build makes it whole, and stream writes it as it is made.
+type maker struct {
+	f       *plan.Flow // the flow, its "{{" carried (see carried)
+	literal bool
+	in      []bool
+	runID   string
+	name    string
+	// spec holds the workflow-level fields, without templates; sh what they
+	// share with every step.
+	spec wfv1.WorkflowSpec
+	sh   shared
+	// pods are the container steps' pods, when kept.
+	pods []corev1.PodTemplateSpec
+}
+
+// newMaker returns the maker of the WorkflowTemplate called name of the steps
+// of f that in holds (every step when in is nil), with runID as the steps' run
+// ID. It builds each container step's pod to find what the steps share, and
+// keeps them when keep is set; else each is built again as its template is
+// made, so that the pods are never held together.
+func newMaker(f *plan.Flow, name string, in []bool, runID string, keep bool) *maker {
+	f, literal := carried(f)
+	m := &maker{f: f, literal: literal, in: in, runID: runID, name: name}
+	if keep {
+		m.pods = make([]corev1.PodTemplateSpec, len(f.Steps))
+	}
+	// The pods of the container steps; a multi-node step's pods are inside the
+	// object its resource template creates.
+	var sh sharing
+	multi := false
+	for i := range f.Steps {
+		if !m.has(i) {
+			continue
+		}
+		if f.Steps[i].Nodes > 1 {
+			multi = true
+			continue
+		}
+		pod := m.pod(i)
+		sh.add(&pod)
+		if keep {
+			m.pods[i] = pod
+		}
+	}
+	m.spec, m.sh = workflowSpec(f, &sh, multi, literal)
+	return m
+}
+
+// has reports whether step i is one of the maker's.
+func (m *maker) has(i int) bool { return m.in == nil || m.in[i] }
+
+// pod builds the pod of container step i.
+func (m *maker) pod(i int) corev1.PodTemplateSpec {
+	s := &m.f.Steps[i]
+	o := PodOptions(s)
+	o.RunID = m.runID
+	pod := emit.Pod(m.f, s, o)
+	if m.literal {
+		withBraces(m.f.Name, &pod.Spec)
+	}
+	// Argo creates the pod itself, so Kueue admits it as a plain pod (its pod
+	// integration), by the pod's own queue label.
+	pod.Labels = emit.Queued(pod.Labels, s)
+	return pod
+}
+
+// step returns the templates (when templates is set) and the tasks of step i.
+func (m *maker) step(i int, templates bool) ([]wfv1.Template, []wfv1.DAGTask, field.ErrorList) {
+	s := &m.f.Steps[i]
+	if s.Nodes > 1 {
+		ts, tks, err := multiNode(m.f, s, m.literal, m.runID)
+		if err != nil {
+			return nil, nil, field.ErrorList{field.InternalError(stepPath(s), err)}
+		}
+		return ts, tks, nil
+	}
+	var ts []wfv1.Template
+	if templates {
+		var pod corev1.PodTemplateSpec
+		if m.pods != nil {
+			pod = m.pods[i]
+		} else {
+			pod = m.pod(i)
+		}
+		t, err := stepTemplate(s, pod, m.sh)
+		if err != nil {
+			return nil, nil, field.ErrorList{field.InternalError(stepPath(s), err)}
+		}
+		ts = []wfv1.Template{t}
+	}
+	tk, err := task(s)
+	if err != nil {
+		return nil, nil, field.ErrorList{field.InternalError(stepPath(s).Child("foreach"), err)}
+	}
+	return ts, []wfv1.DAGTask{tk}, nil
 }
 
 // objectMeta is the metadata of f's object called name: in the namespace where
@@ -427,7 +483,7 @@ type shared struct {
 // (a multi-node step's) takes the workflow-level fields too, so when resources is
 // set no nodeSelector is shared: a step's accelerator instance type would strand
 // the executor on (or away from, with no toleration) nodes it has no use for.
-func workflowSpec(f *plan.Flow, pods []corev1.PodTemplateSpec, resources, literal bool) (wfv1.WorkflowSpec, shared) {
+func workflowSpec(f *plan.Flow, pods *sharing, resources, literal bool) (wfv1.WorkflowSpec, shared) {
 	spec := wfv1.WorkflowSpec{Entrypoint: Entrypoint}
 	for _, p := range f.Params {
 		spec.Arguments.Parameters = append(spec.Arguments.Parameters, wfv1.Parameter{Name: p.Name, Value: wfv1.AnyStringPtr(p.Value)})
@@ -436,16 +492,14 @@ func workflowSpec(f *plan.Flow, pods []corev1.PodTemplateSpec, resources, litera
 	var sh shared
 	// imagePullSecrets have no template field: the workflow's serve every step
 	// that needs no others.
-	if len(pods) > 0 && len(pods[0].Spec.ImagePullSecrets) > 0 && all(pods, func(p *corev1.PodTemplateSpec) bool {
-		return reflect.DeepEqual(p.Spec.ImagePullSecrets, pods[0].Spec.ImagePullSecrets)
-	}) {
-		sh.imagePullSecrets, spec.ImagePullSecrets = pods[0].Spec.ImagePullSecrets, pods[0].Spec.ImagePullSecrets
+	if pods.n > 0 && len(pods.pullSecrets) > 0 && pods.samePullSecrets {
+		sh.imagePullSecrets, spec.ImagePullSecrets = pods.pullSecrets, pods.pullSecrets
 	}
-	if len(pods) < 2 {
+	if pods.n < 2 {
 		return spec, sh
 	}
-	sh.labels = commonPairs(pods, func(p *corev1.PodTemplateSpec) map[string]string { return p.Labels })
-	sh.annotations = commonPairs(pods, func(p *corev1.PodTemplateSpec) map[string]string { return p.Annotations })
+	sh.labels = pods.labels.value()
+	sh.annotations = pods.annotations.value()
 	// Kueue's keys stay in each template: on the executor pod of a resource
 	// template they would have Kueue queue that pod too.
 	delete(sh.labels, plan.LabelQueueName)
@@ -455,32 +509,69 @@ func workflowSpec(f *plan.Flow, pods []corev1.PodTemplateSpec, resources, litera
 		spec.PodMetadata = &wfv1.Metadata{Labels: sh.labels, Annotations: sh.annotations}
 	}
 	if !resources {
-		sh.nodeSelector = mostCommon(pods, func(p *corev1.PodTemplateSpec) map[string]string { return p.Spec.NodeSelector })
+		sh.nodeSelector = pods.nodeSelector.value()
 	}
-	sh.securityContext = mostCommon(pods, func(p *corev1.PodTemplateSpec) *corev1.PodSecurityContext { return p.Spec.SecurityContext })
-	sh.serviceAccount = mostCommon(pods, func(p *corev1.PodTemplateSpec) string { return p.Spec.ServiceAccountName })
+	sh.securityContext = pods.securityContext.value()
+	sh.serviceAccount = pods.serviceAccount.value()
 	spec.NodeSelector, spec.SecurityContext, spec.ServiceAccountName = sh.nodeSelector, sh.securityContext, sh.serviceAccount
 
-	main := func(p *corev1.PodTemplateSpec) *corev1.Container { return &p.Spec.Containers[0] }
-	sh.container.Image = mostCommon(pods, func(p *corev1.PodTemplateSpec) string { return main(p).Image })
-	sh.container.ImagePullPolicy = mostCommon(pods, func(p *corev1.PodTemplateSpec) corev1.PullPolicy { return main(p).ImagePullPolicy })
+	sh.container.Image = pods.image.value()
+	sh.container.ImagePullPolicy = pods.pullPolicy.value()
 	// The container's security context is the same for every step but those
 	// with EFA wiring, which write their own whole (a strategic merge replaces
 	// the capability lists).
-	sh.container.SecurityContext = mostCommon(pods, func(p *corev1.PodTemplateSpec) *corev1.SecurityContext { return main(p).SecurityContext })
+	sh.container.SecurityContext = pods.containerSecurity.value()
 	// Every step's environment starts with the params' variables and TRACEPARENT,
 	// the same for all steps on Argo, after BracesEnv when the flow carries "{{".
 	n := len(f.Params) + 1
 	if literal {
 		n++
 	}
-	sh.container.Env = main(&pods[0]).Env[:n:n]
+	sh.container.Env = pods.env[:n:n]
 	if !reflect.DeepEqual(sh.container, corev1.Container{}) {
 		c := sh.container
 		c.Name = plan.ContainerName // the container's name is always written; give it its value
 		spec.TemplateDefaults = &wfv1.Template{Container: &c}
 	}
 	return spec, sh
+}
+
+// sharing finds, a pod at a time, what the container steps' pods share (see
+// workflowSpec), so that the pods need not be held together.
+type sharing struct {
+	n int
+	// The first pod's image pull secrets, and whether every pod has the same.
+	pullSecrets     []corev1.LocalObjectReference
+	samePullSecrets bool
+	// The first pod's main container's environment.
+	env                 []corev1.EnvVar
+	labels, annotations commonPairs
+	nodeSelector        mostCommon[map[string]string]
+	securityContext     mostCommon[*corev1.PodSecurityContext]
+	serviceAccount      mostCommon[string]
+	image               mostCommon[string]
+	pullPolicy          mostCommon[corev1.PullPolicy]
+	containerSecurity   mostCommon[*corev1.SecurityContext]
+}
+
+// add counts pod in.
+func (s *sharing) add(pod *corev1.PodTemplateSpec) {
+	main := &pod.Spec.Containers[0]
+	if s.n == 0 {
+		s.pullSecrets, s.samePullSecrets = pod.Spec.ImagePullSecrets, true
+		s.env = main.Env
+	} else if s.samePullSecrets && !reflect.DeepEqual(pod.Spec.ImagePullSecrets, s.pullSecrets) {
+		s.samePullSecrets = false
+	}
+	s.n++
+	s.labels.add(pod.Labels)
+	s.annotations.add(pod.Annotations)
+	s.nodeSelector.add(pod.Spec.NodeSelector)
+	s.securityContext.add(pod.Spec.SecurityContext)
+	s.serviceAccount.add(pod.Spec.ServiceAccountName)
+	s.image.add(main.Image)
+	s.pullPolicy.add(main.ImagePullPolicy)
+	s.containerSecurity.add(main.SecurityContext)
 }
 
 // stepTemplate is the container template that runs pod for step s, less what sh
@@ -586,31 +677,45 @@ func retryStrategy(s *plan.Step) *wfv1.RetryStrategy {
 	}
 }
 
-// mostCommon returns the value most steps share (the first of equals), or the zero
-// value when some step has none or no two steps share one.
-func mostCommon[T any](pods []corev1.PodTemplateSpec, get func(*corev1.PodTemplateSpec) T) T {
-	var zero T
-	counts := map[string]int{}
-	var best T
-	bestCount := 0
-	for i := range pods {
-		v := get(&pods[i])
-		if isZero(v) {
-			return zero
-		}
-		key, err := json.Marshal(v)
-		if err != nil {
-			return zero
-		}
-		counts[string(key)]++
-		if n := counts[string(key)]; n > bestCount {
-			best, bestCount = v, n
-		}
+// mostCommon finds the value most pods share (the first of equals), or the
+// zero value when some pod has none or no two pods share one.
+type mostCommon[T any] struct {
+	none      bool
+	counts    map[string]int
+	best      T
+	bestCount int
+}
+
+// add counts v, one pod's value.
+func (c *mostCommon[T]) add(v T) {
+	if c.none {
+		return
 	}
-	if bestCount < 2 {
+	if isZero(v) {
+		c.none = true
+		return
+	}
+	key, err := json.Marshal(v)
+	if err != nil {
+		c.none = true
+		return
+	}
+	if c.counts == nil {
+		c.counts = map[string]int{}
+	}
+	c.counts[string(key)]++
+	if n := c.counts[string(key)]; n > c.bestCount {
+		c.best, c.bestCount = v, n
+	}
+}
+
+// value returns the value most pods share.
+func (c *mostCommon[T]) value() T {
+	var zero T
+	if c.none || c.bestCount < 2 {
 		return zero
 	}
-	return best
+	return c.best
 }
 
 // isZero reports whether v is empty: zero, or a map or slice without elements.
@@ -634,17 +739,27 @@ func unless[T any](v, sharedValue T) T {
 	return v
 }
 
-// commonPairs returns the entries every pod has.
-func commonPairs(pods []corev1.PodTemplateSpec, get func(*corev1.PodTemplateSpec) map[string]string) map[string]string {
-	out := maps.Clone(get(&pods[0]))
-	for i := range pods[1:] {
-		m := get(&pods[i+1])
-		maps.DeleteFunc(out, func(k, v string) bool { w, ok := m[k]; return !ok || w != v })
+// commonPairs finds the entries every pod has.
+type commonPairs struct {
+	pairs map[string]string
+	n     int
+}
+
+// add takes out of the entries those m, one pod's, lacks.
+func (c *commonPairs) add(m map[string]string) {
+	if c.n++; c.n == 1 {
+		c.pairs = maps.Clone(m)
+		return
 	}
-	if len(out) == 0 {
+	maps.DeleteFunc(c.pairs, func(k, v string) bool { w, ok := m[k]; return !ok || w != v })
+}
+
+// value returns the entries every pod has, nil when none.
+func (c *commonPairs) value() map[string]string {
+	if len(c.pairs) == 0 {
 		return nil
 	}
-	return out
+	return c.pairs
 }
 
 // minus returns m without the entries of sub.
@@ -655,8 +770,4 @@ func minus(m, sub map[string]string) map[string]string {
 		return nil
 	}
 	return out
-}
-
-func all(pods []corev1.PodTemplateSpec, ok func(*corev1.PodTemplateSpec) bool) bool {
-	return !slices.ContainsFunc(pods, func(p corev1.PodTemplateSpec) bool { return !ok(&p) })
 }
