@@ -300,11 +300,11 @@ func needsSplit(f *plan.Flow, wtSize int) bool {
 }
 
 // cutParts cuts f, whose one WorkflowTemplate (of m, which makes it) is wtSize
-// bytes, into parts, and calls try with them, which makes the parts (and,
-// when all fit, the parent) and returns the index of the first part over the
-// budget and its size (-1 when none is). Costs are estimates, read from the
-// one WorkflowTemplate; while a part is over budget once made, the flow is
-// cut again, smaller.
+// bytes (-1: measured here), into parts, and calls try with them, which makes
+// the parts (and, when all fit, the parent) and returns the index of the
+// first part over the budget and its size (-1 when none is). Costs are
+// estimates, read from the one WorkflowTemplate; while a part is over budget
+// once made, the flow is cut again, smaller.
 func cutParts(f *plan.Flow, m *maker, wtSize int, try func([]Part) (over, size int, errs field.ErrorList)) field.ErrorList {
 	budget := min(maxBytes(f), PartMaxBytes)
 	cost, fixed, errs := m.costs(wtSize)

@@ -1,6 +1,7 @@
 package argo
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 
@@ -98,11 +99,11 @@ func (m *maker) document(errs *field.ErrorList, measure func(step int, obj any))
 }
 
 // costs estimates what each step adds to the maker's WorkflowTemplate, of
-// wtSize bytes: its templates' and tasks' sizes, each alone, scaled so that
-// they add up to wtSize less fixed, the bytes no step has (the documents nest
-// templates and tasks deeper than alone: the difference is spread over the
-// steps by their size). The WorkflowTemplate is made, measured and let go a
-// step at a time.
+// wtSize bytes (measured here when -1): its templates' and tasks' sizes, each
+// alone, scaled so that they add up to wtSize less fixed, the bytes no step
+// has (the documents nest templates and tasks deeper than alone: the
+// difference is spread over the steps by their size). The WorkflowTemplate is
+// made, measured and let go a step at a time.
 func (m *maker) costs(wtSize int) (cost []int, fixed int, errs field.ErrorList) {
 	raw := make([]int, len(m.f.Steps))
 	var sum int
@@ -115,11 +116,16 @@ func (m *maker) costs(wtSize int) (cost []int, fixed int, errs field.ErrorList) 
 		raw[i] += n
 		sum += n
 	}
-	if e := encode.WriteYAMLSeq(io.Discard, "", one(m.document(&errs, measure))); e != nil && err == nil {
-		err = e
-	}
+	e := encode.WriteYAMLSized(io.Discard, "", one(m.document(&errs, measure)), func(n int) {
+		if wtSize < 0 {
+			wtSize = n
+		}
+	})
 	if len(errs) > 0 {
 		return nil, 0, errs
+	}
+	if err = cmp.Or(err, e); err != nil {
+		return nil, 0, field.ErrorList{field.InternalError(nil, err)}
 	}
 	empty := m.head()
 	empty.Spec.Templates = []wfv1.Template{{Name: Entrypoint, DAG: &wfv1.DAGTemplate{}}}
@@ -179,17 +185,6 @@ func writeTemplates(f *plan.Flow, create emit.Create) field.ErrorList {
 			return errs
 		}
 	}
-	if wtSize < 0 {
-		var errs field.ErrorList
-		var c counter
-		if err := encode.WriteYAMLSeq(&c, "", one(m.document(&errs, nil))); err != nil {
-			return field.ErrorList{field.InternalError(nil, err)}
-		}
-		if len(errs) > 0 {
-			return errs
-		}
-		wtSize = int(c)
-	}
 	in := make([]bool, len(f.Steps))
 	budget := min(limit, PartMaxBytes)
 	return cutParts(f, m, wtSize, func(parts []Part) (int, int, field.ErrorList) {
@@ -234,12 +229,4 @@ func writeTemplates(f *plan.Flow, create emit.Create) field.ErrorList {
 		}
 		return over, last, errs
 	})
-}
-
-// counter is a writer that counts the bytes written to it.
-type counter int64
-
-func (c *counter) Write(p []byte) (int, error) {
-	*c += counter(len(p))
-	return len(p), nil
 }
