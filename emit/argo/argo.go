@@ -228,7 +228,13 @@ func WorkflowTemplate(f *plan.Flow) (*wfv1.WorkflowTemplate, field.ErrorList) {
 // in holds (every step when in is nil), each waiting only for the steps among
 // them it waits for, with runID as the steps' run ID.
 func build(f *plan.Flow, name string, in []bool, runID string) (*wfv1.WorkflowTemplate, field.ErrorList) {
-	m := newMaker(f, name, in, runID, true)
+	cf, literal := carried(f)
+	return buildCarried(cf, literal, name, in, runID)
+}
+
+// buildCarried is build for f as carried returns it.
+func buildCarried(f *plan.Flow, literal bool, name string, in []bool, runID string) (*wfv1.WorkflowTemplate, field.ErrorList) {
+	m := newMakerCarried(f, literal, name, in, runID, true)
 	spec := m.spec
 	// Each step has a template and a task, a multi-node step up to three.
 	dag := &wfv1.DAGTemplate{Tasks: make([]wfv1.DAGTask, 0, len(m.f.Steps))}
@@ -293,6 +299,11 @@ type maker struct {
 // made, so that the pods are never held together.
 func newMaker(f *plan.Flow, name string, in []bool, runID string, keep bool) *maker {
 	f, literal := carried(f)
+	return newMakerCarried(f, literal, name, in, runID, keep)
+}
+
+// newMakerCarried is newMaker for f as carried returns it.
+func newMakerCarried(f *plan.Flow, literal bool, name string, in []bool, runID string, keep bool) *maker {
 	m := &maker{f: f, literal: literal, in: in, runID: runID, name: name}
 	if keep {
 		m.pods = make([]corev1.PodTemplateSpec, len(f.Steps))
@@ -340,6 +351,13 @@ func (m *maker) pod(i int) corev1.PodTemplateSpec {
 // step returns the templates (when templates is set) and the tasks of step i.
 func (m *maker) step(i int, templates bool) ([]wfv1.Template, []wfv1.DAGTask, field.ErrorList) {
 	s := &m.f.Steps[i]
+	if s.Nodes > 1 && !templates {
+		tks, err := multiNodeTasks(m.f, s)
+		if err != nil {
+			return nil, nil, field.ErrorList{field.InternalError(stepPath(s), err)}
+		}
+		return nil, tks, nil
+	}
 	if s.Nodes > 1 {
 		ts, tks, err := multiNode(m.f, s, m.literal, m.runID)
 		if err != nil {

@@ -267,8 +267,9 @@ func split(f *plan.Flow, wt *wfv1.WorkflowTemplate, wtSize int) ([]*wfv1.Workflo
 	}
 	limit := maxBytes(f)
 	var out []*wfv1.WorkflowTemplate
-	errs := cutParts(f, newMaker(f, wt.Name, nil, RunID, false), wtSize, func(parts []Part) (int, int, field.ErrorList) {
-		children, over, n, errs := buildParts(f, parts, min(limit, PartMaxBytes))
+	m := newMaker(f, wt.Name, nil, RunID, false)
+	errs := cutParts(f, m, wtSize, func(parts []Part) (int, int, field.ErrorList) {
+		children, over, n, errs := buildParts(m, parts, min(limit, PartMaxBytes))
 		if len(errs) > 0 || over >= 0 {
 			return over, n, errs
 		}
@@ -350,14 +351,15 @@ func partRunID(f *plan.Flow) string {
 	return RunID
 }
 
-// buildPart returns the WorkflowTemplate of part p; in is scratch space, a
-// flag per step of f.
-func buildPart(f *plan.Flow, p Part, in []bool) (*wfv1.WorkflowTemplate, field.ErrorList) {
+// buildPart returns the WorkflowTemplate of part p of m's flow; in is
+// scratch space, a flag per step.
+func buildPart(m *maker, p Part, in []bool) (*wfv1.WorkflowTemplate, field.ErrorList) {
+	f := m.f
 	clear(in)
 	for _, i := range p.Steps {
 		in[i] = true
 	}
-	wt, errs := build(f, PartName(f.Name, p.N), in, partRunID(f))
+	wt, errs := buildCarried(f, m.literal, PartName(f.Name, p.N), in, partRunID(f))
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -370,11 +372,11 @@ func buildPart(f *plan.Flow, p Part, in []bool) (*wfv1.WorkflowTemplate, field.E
 
 // buildParts returns the WorkflowTemplate of each part, and the index of the
 // first over budget bytes (-1 when none is) and its size.
-func buildParts(f *plan.Flow, parts []Part, budget int) ([]*wfv1.WorkflowTemplate, int, int, field.ErrorList) {
+func buildParts(m *maker, parts []Part, budget int) ([]*wfv1.WorkflowTemplate, int, int, field.ErrorList) {
 	out := make([]*wfv1.WorkflowTemplate, len(parts))
-	in := make([]bool, len(f.Steps))
+	in := make([]bool, len(m.f.Steps))
 	for k, p := range parts {
-		wt, errs := buildPart(f, p, in)
+		wt, errs := buildPart(m, p, in)
 		if len(errs) > 0 {
 			return nil, 0, 0, errs
 		}

@@ -192,7 +192,7 @@ func writeTemplates(f *plan.Flow, create emit.Create) field.ErrorList {
 		var errs field.ErrorList
 		objects := func(yield func(any) bool) {
 			for k, p := range parts {
-				part, e := buildPart(f, p, in)
+				part, e := buildPart(m, p, in)
 				if len(e) > 0 {
 					errs = e
 					return
