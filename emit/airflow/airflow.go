@@ -105,7 +105,7 @@ func emitFiles(f *plan.Flow, create emit.Create) (field.ErrorList, error) {
 	p := newPrinter(pyBuf)
 	p.dag(d)
 	k := &kpoWriter{w: kpoBuf}
-	var orders []Task // each task's ID, Upstream and Setups only
+	var orders []Task // each task's ID, Upstream and Setups only: what edges writes
 	var errs field.ErrorList
 	for i := range f.Steps {
 		tasks, e := stepTasks(f, &f.Steps[i])

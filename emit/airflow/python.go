@@ -314,14 +314,14 @@ func (p *printer) raw(text string) { p.b = append(p.b, text...) }
 func (p *printer) end(text string) {
 	p.b = append(p.b, text...)
 	p.b = append(p.b, '\n')
-	if len(p.b) >= printChunk {
-		if p.spill != nil {
-			if _, err := p.spill.Write(p.b); err != nil && p.err == nil {
-				p.err = err
-			}
-			p.b = p.b[:0]
-			return
+	if p.spill != nil && len(p.b) >= min(printChunk, spillChunk) {
+		if _, err := p.spill.Write(p.b); err != nil && p.err == nil {
+			p.err = err
 		}
+		p.b = p.b[:0]
+		return
+	}
+	if len(p.b) >= printChunk {
 		p.full = append(p.full, p.b)
 		p.b = make([]byte, 0, printChunk+printChunk/8)
 	}
@@ -330,6 +330,10 @@ func (p *printer) end(text string) {
 // printChunk is the size past which the printer puts its text aside, a whole
 // line at a time, and starts a new piece (a variable, for tests).
 var printChunk = 1 << 20
+
+// spillChunk is the size past which a printer that puts its text aside in a
+// writer writes it there.
+const spillChunk = 64 << 10
 
 func (p *printer) fail(format string, args ...any) {
 	if p.err == nil {

@@ -237,8 +237,17 @@ func buildCarried(f *plan.Flow, literal bool, name string, in []bool, runID stri
 	m := newMakerCarried(f, literal, name, in, runID, true)
 	spec := m.spec
 	// Each step has a template and a task, a multi-node step up to three.
-	dag := &wfv1.DAGTemplate{Tasks: make([]wfv1.DAGTask, 0, len(m.f.Steps))}
-	spec.Templates = make([]wfv1.Template, 1, 1+len(m.f.Steps))
+	n := len(f.Steps)
+	if in != nil {
+		n = 0
+		for _, ok := range in {
+			if ok {
+				n++
+			}
+		}
+	}
+	dag := &wfv1.DAGTemplate{Tasks: make([]wfv1.DAGTask, 0, n)}
+	spec.Templates = make([]wfv1.Template, 1, 1+n)
 	spec.Templates[0] = wfv1.Template{Name: Entrypoint, DAG: dag}
 	for i := range m.f.Steps {
 		if !m.has(i) {
@@ -288,8 +297,8 @@ type maker struct {
 	// share with every step.
 	spec wfv1.WorkflowSpec
 	sh   shared
-	// pods are the container steps' pods, when kept.
-	pods []corev1.PodTemplateSpec
+	// pods are the container steps' pods by index, when kept.
+	pods map[int]*corev1.PodTemplateSpec
 }
 
 // newMaker returns the maker of the WorkflowTemplate called name of the steps
@@ -306,7 +315,7 @@ func newMaker(f *plan.Flow, name string, in []bool, runID string, keep bool) *ma
 func newMakerCarried(f *plan.Flow, literal bool, name string, in []bool, runID string, keep bool) *maker {
 	m := &maker{f: f, literal: literal, in: in, runID: runID, name: name}
 	if keep {
-		m.pods = make([]corev1.PodTemplateSpec, len(f.Steps))
+		m.pods = map[int]*corev1.PodTemplateSpec{}
 	}
 	// The pods of the container steps; a multi-node step's pods are inside the
 	// object its resource template creates.
@@ -323,7 +332,7 @@ func newMakerCarried(f *plan.Flow, literal bool, name string, in []bool, runID s
 		pod := m.pod(i)
 		sh.add(&pod)
 		if keep {
-			m.pods[i] = pod
+			m.pods[i] = &pod
 		}
 	}
 	m.spec, m.sh = workflowSpec(f, &sh, multi, literal)
@@ -369,7 +378,7 @@ func (m *maker) step(i int, templates bool) ([]wfv1.Template, []wfv1.DAGTask, fi
 	if templates {
 		var pod corev1.PodTemplateSpec
 		if m.pods != nil {
-			pod = m.pods[i]
+			pod = *m.pods[i]
 		} else {
 			pod = m.pod(i)
 		}
