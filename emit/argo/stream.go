@@ -1,6 +1,7 @@
 package argo
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"io"
@@ -46,13 +47,22 @@ func (m *maker) head() *wfv1.WorkflowTemplate {
 	}
 }
 
+// observed is obj, an item of step i, as the item of a Seq that gives measure
+// its text, when measure is set.
+func observed(i int, obj any, measure func(step int, obj any, text []byte)) any {
+	if measure == nil {
+		return obj
+	}
+	return encode.Item{Value: obj, Written: func(text []byte) { measure(i, obj, text) }}
+}
+
 // document returns the maker's WorkflowTemplate (of every step: in is nil) as
 // a value that encode writes in the bytes of build's, each step's templates
 // and tasks made as they are written and let go once written. The first error
 // in making them stops the document short and is put in errs. When measure is
-// set, it is given each template and task as it is made, with the index of its
-// step.
-func (m *maker) document(errs *field.ErrorList, measure func(step int, obj any)) any {
+// set, it is given each template and task once written, with the index of its
+// step and the text it was written as (see encode.Item).
+func (m *maker) document(errs *field.ErrorList, measure func(step int, obj any, text []byte)) any {
 	if m.in != nil {
 		panic("argo: a part's WorkflowTemplate is built, not streamed")
 	}
@@ -64,10 +74,7 @@ func (m *maker) document(errs *field.ErrorList, measure func(step int, obj any))
 				return
 			}
 			for k := range tks {
-				if measure != nil {
-					measure(i, &tks[k])
-				}
-				if !yield(&tks[k]) {
+				if !yield(observed(i, &tks[k], measure)) {
 					return
 				}
 			}
@@ -85,10 +92,7 @@ func (m *maker) document(errs *field.ErrorList, measure func(step int, obj any))
 				return
 			}
 			for k := range ts {
-				if measure != nil {
-					measure(i, &ts[k])
-				}
-				if !yield(&ts[k]) {
+				if !yield(observed(i, &ts[k], measure)) {
 					return
 				}
 			}
@@ -108,19 +112,21 @@ func (m *maker) costs(wtSize int) (cost []int, fixed int, errs field.ErrorList) 
 	raw := make([]int, len(m.f.Steps))
 	var sum int
 	var err error
-	measure := func(i int, obj any) {
-		n, e := size(obj)
-		if e != nil && err == nil {
-			err = e
+	measure := func(i int, obj any, text []byte) {
+		n, ok := alone(text)
+		if !ok {
+			var e error
+			if n, e = size(obj); e != nil && err == nil {
+				err = e
+			}
 		}
 		raw[i] += n
 		sum += n
 	}
-	e := encode.WriteYAMLSized(io.Discard, "", one(m.document(&errs, measure)), func(n int) {
-		if wtSize < 0 {
-			wtSize = n
-		}
-	})
+	n, e := costsOf(m, &errs, measure)
+	if wtSize < 0 {
+		wtSize = n
+	}
 	if len(errs) > 0 {
 		return nil, 0, errs
 	}
@@ -137,6 +143,51 @@ func (m *maker) costs(wtSize int) (cost []int, fixed int, errs field.ErrorList) 
 		cost[i] = int(int64(n) * int64(wtSize-fixed) / int64(max(sum, 1)))
 	}
 	return cost, fixed, nil
+}
+
+// alone returns the size of the YAML document of an item of a sequence, from
+// text, the item as the sequence holds it (encode.Item): the same lines, less
+// the indentation and "- " before each, and ending in a line break. It reports
+// false when it cannot tell: when a line is longer than the 80 columns past
+// which a long string is folded (a string folded, or not, in one place might
+// not be in the other), or text is not of that form.
+func alone(text []byte) (int, bool) {
+	first, rest, ok := bytes.Cut(text, []byte("\n"))
+	if !ok || len(first) != 0 {
+		return 0, false // not an item on lines of its own
+	}
+	n, indent := 0, -1
+	for line := range bytes.SplitSeq(rest, []byte("\n")) {
+		if len(line) > bestWidth {
+			return 0, false
+		}
+		if indent < 0 {
+			// The first line: its indentation and "- ".
+			dash := bytes.IndexByte(line, '-')
+			if dash < 0 || len(line) < dash+2 || line[dash+1] != ' ' || len(bytes.TrimLeft(line[:dash], " ")) != 0 {
+				return 0, false
+			}
+			indent = dash + 2
+		} else if len(line) > 0 && (len(line) < indent || len(bytes.TrimLeft(line[:indent], " ")) != 0) {
+			return 0, false
+		}
+		if len(line) > 0 {
+			n += len(line) - indent
+		}
+		n++ // the line break
+	}
+	return n, true
+}
+
+// bestWidth is the column past which YAML's emitter folds a long string.
+const bestWidth = 80
+
+// costsOf writes the maker's WorkflowTemplate to nothing, giving measure
+// each template and task, and returns its size.
+func costsOf(m *maker, errs *field.ErrorList, measure func(step int, obj any, text []byte)) (int, error) {
+	size := 0
+	err := encode.WriteYAMLSized(io.Discard, "", one(m.document(errs, measure)), func(n int) { size = n })
+	return size, err
 }
 
 // one is the sequence of obj alone.

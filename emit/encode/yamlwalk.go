@@ -412,6 +412,14 @@ type Seq iter.Seq[any]
 
 var seqType = reflect.TypeFor[Seq]()
 
+// Item is an item of a Seq that is told the YAML it was written as: Written,
+// when not nil, is called with the text of the item, from the line break
+// before its "-" to its last character, before the text is passed on.
+type Item struct {
+	Value   any
+	Written func(text []byte)
+}
+
 // flushAt is how much written text the encoder holds before a Seq passes it on.
 const flushAt = 64 << 10
 
@@ -421,9 +429,17 @@ func (e *encoder) seq(s Seq, ctx int) {
 	n := 0
 	for item := range s {
 		n++
+		it, observed := item.(Item)
+		if observed {
+			item = it.Value
+		}
+		start := len(e.buf)
 		e.item()
 		if e.value(reflect.ValueOf(item), ctxSequence) == wroteNull {
 			e.plain("null", ctxSequence)
+		}
+		if observed && it.Written != nil && !e.json {
+			it.Written(e.buf[start:])
 		}
 		e.flush()
 	}
