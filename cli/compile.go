@@ -45,6 +45,7 @@ func compileCommand(flow *sdk.Flow) *ucli.Command {
 			if err := noArgs(c); err != nil {
 				return err
 			}
+			compileGC()
 			chosen, err := chooseTargets(c.String("target"))
 			if err != nil {
 				return err
@@ -147,14 +148,22 @@ func chooseTargets(name string) ([]emit.Target, error) {
 	return nil, usageErr("--target %q: choose one of %s, or all", name, strings.Join(targetNames(), ", "))
 }
 
+// compileGC tunes the garbage collector for making a compile's plan, which
+// keeps most of what it allocates: collecting when the heap has grown by
+// half (not Go's default, doubled) keeps the heap near the plan's size, for
+// few more collections, unless GOGC says otherwise.
+func compileGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(50)
+	}
+}
+
 // emitGC tunes the garbage collector for emitting a plan, once it is made:
 // the targets stream their files, so what they hold besides the plan is
 // small and does not grow with the steps, while what they allocate and let
 // go does, a great deal. It lets the heap grow to five times what is live,
 // within a soft limit of the heap live now (the plan, and what the compile
-// left) and 64 MiB, unless GOGC or GOMEMLIMIT say otherwise. The compile
-// before it runs with Go's defaults, which keep its heap within twice the
-// plan's size.
+// left) and emitHeadroom, unless GOGC or GOMEMLIMIT say otherwise.
 func emitGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
@@ -162,9 +171,15 @@ func emitGC() {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 		metrics.Read(live)
-		debug.SetMemoryLimit(int64(live[0].Value.Uint64()) + 64<<20)
+		debug.SetMemoryLimit(int64(live[0].Value.Uint64()) + emitHeadroom)
 	}
 }
+
+// emitHeadroom is the heap the targets may use besides the plan before the
+// garbage collector runs as often as it must: what two targets emitted side
+// by side hold (a part of an Argo WorkflowTemplate, built whole; the pods of
+// a step; write buffers), and room for their garbage.
+const emitHeadroom = 48 << 20
 
 // batchGC tunes the garbage collector for validate: a short process that
 // allocates a great deal and keeps little, for which Go's default (collect each
