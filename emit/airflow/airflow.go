@@ -265,7 +265,8 @@ const ConfTraceParent = "_manifold_traceparent"
 // run's conf, "" when the conf has none.
 const TraceParent = "{{ (dag_run.conf or {}).get('" + ConfTraceParent + "', '') }}"
 
-// Build turns f into the DAG both files are written from.
+// Build turns f into the DAG, held whole, that WritePython and WriteJSON
+// write; Emit writes the same files a step at a time (emitFiles).
 func Build(f *plan.Flow) (*DAG, field.ErrorList) {
 	d := &DAG{ID: f.Name, Schedule: f.Schedule, Params: f.Params}
 	var errs field.ErrorList
