@@ -286,7 +286,7 @@ func buildCarried(f *plan.Flow, literal bool, name string, in []bool, runID stri
 }
 
 // maker makes the WorkflowTemplate of some steps of a flow a step at a time:
-// build makes it whole, and stream writes it as it is made.
+// build makes it whole, and document as it is written.
 type maker struct {
 	f       *plan.Flow // the flow, its "{{" carried (see carried)
 	literal bool
