@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"time"
 
@@ -44,7 +45,7 @@ func compileCommand(flow *sdk.Flow) *ucli.Command {
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			batchGC()
+			compileGC()
 			chosen, err := chooseTargets(c.String("target"))
 			if err != nil {
 				return err
@@ -66,6 +67,7 @@ func compileCommand(flow *sdk.Flow) *ucli.Command {
 				}
 				p.Run = c.String("run-id")
 			}
+			emitGC()
 			if dir != "-" {
 				return writeFiles(c, dir, p, chosen)
 			}
@@ -146,13 +148,45 @@ func chooseTargets(name string) ([]emit.Target, error) {
 	return nil, usageErr("--target %q: choose one of %s, or all", name, strings.Join(targetNames(), ", "))
 }
 
-// batchGC tunes the garbage collector for a compile: a short process that
+// compileGC tunes the garbage collector for making a compile's plan, which
+// keeps most of what it allocates: collecting when the heap has grown by
+// half (not Go's default, doubled) keeps the heap near the plan's size, for
+// few more collections, unless GOGC says otherwise.
+func compileGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(50)
+	}
+}
+
+// emitGC tunes the garbage collector for emitting a plan, once it is made:
+// the targets stream their files, so what they hold besides the plan is
+// small and does not grow with the steps, while what they allocate and let
+// go does, a great deal. It lets the heap grow to five times what is live,
+// within a soft limit of the heap live now (the plan, and what the compile
+// left) and emitHeadroom, unless GOGC or GOMEMLIMIT say otherwise.
+func emitGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		metrics.Read(live)
+		debug.SetMemoryLimit(int64(live[0].Value.Uint64()) + emitHeadroom)
+	}
+}
+
+// emitHeadroom is the heap the targets may use besides the plan before the
+// garbage collector runs as often as it must: what two targets emitted side
+// by side hold (a part of an Argo WorkflowTemplate, built whole; the pods of
+// a step; write buffers), and room for their garbage.
+const emitHeadroom = 48 << 20
+
+// batchGC tunes the garbage collector for validate: a short process that
 // allocates a great deal and keeps little, for which Go's default (collect each
-// time the heap doubles) spends a fifth of a large compile collecting. It lets
-// the heap grow to five times what is live, within a soft limit of 384 MiB (past
-// which it collects as often as it must: the targets are emitted side by side,
-// and their garbage together stays within the limit), unless GOGC or GOMEMLIMIT
-// say otherwise.
+// time the heap doubles) spent a fifth of a large compile collecting. It lets
+// the heap grow to five times what is live, within a soft limit of 384 MiB
+// (past which it collects as often as it must), unless GOGC or GOMEMLIMIT say
+// otherwise.
 func batchGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)

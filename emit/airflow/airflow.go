@@ -16,9 +16,12 @@
 package airflow
 
 import (
+	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"reflect"
 	"strings"
 	"time"
@@ -58,23 +61,108 @@ func (Target) Outputs(flow string) []string {
 // Emit writes <flow>.py and <flow>.kpo.json, and <flow>.claims.yaml
 // (emit.ClaimsFile) when a step has DRA devices.
 func (Target) Emit(f *plan.Flow, create emit.Create) field.ErrorList {
-	d, errs := Build(f)
+	errs, err := emitFiles(f, create)
 	if len(errs) > 0 {
 		return errs
 	}
-	for _, file := range []struct {
-		suffix string
-		write  func(io.Writer) error
-	}{{".py", d.WritePython}, {".kpo.json", d.WriteJSON}} {
-		w, err := create(f.Name + file.suffix)
-		if err == nil {
-			err = file.write(w)
-		}
-		if err != nil {
-			return field.ErrorList{field.InternalError(nil, err)}
-		}
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
 	}
 	return emit.ClaimsFile(create, f)
+}
+
+// emitFiles writes <flow>.py and <flow>.kpo.json, a step at a time: each
+// step's tasks are made, printed and encoded, then let go. The DAG file's
+// imports, which come first, are those of what its tasks use, so the text
+// of its tasks, and the tasks of the .kpo.json file, are put aside in
+// temporary files until every step's are made; their order, at the DAG file's
+// end, needs only each task's name and upstream tasks.
+func emitFiles(f *plan.Flow, create emit.Create) (field.ErrorList, error) {
+	var temps []*os.File
+	defer func() {
+		for _, t := range temps {
+			t.Close()
+			os.Remove(t.Name())
+		}
+	}()
+	temp := func() (*os.File, *bufio.Writer, error) {
+		t, err := os.CreateTemp("", "manifold-airflow-")
+		if err != nil {
+			return nil, nil, err
+		}
+		temps = append(temps, t)
+		return t, bufio.NewWriterSize(t, 64<<10), nil
+	}
+	pyTemp, pyBuf, err := temp()
+	if err != nil {
+		return nil, err
+	}
+	kpoTemp, kpoBuf, err := temp()
+	if err != nil {
+		return nil, err
+	}
+	d := &DAG{ID: f.Name, Schedule: f.Schedule, Params: f.Params}
+	p := newPrinter(pyBuf)
+	p.dag(d)
+	k := &kpoWriter{w: kpoBuf}
+	var orders []Task // each task's ID, Upstream and Setups only: what edges writes
+	var errs field.ErrorList
+	for i := range f.Steps {
+		tasks, e := stepTasks(f, &f.Steps[i])
+		if e != nil {
+			errs = append(errs, e)
+			continue
+		}
+		if len(errs) > 0 {
+			continue // nothing is written: find the other steps' errors
+		}
+		for j := range tasks {
+			t := &tasks[j]
+			p.task(t)
+			if err := k.write(t); err != nil {
+				return nil, err
+			}
+			orders = append(orders, Task{ID: t.ID, Upstream: t.Upstream, Setups: t.Setups})
+		}
+	}
+	if len(errs) > 0 {
+		return errs, nil
+	}
+	for i := range orders {
+		p.edges(&orders[i])
+	}
+	if err := errors.Join(pyBuf.Flush(), kpoBuf.Flush()); err != nil {
+		return nil, err
+	}
+	w, err := create(f.Name + ".py")
+	if err != nil {
+		return nil, err
+	}
+	if err := p.writeTo(w, d.ID, pyTemp); err != nil {
+		return nil, err
+	}
+	head, err := d.kpoHead()
+	if err != nil {
+		return nil, err
+	}
+	if w, err = create(f.Name + ".kpo.json"); err != nil {
+		return nil, err
+	}
+	if k.n == 0 {
+		_, err := w.Write(append(head, kpoNoTasks...))
+		return nil, err
+	}
+	if _, err := w.Write(append(head, kpoTasks...)); err != nil {
+		return nil, err
+	}
+	if _, err := kpoTemp.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	if _, err := io.Copy(w, kpoTemp); err != nil {
+		return nil, err
+	}
+	_, err = w.Write([]byte(kpoEnd))
+	return nil, err
 }
 
 // DAG is a flow as Airflow runs it; Python and JSON write it out.
@@ -177,28 +265,37 @@ const ConfTraceParent = "_manifold_traceparent"
 // run's conf, "" when the conf has none.
 const TraceParent = "{{ (dag_run.conf or {}).get('" + ConfTraceParent + "', '') }}"
 
-// Build turns f into the DAG both files are written from.
+// Build turns f into the DAG, held whole, that WritePython and WriteJSON
+// write; Emit writes the same files a step at a time (emitFiles).
 func Build(f *plan.Flow) (*DAG, field.ErrorList) {
 	d := &DAG{ID: f.Name, Schedule: f.Schedule, Params: f.Params}
 	var errs field.ErrorList
 	for i := range f.Steps {
-		s := &f.Steps[i]
-		var tasks []Task
-		var err error
-		if s.Nodes > 1 {
-			tasks, err = multiNode(f, s)
-		} else {
-			var t Task
-			t, err = task(f, s, PodOperator, emit.PodOptions{Param: ParamRef, RunID: RunID, TraceParent: TraceParent}, nil)
-			tasks = []Task{t}
-		}
+		tasks, err := stepTasks(f, &f.Steps[i])
 		if err != nil {
-			errs = append(errs, field.InternalError(field.NewPath("steps").Key(s.Name), err))
+			errs = append(errs, err)
 			continue
 		}
 		d.Tasks = append(d.Tasks, tasks...)
 	}
 	return d, errs
+}
+
+// stepTasks returns the tasks of step s.
+func stepTasks(f *plan.Flow, s *plan.Step) ([]Task, *field.Error) {
+	var tasks []Task
+	var err error
+	if s.Nodes > 1 {
+		tasks, err = multiNode(f, s)
+	} else {
+		var t Task
+		t, err = task(f, s, PodOperator, emit.PodOptions{Param: ParamRef, RunID: RunID, TraceParent: TraceParent}, nil)
+		tasks = []Task{t}
+	}
+	if err != nil {
+		return nil, field.InternalError(field.NewPath("steps").Key(s.Name), err)
+	}
+	return tasks, nil
 }
 
 // task returns the operator task that runs step s's pod, built with o; for a

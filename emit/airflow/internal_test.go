@@ -159,7 +159,17 @@ func TestWriteJSONIsMarshalIndent(t *testing.T) {
 		if len(errs) > 0 {
 			t.Fatal(errs.ToAggregate())
 		}
-		want, err := json.MarshalIndent(d.kpo(), "", "  ")
+		file := KPOFile{DAGID: d.ID, Params: map[string]string{}, Tasks: []KPOTask{}}
+		if d.Schedule != "" {
+			file.Schedule = &d.Schedule
+		}
+		for _, p := range d.Params {
+			file.Params[p.Name] = p.Value
+		}
+		for i := range d.Tasks {
+			file.Tasks = append(file.Tasks, kpoTask(&d.Tasks[i]))
+		}
+		want, err := json.MarshalIndent(file, "", "  ")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,5 +206,31 @@ func TestPythonInPieces(t *testing.T) {
 	whole := write(1 << 30)
 	if pieces := write(100); pieces != whole {
 		t.Errorf("in pieces of 100 bytes the file differs:\n%s", cmp.Diff(whole, pieces))
+	}
+	// Emit, which puts the text aside in a temporary file, a step at a time,
+	// writes the same file, and the .kpo.json file WriteJSON writes, at
+	// either size of piece.
+	var kpo bytes.Buffer
+	if err := d.WriteJSON(&kpo); err != nil {
+		t.Fatal(err)
+	}
+	for _, chunk := range []int{100, 1 << 30} {
+		func() {
+			defer func(old int) { printChunk = old }(printChunk)
+			printChunk = chunk
+			files, errs := emit.Files(Target{}, p)
+			if len(errs) > 0 {
+				t.Fatal(errs.ToAggregate())
+			}
+			if len(files) != 2 || files[0].Name != p.Name+".py" || files[1].Name != p.Name+".kpo.json" {
+				t.Fatalf("files %v", files)
+			}
+			if got := string(files[0].Data); got != whole {
+				t.Errorf("pieces of %d bytes: Emit's DAG file differs from WritePython's:\n%s", chunk, cmp.Diff(whole, got))
+			}
+			if !bytes.Equal(files[1].Data, kpo.Bytes()) {
+				t.Errorf("pieces of %d bytes: Emit's .kpo.json differs from WriteJSON's:\n%s", chunk, cmp.Diff(kpo.String(), string(files[1].Data)))
+			}
+		}()
 	}
 }

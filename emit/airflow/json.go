@@ -50,71 +50,100 @@ type KPOTask struct {
 // WriteJSON writes the .kpo.json file to w: KPOFile as encoding/json indents it
 // by two spaces, and a line break. Each task is encoded and written in turn.
 func (d *DAG) WriteJSON(w io.Writer) error {
-	file := d.kpo()
-	tasks := file.Tasks
-	file.Tasks = []KPOTask{}
-	head, err := json.MarshalIndent(file, "", "  ")
+	head, err := d.kpoHead()
 	if err != nil {
 		return err
 	}
-	// Tasks is the last field: the head ends with its empty list, which the
-	// tasks, one element at a time, take the place of.
-	const empty = "[]\n}"
-	if !bytes.HasSuffix(head, []byte(empty)) {
-		return fmt.Errorf("kpo.json: the encoded file ends with %q, not with its tasks", head[max(0, len(head)-len(empty)):])
-	}
-	if len(tasks) == 0 {
-		_, err := w.Write(append(head, '\n'))
+	if len(d.Tasks) == 0 {
+		_, err := w.Write(append(head, kpoNoTasks...))
 		return err
 	}
-	b := append(head[:len(head)-len(empty)], "[\n"...)
-	var task bytes.Buffer
-	for i := range tasks {
-		compact, err := json.Marshal(&tasks[i])
-		if err != nil {
-			return err
-		}
-		task.Reset()
-		if err := json.Indent(&task, compact, "    ", "  "); err != nil {
-			return err
-		}
-		b = append(b, "    "...)
-		b = append(b, task.Bytes()...)
-		if i < len(tasks)-1 {
-			b = append(b, ",\n"...)
-		}
-		if _, err := w.Write(b); err != nil {
-			return err
-		}
-		b = b[:0]
+	if _, err := w.Write(append(head, kpoTasks...)); err != nil {
+		return err
 	}
-	_, err = w.Write(append(b, "\n  ]\n}\n"...))
+	k := &kpoWriter{w: w}
+	for i := range d.Tasks {
+		if err := k.write(&d.Tasks[i]); err != nil {
+			return err
+		}
+	}
+	_, err = w.Write([]byte(kpoEnd))
 	return err
 }
 
-// kpo returns the DAG as KPOFile.
-func (d *DAG) kpo() KPOFile {
-	out := KPOFile{DAGID: d.ID, Params: map[string]string{}, Tasks: []KPOTask{}}
+// The .kpo.json file is its head (kpoHead), then kpoNoTasks, or kpoTasks, each
+// task (kpoWriter) and kpoEnd.
+const (
+	kpoNoTasks = "[]\n}\n"
+	kpoTasks   = "[\n"
+	kpoEnd     = "\n  ]\n}\n"
+)
+
+// kpoHead returns KPOFile of d as encoding/json indents it, up to the list of
+// its tasks, which is the last field.
+func (d *DAG) kpoHead() ([]byte, error) {
+	file := KPOFile{DAGID: d.ID, Params: map[string]string{}, Tasks: []KPOTask{}}
 	if d.Schedule != "" {
-		out.Schedule = &d.Schedule
+		file.Schedule = &d.Schedule
 	}
 	for _, p := range d.Params {
-		out.Params[p.Name] = p.Value
+		file.Params[p.Name] = p.Value
 	}
-	for _, t := range d.Tasks {
-		kt := KPOTask{TaskID: t.ID, Upstream: append([]string{}, t.Upstream...), Operator: Operators[t.Operator] + "." + t.Operator, Arguments: map[string]any{}}
-		for _, a := range t.Args {
-			v := a.Value
-			if d, ok := v.(time.Duration); ok {
-				v = d.Seconds()
-			}
-			kt.Arguments[a.Name] = v
-		}
-		kt.Setup, kt.TeardownOf = t.Setup, t.Setups
-		if t.Items != nil {
-			kt.Expand = map[string][][]corev1.EnvVar{"env_vars": t.Items}
-		}
-		out.Tasks = append(out.Tasks, kt)
+	head, err := json.MarshalIndent(file, "", "  ")
+	if err != nil {
+		return nil, err
 	}
-	return out
+	const empty = "[]\n}"
+	if !bytes.HasSuffix(head, []byte(empty)) {
+		return nil, fmt.Errorf("kpo.json: the encoded file ends with %q, not with its tasks", head[max(0, len(head)-len(empty)):])
+	}
+	return head[:len(head)-len(empty)], nil
+}
+
+// kpoWriter writes the tasks of a .kpo.json file to w, each as an element of
+// the file's list of tasks, as it comes.
+type kpoWriter struct {
+	w    io.Writer
+	n    int // tasks written
+	task bytes.Buffer
+	b    []byte
+}
+
+// write writes t.
+func (k *kpoWriter) write(t *Task) error {
+	kt := kpoTask(t)
+	compact, err := json.Marshal(&kt)
+	if err != nil {
+		return err
+	}
+	k.task.Reset()
+	if err := json.Indent(&k.task, compact, "    ", "  "); err != nil {
+		return err
+	}
+	k.b = k.b[:0]
+	if k.n > 0 {
+		k.b = append(k.b, ",\n"...)
+	}
+	k.n++
+	k.b = append(k.b, "    "...)
+	k.b = append(k.b, k.task.Bytes()...)
+	_, err = k.w.Write(k.b)
+	return err
+}
+
+// kpoTask returns t as KPOTask.
+func kpoTask(t *Task) KPOTask {
+	kt := KPOTask{TaskID: t.ID, Upstream: append([]string{}, t.Upstream...), Operator: Operators[t.Operator] + "." + t.Operator, Arguments: map[string]any{}}
+	for _, a := range t.Args {
+		v := a.Value
+		if d, ok := v.(time.Duration); ok {
+			v = d.Seconds()
+		}
+		kt.Arguments[a.Name] = v
+	}
+	kt.Setup, kt.TeardownOf = t.Setup, t.Setups
+	if t.Items != nil {
+		kt.Expand = map[string][][]corev1.EnvVar{"env_vars": t.Items}
+	}
+	return kt
 }

@@ -76,12 +76,11 @@ func multiNode(f *plan.Flow, s *plan.Step, literal bool, runID string) ([]wfv1.T
 		if err != nil {
 			return nil, nil, err
 		}
-		tk, err := task(s)
+		tks, err := multiNodeTasks(f, s)
 		if err != nil {
 			return nil, nil, err
 		}
-		tk.WithItems, tk.Arguments = nil, wfv1.Arguments{}
-		return []wfv1.Template{resourceTemplate(s.Name, m, JobSetSuccess, JobSetFailure)}, []wfv1.DAGTask{tk}, nil
+		return []wfv1.Template{resourceTemplate(s.Name, m, JobSetSuccess, JobSetFailure)}, tks, nil
 	}
 
 	// One Service and Job per foreach item, through withItems; the item's index
@@ -112,14 +111,28 @@ func multiNode(f *plan.Flow, s *plan.Step, literal bool, runID string) ([]wfv1.T
 		jt.Inputs.Parameters = []wfv1.Parameter{{Name: InputItem}, {Name: InputIndex}}
 		st.Inputs.Parameters = jt.Inputs.Parameters
 	}
-	svcTask, err := task(s)
+	tks, err := multiNodeTasks(f, s)
 	if err != nil {
 		return nil, nil, err
 	}
-	jobTask := svcTask
-	svcTask.Name, svcTask.Template = TaskName(s.Name)+ServiceSuffix, st.Name
+	return []wfv1.Template{st, jt}, tks, nil
+}
+
+// multiNodeTasks returns the DAG tasks of multiNode's templates: the
+// JobSet's, or the Service's and then the Job's.
+func multiNodeTasks(f *plan.Flow, s *plan.Step) ([]wfv1.DAGTask, error) {
+	tk, err := task(s)
+	if err != nil {
+		return nil, err
+	}
+	if f.ArgoMultiNode != plan.ArgoJob {
+		tk.WithItems, tk.Arguments = nil, wfv1.Arguments{}
+		return []wfv1.DAGTask{tk}, nil
+	}
+	svcTask, jobTask := tk, tk
+	svcTask.Name, svcTask.Template = TaskName(s.Name)+ServiceSuffix, s.Name+ServiceSuffix
 	jobTask.Depends = svcTask.Name
-	return []wfv1.Template{st, jt}, []wfv1.DAGTask{svcTask, jobTask}, nil
+	return []wfv1.DAGTask{svcTask, jobTask}, nil
 }
 
 // runName names an object that a run of step s creates: the flow's and step's

@@ -250,9 +250,9 @@ func size(obj any) (int, error) {
 
 // flowNodes is the most nodes the Workflow of f's one WorkflowTemplate has:
 // its steps' and the DAG's and the Workflow's own.
-func flowNodes(f *plan.Flow, in []int) int {
+func flowNodes(f *plan.Flow) int {
 	n := 2
-	for _, i := range in {
+	for i := range f.Steps {
 		n += StepNodes(f, &f.Steps[i])
 	}
 	return n
@@ -262,138 +262,134 @@ func flowNodes(f *plan.Flow, in []int) int {
 // large to run as one, the parts' WorkflowTemplates and the parent; or nil
 // when wt runs as it is.
 func split(f *plan.Flow, wt *wfv1.WorkflowTemplate, wtSize int) ([]*wfv1.WorkflowTemplate, field.ErrorList) {
-	limit := maxBytes(f)
-	if limit < 0 {
-		return nil, nil // no limit: the cluster keeps large objects (and offloads node status)
-	}
-	budget := min(limit, PartMaxBytes)
-	all := make([]int, len(f.Steps))
-	for i := range all {
-		all[i] = i
-	}
-	if wtSize <= budget && flowNodes(f, all) <= PartMaxNodes {
+	if !needsSplit(f, wtSize) {
 		return nil, nil
 	}
-	cost, fixed, err := stepCosts(f, wt, wtSize)
-	if err != nil {
-		return nil, field.ErrorList{field.InternalError(nil, err)}
+	limit := maxBytes(f)
+	var out []*wfv1.WorkflowTemplate
+	m := newMaker(f, wt.Name, nil, RunID, false)
+	errs := cutParts(f, m, wtSize, func(parts []Part) (int, int, field.ErrorList) {
+		children, over, n, errs := buildParts(m, parts, min(limit, PartMaxBytes))
+		if len(errs) > 0 || over >= 0 {
+			return over, n, errs
+		}
+		parent, err := parentTemplate(f, wt, parts)
+		if err != nil {
+			return -1, 0, field.ErrorList{field.InternalError(nil, err)}
+		}
+		n, err = size(parent)
+		if err != nil {
+			return -1, 0, field.ErrorList{field.InternalError(nil, err)}
+		}
+		if errs := parentTooLarge(f, parts, n); len(errs) > 0 {
+			return -1, 0, errs
+		}
+		out = append([]*wfv1.WorkflowTemplate{parent}, children...)
+		return -1, 0, nil
+	})
+	return out, errs
+}
+
+// needsSplit reports whether f, whose one WorkflowTemplate is wtSize bytes,
+// is split into parts: see PartMaxBytes.
+func needsSplit(f *plan.Flow, wtSize int) bool {
+	limit := maxBytes(f)
+	if limit < 0 {
+		return false // no limit: the cluster keeps large objects (and offloads node status)
 	}
-	// Costs are estimates, read from the one WorkflowTemplate; a part over
-	// budget once built is cut again, smaller.
+	return wtSize > min(limit, PartMaxBytes) || flowNodes(f) > PartMaxNodes
+}
+
+// cutParts cuts f, whose one WorkflowTemplate (of m, which makes it) is wtSize
+// bytes (-1: measured here), into parts, and calls try with them, which makes
+// the parts (and, when all fit, the parent) and returns the index of the
+// first part over the budget and its size (-1 when none is). Costs are
+// estimates, read from the one WorkflowTemplate; while a part is over budget
+// once made, the flow is cut again, smaller.
+func cutParts(f *plan.Flow, m *maker, wtSize int, try func([]Part) (over, size int, errs field.ErrorList)) field.ErrorList {
+	budget := min(maxBytes(f), PartMaxBytes)
+	cost, fixed, errs := m.costs(wtSize)
+	if len(errs) > 0 {
+		return errs
+	}
 	target := budget - fixed - budget/16
 	for range 8 {
 		parts := Cut(f, cost, target, PartMaxNodes-2)
-		children, over, errs := buildParts(f, parts, budget)
+		over, n, errs := try(parts)
 		if len(errs) > 0 {
-			return nil, errs
+			return errs
 		}
 		if over < 0 {
-			parent, err := parentTemplate(f, wt, parts)
-			if err != nil {
-				return nil, field.ErrorList{field.InternalError(nil, err)}
-			}
-			if n, err := size(parent); err != nil {
-				return nil, field.ErrorList{field.InternalError(nil, err)}
-			} else if n > limit {
-				return nil, field.ErrorList{field.Forbidden(field.NewPath("steps"), fmt.Sprintf(
-					"the flow's %d steps are split into %d parts, and the WorkflowTemplate that runs them is %d bytes, more than the %d bytes that argo_max_bytes allows; split the flow into flows of fewer steps, or raise argo_max_bytes in manifold.toml",
-					len(f.Steps), len(parts), n, limit))}
-			}
-			return append([]*wfv1.WorkflowTemplate{parent}, children...), nil
+			return nil
 		}
 		if len(parts[over].Steps) == 1 {
 			s := &f.Steps[parts[over].Steps[0]]
-			n, _ := size(children[over])
-			return nil, field.ErrorList{field.Forbidden(stepPath(s), fmt.Sprintf(
+			return field.ErrorList{field.Forbidden(stepPath(s), fmt.Sprintf(
 				"the WorkflowTemplate of this step alone is %d bytes, more than the %d bytes a part of the flow may hold (argo_max_bytes, at most %d); make the step smaller (fewer foreach items, shorter values), compile with --target job, jobset or airflow, or raise argo_max_bytes in manifold.toml (-1 for no limit and no split)",
 				n, budget, PartMaxBytes))}
 		}
 		target = target * 4 / 5
 	}
-	return nil, field.ErrorList{field.InternalError(field.NewPath("steps"), fmt.Errorf("no cut of the flow into parts of at most %d bytes was found", budget))}
+	return field.ErrorList{field.InternalError(field.NewPath("steps"), fmt.Errorf("no cut of the flow into parts of at most %d bytes was found", budget))}
+}
+
+// parentTooLarge refuses a parent of size bytes over argo_max_bytes.
+func parentTooLarge(f *plan.Flow, parts []Part, size int) field.ErrorList {
+	if limit := maxBytes(f); size > limit {
+		return field.ErrorList{field.Forbidden(field.NewPath("steps"), fmt.Sprintf(
+			"the flow's %d steps are split into %d parts, and the WorkflowTemplate that runs them is %d bytes, more than the %d bytes that argo_max_bytes allows; split the flow into flows of fewer steps, or raise argo_max_bytes in manifold.toml",
+			len(f.Steps), len(parts), size, limit))}
+	}
+	return nil
+}
+
+// partRunID is the run ID of a part's steps.
+func partRunID(f *plan.Flow) string {
+	if f.Artifacts != nil {
+		return paramTag(ParamRunID)
+	}
+	return RunID
+}
+
+// buildPart returns the WorkflowTemplate of part p of m's flow; in is
+// scratch space, a flag per step.
+func buildPart(m *maker, p Part, in []bool) (*wfv1.WorkflowTemplate, field.ErrorList) {
+	f := m.f
+	clear(in)
+	for _, i := range p.Steps {
+		in[i] = true
+	}
+	wt, errs := buildCarried(f, m.literal, PartName(f.Name, p.N), in, partRunID(f))
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	wt.Labels[LabelPart] = strconv.Itoa(p.N)
+	if f.Artifacts != nil {
+		wt.Spec.Arguments.Parameters = append(wt.Spec.Arguments.Parameters, wfv1.Parameter{Name: ParamRunID, Value: wfv1.AnyStringPtr("")})
+	}
+	return wt, nil
 }
 
 // buildParts returns the WorkflowTemplate of each part, and the index of the
-// first over budget bytes (-1 when none is).
-func buildParts(f *plan.Flow, parts []Part, budget int) ([]*wfv1.WorkflowTemplate, int, field.ErrorList) {
-	runID := RunID
-	if f.Artifacts != nil {
-		runID = paramTag(ParamRunID)
-	}
+// first over budget bytes (-1 when none is) and its size.
+func buildParts(m *maker, parts []Part, budget int) ([]*wfv1.WorkflowTemplate, int, int, field.ErrorList) {
 	out := make([]*wfv1.WorkflowTemplate, len(parts))
-	in := make([]bool, len(f.Steps))
+	in := make([]bool, len(m.f.Steps))
 	for k, p := range parts {
-		clear(in)
-		for _, i := range p.Steps {
-			in[i] = true
-		}
-		wt, errs := build(f, PartName(f.Name, p.N), in, runID)
+		wt, errs := buildPart(m, p, in)
 		if len(errs) > 0 {
-			return nil, 0, errs
-		}
-		wt.Labels[LabelPart] = strconv.Itoa(p.N)
-		if f.Artifacts != nil {
-			wt.Spec.Arguments.Parameters = append(wt.Spec.Arguments.Parameters, wfv1.Parameter{Name: ParamRunID, Value: wfv1.AnyStringPtr("")})
+			return nil, 0, 0, errs
 		}
 		n, err := size(wt)
 		if err != nil {
-			return nil, 0, field.ErrorList{field.InternalError(nil, err)}
+			return nil, 0, 0, field.ErrorList{field.InternalError(nil, err)}
 		}
 		out[k] = wt
 		if n > budget {
-			return out, k, nil
+			return out, k, n, nil
 		}
 	}
-	return out, -1, nil
-}
-
-// stepCosts estimates what each step of f adds to a WorkflowTemplate: its
-// templates' and tasks' share of wt's size, and the bytes of wt that no step
-// has.
-func stepCosts(f *plan.Flow, wt *wfv1.WorkflowTemplate, wtSize int) ([]int, int, error) {
-	byTemplate := make(map[string]int, len(f.Steps))
-	byTask := make(map[string]int, len(f.Steps))
-	for i := range f.Steps {
-		name := f.Steps[i].Name
-		byTemplate[name], byTemplate[name+ServiceSuffix] = i, i
-		byTask[TaskName(name)], byTask[TaskName(name)+ServiceSuffix] = i, i
-	}
-	raw := make([]int, len(f.Steps))
-	var sum int
-	add := func(i int, obj any) error {
-		n, err := size(obj)
-		raw[i] += n
-		sum += n
-		return err
-	}
-	var dag *wfv1.DAGTemplate
-	for _, t := range wt.Spec.Templates {
-		if t.DAG != nil && t.Name == Entrypoint {
-			dag = t.DAG
-			continue
-		}
-		if err := add(byTemplate[t.Name], t); err != nil {
-			return nil, 0, err
-		}
-	}
-	for _, tk := range dag.Tasks {
-		if err := add(byTask[tk.Name], tk); err != nil {
-			return nil, 0, err
-		}
-	}
-	// The documents nest templates and tasks deeper than alone: spread the
-	// difference over the steps by their size.
-	empty := *wt
-	empty.Spec.Templates = []wfv1.Template{{Name: Entrypoint, DAG: &wfv1.DAGTemplate{}}}
-	fixed, err := size(&empty)
-	if err != nil {
-		return nil, 0, err
-	}
-	cost := make([]int, len(raw))
-	for i, n := range raw {
-		cost[i] = int(int64(n) * int64(wtSize-fixed) / int64(max(sum, 1)))
-	}
-	return cost, fixed, nil
+	return out, -1, 0, nil
 }
 
 // parentTemplate is the WorkflowTemplate that runs f's parts: named and

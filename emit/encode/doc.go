@@ -20,4 +20,9 @@
 // tree is built on the way. JSON writes the same cleaned value as encoding/json
 // writes the cleaned tree: keys in byte order, <, > and & not escaped, compact
 // or indented. The same value always gives the same bytes.
+//
+// A Seq, in a value, is a sequence made as it is written: its items are
+// written in the bytes of a slice of them, each passed on to the writer
+// before the next is made, so that a document of many items (an Argo
+// WorkflowTemplate's templates) is never held whole.
 package encode

@@ -56,7 +56,7 @@ func WriteYAMLSized(w io.Writer, header string, objects iter.Seq[any], sized fun
 			err = ee.err
 		}
 	}()
-	e := &encoder{}
+	e := &encoder{w: w}
 	if header != "" {
 		e.buf = fmt.Appendf(e.buf, "# %s\n", header)
 	}
@@ -72,9 +72,9 @@ func WriteYAMLSized(w io.Writer, header string, objects iter.Seq[any], sized fun
 			return err
 		}
 		if sized != nil {
-			sized(len(e.buf) - start)
+			sized(e.flushed + len(e.buf) - start)
 		}
-		e.buf = e.buf[:0]
+		e.buf, e.flushed = e.buf[:0], 0
 	}
 	if n == 0 && len(e.buf) > 0 {
 		_, err := w.Write(e.buf)

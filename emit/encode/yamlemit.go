@@ -15,7 +15,10 @@ import (
 // follow that emitter's fields and functions of the same names, so that the
 // bytes match; yamlv2_test.go compares the two on many values.
 type emitter struct {
-	buf        []byte
+	buf []byte
+	// flushed counts the bytes of the document already written out of buf
+	// (by a Seq), which a mark's position counts too.
+	flushed    int
 	column     int
 	indent     int
 	indents    []int
@@ -39,11 +42,16 @@ type mark struct {
 }
 
 func (e *emitter) mark() mark {
-	return mark{len(e.buf), e.column, e.indent, len(e.indents), e.flowLevel, e.whitespace, e.indention}
+	return mark{e.flushed + len(e.buf), e.column, e.indent, len(e.indents), e.flowLevel, e.whitespace, e.indention}
 }
 
 func (e *emitter) reset(m mark) {
-	e.buf = e.buf[:m.n]
+	if m.n < e.flushed {
+		// Only a value that writes nothing, or an empty mapping, is taken
+		// back, and neither holds a Seq whose items were written out.
+		panic("encode: taking back output already written")
+	}
+	e.buf = e.buf[:m.n-e.flushed]
 	e.column, e.indent, e.indents, e.flowLevel = m.column, m.indent, e.indents[:m.indents], m.flowLevel
 	e.whitespace, e.indention = m.whitespace, m.indention
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"iter"
 	"reflect"
 	"slices"
 	"strconv"
@@ -27,6 +29,9 @@ import (
 type encoder struct {
 	emitter
 	json bool
+	// w, when set, takes what a Seq has written so far after each of its
+	// items (see flush).
+	w io.Writer
 	// scratch holds a JSON string that encoding/json escaped.
 	scratch bytes.Buffer
 }
@@ -112,6 +117,12 @@ func (e *encoder) value(v reflect.Value, ctx int) int {
 	}
 	t := v.Type()
 	switch t {
+	case seqType:
+		if v.IsNil() {
+			return wroteNull
+		}
+		e.seq(v.Interface().(Seq), ctx)
+		return wroteValue
 	case quantityType:
 		q := v.Interface().(resource.Quantity)
 		e.str(q.String(), ctx)
@@ -387,6 +398,74 @@ func (e *encoder) sequence(v reflect.Value, ctx int) {
 		}
 	}
 	e.endSequence()
+}
+
+// Seq is a sequence whose items are made as it is written: a value of this
+// type (a field, a map's value, an item) is written as the sequence of what it
+// yields, as a slice of the same items would be, each item written before the
+// next is made. By WriteYAML, WriteYAMLSeq and WriteYAMLSized, what is written
+// of the document is passed on to the writer as the items are written, so that
+// a document with a Seq of many items is never held whole. A nil Seq is
+// written as a nil slice is: not at all. A Seq that yields nothing is written
+// as [], as an empty slice is.
+type Seq iter.Seq[any]
+
+var seqType = reflect.TypeFor[Seq]()
+
+// Item is an item of a Seq that is told the YAML it was written as: Written,
+// when not nil, is called with the text of the item, from the line break
+// before its "-" to its last character, before the text is passed on.
+type Item struct {
+	Value   any
+	Written func(text []byte)
+}
+
+// flushAt is how much written text the encoder holds before a Seq passes it on.
+const flushAt = 64 << 10
+
+// seq writes the items s yields as a sequence.
+func (e *encoder) seq(s Seq, ctx int) {
+	e.beginSequence(ctx)
+	n := 0
+	for item := range s {
+		n++
+		it, observed := item.(Item)
+		if observed {
+			item = it.Value
+		}
+		start := len(e.buf)
+		e.item()
+		if e.value(reflect.ValueOf(item), ctxSequence) == wroteNull {
+			e.plain("null", ctxSequence)
+		}
+		if observed && it.Written != nil && !e.json {
+			it.Written(e.buf[start:])
+		}
+		e.flush()
+	}
+	if n == 0 {
+		if !e.json {
+			e.popIndent() // as though begun, never
+		} else {
+			e.buf = e.buf[:len(e.buf)-1] // the "["
+		}
+		e.emptyFlow("[", "]")
+		return
+	}
+	e.endSequence()
+}
+
+// flush writes to w what the encoder holds, once it holds flushAt bytes or
+// more.
+func (e *encoder) flush() {
+	if e.w == nil || e.json || len(e.buf) < flushAt {
+		return
+	}
+	if _, err := e.w.Write(e.buf); err != nil {
+		panic(encodeError{err})
+	}
+	e.flushed += len(e.buf)
+	e.buf = e.buf[:0]
 }
 
 func (e *encoder) mapValue(v reflect.Value, ctx int) int {
