@@ -191,8 +191,9 @@ const ArgoExecutorSecurity = "securityContext:\n" +
 	"  seccompProfile:\n    type: RuntimeDefault\n"
 
 // startArgo runs Argo's workflow-controller for all namespaces, its metrics
-// server off, re-examining running Workflows every second instead of every ten
-// (kwok finishes pods at once, so the default only adds waiting), with client
+// server off, re-examining a changed Workflow after Options.ArgoRequeue (1 s
+// unless set, instead of Argo's 10: kwok finishes pods at once, so for small
+// flows the default only adds waiting), with client
 // limits of 100 requests a second (bursts of 200). (It also serves
 // /healthz on the fixed port 6060; when that port is taken it only logs so.)
 //
@@ -225,7 +226,7 @@ func (c *Cluster) startArgo(ctx context.Context, apiPort int) error {
 		// Client limits raised from Argo's defaults (20 and 30) as a large
 		// install raises them, for flows of thousands of steps.
 		"--qps=100", "--burst=200",
-	}, "LEADER_ELECTION_DISABLE=true", "DEFAULT_REQUEUE_TIME=1s", "KUBECONFIG="+c.Kubeconfig)
+	}, "LEADER_ELECTION_DISABLE=true", "DEFAULT_REQUEUE_TIME="+c.argoRequeue.String(), "KUBECONFIG="+c.Kubeconfig)
 }
 
 // waitArgo waits until Argo's controller runs Workflows from WorkflowTemplates:
