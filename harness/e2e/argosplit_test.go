@@ -99,9 +99,18 @@ func runSplit(t testing.TB, c *simcluster.Cluster, ns string, p *plan.Flow, time
 	if ended != nil {
 		fromUnstructured(t, ended, r.parent)
 	}
-	list, lerr := c.Dynamic.Resource(simcluster.WorkflowGVR).Namespace(ns).List(context.Background(), metav1.ListOptions{
-		LabelSelector: argo.LabelParentWorkflow + "=" + r.parent.Name,
-	})
+	// An API server under the load of thousands of steps may refuse a list
+	// for a moment ("storage is (re)initializing"): ask again.
+	var list *unstructured.UnstructuredList
+	var lerr error
+	for try := 0; try < 5; try++ {
+		if list, lerr = c.Dynamic.Resource(simcluster.WorkflowGVR).Namespace(ns).List(context.Background(), metav1.ListOptions{
+			LabelSelector: argo.LabelParentWorkflow + "=" + r.parent.Name,
+		}); lerr == nil {
+			break
+		}
+		time.Sleep(2 * time.Second)
+	}
 	if lerr != nil {
 		t.Fatal(lerr)
 	}
