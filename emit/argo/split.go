@@ -38,10 +38,20 @@ const (
 	// each of its templates when it first validates a Workflow, so a part's
 	// cost there grows with the square of its size (docs/performance.md).
 	PartMaxBytes = 384 << 10
-	// PartMaxNodes is the most nodes a part's Workflow has in its status: a
-	// pod per step (a foreach step's items, each retry attempt of a retried
-	// step and its retry node counted).
+	// PartMaxNodes is the most nodes a flow's one Workflow has in its status
+	// before the flow is split: a pod per step (a foreach step's items, each
+	// retry attempt of a retried step and its retry node counted).
 	PartMaxNodes = 500
+	// PartNodes is the most nodes each part of a split flow has. Each time
+	// Argo's controller takes up a running Workflow it works through every
+	// node, and for each node not yet done resolves and encodes the whole DAG
+	// template (its task list) again, so the work of one pass grows with the
+	// square of a Workflow's nodes: 0.66 s for a part of 498 running steps and
+	// 0.11 s for one of 200, measured with Argo v3.7.18's operator on the idle
+	// 2-core development machine (docs/performance.md). With parts of at most
+	// PartNodes, a pass over all of a large flow's parts costs in proportion
+	// to the flow's steps, not to steps times the part's size.
+	PartNodes = 200
 
 	// LabelParentWorkflow, on a part's Workflow, names the Workflow of the
 	// parent WorkflowTemplate that created it.
@@ -314,7 +324,7 @@ func cutParts(f *plan.Flow, m *maker, wtSize int, try func([]Part) (over, size i
 	}
 	target := budget - fixed - budget/16
 	for range 8 {
-		parts := Cut(f, cost, target, PartMaxNodes-2)
+		parts := Cut(f, cost, target, PartNodes-2)
 		over, n, errs := try(parts)
 		if len(errs) > 0 {
 			return errs

@@ -44,7 +44,25 @@ type Options struct {
 	// create of a Job, JobSet, Service or pod, which Creates reads: tests count
 	// with it what was created, through restarts of any component.
 	Audit bool
+	// ArgoRequeue is how long Argo's controller waits, after a change to a
+	// Workflow or its pods, before it takes the Workflow up again
+	// (DEFAULT_REQUEUE_TIME); 0 is DefaultArgoRequeue. Argo's own default,
+	// which a deployment runs unless it sets one, is 10 s (ArgoDeployedRequeue).
+	ArgoRequeue time.Duration
 }
+
+// Argo's requeue times (Options.ArgoRequeue).
+const (
+	// DefaultArgoRequeue is the simulated cluster's: kwok finishes pods at
+	// once, so for small flows a longer wait only adds to each step.
+	DefaultArgoRequeue = time.Second
+	// ArgoDeployedRequeue is Argo's default. Each time it takes a Workflow up
+	// with a change, the controller rewrites the whole Workflow (its template
+	// and every node's status): for flows of thousands of steps running at
+	// once, 1 s makes those rewrites, not the steps, the cluster's work
+	// (docs/performance.md).
+	ArgoDeployedRequeue = 10 * time.Second
+)
 
 // Cluster is a running simulated cluster.
 type Cluster struct {
@@ -63,12 +81,13 @@ type Cluster struct {
 	// AuditLog is the API server's audit log when Options.Audit is set, else "".
 	AuditLog string
 
-	keepDir bool
-	bin     string // the tools' directory
-	pki     *pki
-	mu      sync.Mutex // guards procs while Kueue starts beside running tests
-	procs   []*process
-	kueue   struct {
+	keepDir     bool
+	argoRequeue time.Duration // Options.ArgoRequeue
+	bin         string        // the tools' directory
+	pki         *pki
+	mu          sync.Mutex // guards procs while Kueue starts beside running tests
+	procs       []*process
+	kueue       struct {
 		once sync.Once
 		err  error
 	}
@@ -161,7 +180,10 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 			return nil, err
 		}
 	}
-	started := &Cluster{Dir: dir, keepDir: o.KeepDir, held: map[*process]bool{}}
+	started := &Cluster{Dir: dir, keepDir: o.KeepDir, held: map[*process]bool{}, argoRequeue: o.ArgoRequeue}
+	if started.argoRequeue == 0 {
+		started.argoRequeue = DefaultArgoRequeue
+	}
 	if o.Audit {
 		started.AuditLog = filepath.Join(dir, "logs", "audit.log")
 	}

@@ -191,8 +191,9 @@ const ArgoExecutorSecurity = "securityContext:\n" +
 	"  seccompProfile:\n    type: RuntimeDefault\n"
 
 // startArgo runs Argo's workflow-controller for all namespaces, its metrics
-// server off, re-examining running Workflows every second instead of every ten
-// (kwok finishes pods at once, so the default only adds waiting), with client
+// server off, re-examining a changed Workflow after Options.ArgoRequeue (1 s
+// unless set, instead of Argo's 10: kwok finishes pods at once, so for small
+// flows the default only adds waiting), with client
 // limits of 100 requests a second (bursts of 200). (It also serves
 // /healthz on the fixed port 6060; when that port is taken it only logs so.)
 //
@@ -225,7 +226,7 @@ func (c *Cluster) startArgo(ctx context.Context, apiPort int) error {
 		// Client limits raised from Argo's defaults (20 and 30) as a large
 		// install raises them, for flows of thousands of steps.
 		"--qps=100", "--burst=200",
-	}, "LEADER_ELECTION_DISABLE=true", "DEFAULT_REQUEUE_TIME=1s", "KUBECONFIG="+c.Kubeconfig)
+	}, "LEADER_ELECTION_DISABLE=true", "DEFAULT_REQUEUE_TIME="+c.argoRequeue.String(), "KUBECONFIG="+c.Kubeconfig)
 }
 
 // waitArgo waits until Argo's controller runs Workflows from WorkflowTemplates:
@@ -283,29 +284,46 @@ func (c *Cluster) RunWorkflow(ctx context.Context, ns string, wf *unstructured.U
 	if err != nil {
 		return nil, fmt.Errorf("submit Workflow: %w", err)
 	}
-	w, err := workflows.Watch(ctx, metav1.ListOptions{
-		FieldSelector:   "metadata.name=" + created.GetName(),
-		ResourceVersion: created.GetResourceVersion(),
-	})
-	if err != nil {
-		return created, fmt.Errorf("watch Workflow %s: %w", created.GetName(), err)
-	}
-	defer w.Stop()
+	// A watch the API server ends early (its watch cache falling behind under
+	// load: "storage is (re)initializing") is taken up again from the last
+	// version seen, or from the Workflow as it is now, up to a few times.
 	last := created
-	for ev := range w.ResultChan() {
-		u, ok := ev.Object.(*unstructured.Unstructured)
-		if !ok {
-			continue
+	for ends := 0; ; ends++ {
+		w, err := workflows.Watch(ctx, metav1.ListOptions{
+			FieldSelector:   "metadata.name=" + created.GetName(),
+			ResourceVersion: last.GetResourceVersion(),
+		})
+		if err != nil {
+			return last, fmt.Errorf("watch Workflow %s: %w", created.GetName(), err)
 		}
-		last = u
-		switch phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); phase {
+		for ev := range w.ResultChan() {
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			last = u
+			switch phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); phase {
+			case "Succeeded", "Failed", "Error":
+				w.Stop()
+				return u, nil
+			}
+		}
+		w.Stop()
+		phase, _, _ := unstructured.NestedString(last.Object, "status", "phase")
+		if ctx.Err() != nil {
+			return last, fmt.Errorf("Workflow %s (phase %q): %w", last.GetName(), phase, ctx.Err())
+		}
+		if ends == 5 {
+			return last, fmt.Errorf("Workflow %s (phase %q): the watch ended", last.GetName(), phase)
+		}
+		now, err := workflows.Get(ctx, created.GetName(), metav1.GetOptions{})
+		if err != nil {
+			continue // watch again from the last version seen
+		}
+		last = now
+		switch phase, _, _ := unstructured.NestedString(now.Object, "status", "phase"); phase {
 		case "Succeeded", "Failed", "Error":
-			return u, nil
+			return now, nil
 		}
 	}
-	phase, _, _ := unstructured.NestedString(last.Object, "status", "phase")
-	if ctx.Err() != nil {
-		return last, fmt.Errorf("Workflow %s (phase %q): %w", last.GetName(), phase, ctx.Err())
-	}
-	return last, fmt.Errorf("Workflow %s (phase %q): the watch ended", last.GetName(), phase)
 }

@@ -42,6 +42,26 @@ func Shared(t testing.TB) *Cluster {
 	return shared.c
 }
 
+// Dedicated starts a cluster of t's own with o, stopped when t ends: for a
+// benchmark that needs the cluster's components set otherwise than the shared
+// cluster's (Options.ArgoRequeue), or the machine to itself.
+func Dedicated(t testing.TB, o Options) *Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+	defer cancel()
+	c, err := Start(ctx, o)
+	if err != nil {
+		t.Fatalf("simulated cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("simulated cluster logs:\n%s", c.LogTails(100))
+		}
+		c.Stop()
+	})
+	return c
+}
+
 // Main runs the tests of m, then stops the shared cluster if one was started,
 // printing its processes' logs when a test failed. Use it as
 // `func TestMain(m *testing.M) { os.Exit(simcluster.Main(m)) }`.
