@@ -270,6 +270,15 @@ var plainSafe = func() (t [256]bool) {
 	return t
 }()
 
+// inert marks the bytes that, after a value's first byte, change nothing in its
+// analysis but to say that the byte before the next is neither a space nor a
+// break: the plainSafe bytes but the space.
+var inert = func() (t [256]bool) {
+	t = plainSafe
+	t[' '] = false
+	return t
+}()
+
 // simple reports whether s is a letter or digit followed by plainSafe bytes, and
 // whether it holds a space.
 func simple(s string) (ok, spaced bool) {
@@ -312,6 +321,16 @@ func analyzeScalar(value string) scalarAnalysis {
 	}
 	precededByWS = true
 	for i, w := 0, 0; i < len(value); i += w {
+		if i > 0 && inert[value[i]] {
+			// A run of such bytes sets no indicator, and leaves each the
+			// state the last of them would.
+			w = 1
+			for i+w < len(value) && inert[value[i+w]] {
+				w++
+			}
+			previousSpace, previousBreak, precededByWS = false, false, false
+			continue
+		}
 		w = width(value[i])
 		followedByWS := i+w >= len(value) || isBlank(value, i+w)
 		if i == 0 {
