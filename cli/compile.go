@@ -196,6 +196,21 @@ func batchGC() {
 	}
 }
 
+// sideBySide calls emit for each of n targets, as many at once as there are
+// CPUs, and returns once every call has returned. Each call reports its
+// target's outcome where its caller reads it, in the targets' order.
+func sideBySide(n int, emit func(i int)) {
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i := range n {
+		g.Go(func() error {
+			emit(i)
+			return nil
+		})
+	}
+	_ = g.Wait()
+}
+
 // writeFiles emits p for each chosen target and writes its files into dir,
 // each streamed to a temporary file as it is made (so no file is ever whole in
 // memory), renamed into place only once every target has been emitted and
@@ -246,18 +261,12 @@ func writeFiles(c *ucli.Context, dir string, p *plan.Flow, chosen []emit.Target)
 			results[i].batch.Abort()
 		}
 	}()
-	var g errgroup.Group
-	g.SetLimit(runtime.GOMAXPROCS(0))
-	for i, t := range chosen {
-		g.Go(func() error {
-			r := &results[i]
-			out := tempFiles{dir: dir, batch: &r.batch}
-			r.errs = t.Emit(p, out.create)
-			r.written, r.err = out.names, out.close()
-			return nil
-		})
-	}
-	_ = g.Wait() // each target's outcome is in its result, reported in order below
+	sideBySide(len(chosen), func(i int) {
+		r := &results[i]
+		out := tempFiles{dir: dir, batch: &r.batch}
+		r.errs = chosen[i].Emit(p, out.create)
+		r.written, r.err = out.names, out.close()
+	}) // each target's outcome is in its result, reported in order below
 	written := map[string]bool{}
 	for i := range results {
 		r := &results[i]

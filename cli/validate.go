@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	ucli "github.com/urfave/cli/v2"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/plan"
@@ -66,9 +67,14 @@ func validateCommand(flow *sdk.Flow) *ucli.Command {
 			if err := writeTable(c.App.Writer, rows); err != nil {
 				return err
 			}
+			// Whether a target can express the flow is whether it can emit it: every
+			// target is emitted, its files thrown away, side by side as compile -o
+			// emits them.
+			emitted := make([]field.ErrorList, len(targets))
+			sideBySide(len(targets), func(i int) { emitted[i] = targets[i].Emit(p, emit.Discard) })
 			var can, cannot, failed []string
-			for _, t := range targets {
-				errs := t.Emit(p, emit.Discard)
+			for i, t := range targets {
+				errs := emitted[i]
 				if len(errs) == 0 {
 					can = append(can, t.Name())
 					fmt.Fprintf(c.App.Writer, "target %s: ok\n", t.Name())

@@ -109,26 +109,101 @@ type kpoWriter struct {
 	b    []byte
 }
 
-// write writes t.
+// write writes t: encoding/json's form of it, indented as json.Indent would
+// indent it, by appendIndented.
 func (k *kpoWriter) write(t *Task) error {
 	kt := kpoTask(t)
-	compact, err := json.Marshal(&kt)
-	if err != nil {
-		return err
-	}
 	k.task.Reset()
-	if err := json.Indent(&k.task, compact, "    ", "  "); err != nil {
+	enc := json.NewEncoder(&k.task)
+	if err := enc.Encode(&kt); err != nil {
 		return err
 	}
+	compact := bytes.TrimSuffix(k.task.Bytes(), []byte("\n"))
 	k.b = k.b[:0]
 	if k.n > 0 {
 		k.b = append(k.b, ",\n"...)
 	}
 	k.n++
-	k.b = append(k.b, "    "...)
-	k.b = append(k.b, k.task.Bytes()...)
-	_, err = k.w.Write(k.b)
+	k.b = append(k.b, kpoIndent...)
+	k.b = appendIndented(k.b, compact, kpoIndent, "  ")
+	_, err := k.w.Write(k.b)
 	return err
+}
+
+// kpoIndent is what begins each line of a task in the .kpo.json file.
+const kpoIndent = "    "
+
+// appendIndented appends src, compact JSON as encoding/json marshals it (no
+// space outside its strings), to dst, indented exactly as json.Indent(dst,
+// src, prefix, indent) indents it: each element of an object or array on a
+// line of its own, a new line beginning with prefix and an indent a level, a
+// space after each colon, and an empty object or array kept as {} or [].
+// Unlike json.Indent it does not check src, and copies each string whole.
+func appendIndented(dst, src []byte, prefix, indent string) []byte {
+	newline := func(depth int) {
+		dst = append(dst, '\n')
+		dst = append(dst, prefix...)
+		for range depth {
+			dst = append(dst, indent...)
+		}
+	}
+	open := false // an object or array is open, its first element not yet seen
+	depth := 0
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		if open && c != '}' && c != ']' {
+			open = false
+			depth++
+			newline(depth)
+		}
+		switch c {
+		case '"':
+			end := stringEnd(src, i)
+			dst = append(dst, src[i:end]...)
+			i = end - 1
+		case '{', '[':
+			open = true
+			dst = append(dst, c)
+		case ',':
+			dst = append(dst, c)
+			newline(depth)
+		case ':':
+			dst = append(dst, c, ' ')
+		case '}', ']':
+			if open {
+				open = false
+			} else {
+				depth--
+				newline(depth)
+			}
+			dst = append(dst, c)
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
+// stringEnd returns the index just past the JSON string that begins at
+// src[start], a quote: past the first quote after it that no backslash
+// escapes, or len(src) if there is none.
+func stringEnd(src []byte, start int) int {
+	for i := start + 1; i < len(src); {
+		q := bytes.IndexByte(src[i:], '"')
+		if q < 0 {
+			return len(src)
+		}
+		i += q
+		backslashes := 0
+		for j := i - 1; j > start && src[j] == '\\'; j-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			return i + 1
+		}
+		i++
+	}
+	return len(src)
 }
 
 // kpoTask returns t as KPOTask.

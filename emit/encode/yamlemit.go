@@ -25,6 +25,37 @@ type emitter struct {
 	flowLevel  int
 	whitespace bool
 	indention  bool
+	// analyzed holds the analysis of strings analyze took the long way over,
+	// which the objects of a stream repeat from one to the next (commands,
+	// templates, a flow's shared values).
+	analyzed map[string]scalarAnalysis
+}
+
+// The analyses an emitter keeps: of strings of at most analyzedLen bytes, at
+// most analyzedMax of them, forgotten all at once when there are more.
+const (
+	analyzedLen = 1 << 10
+	analyzedMax = 1 << 10
+)
+
+// analyze is analyzeScalar(s): simpleAnalysis for a simple value that does not
+// end in a space, else kept for a string met again.
+func (e *emitter) analyze(s string) scalarAnalysis {
+	if ok, _ := simple(s); ok && s[len(s)-1] != ' ' {
+		return simpleAnalysis
+	}
+	if len(s) > analyzedLen {
+		return analyzeScalar(s)
+	}
+	if a, ok := e.analyzed[s]; ok {
+		return a
+	}
+	if e.analyzed == nil || len(e.analyzed) >= analyzedMax {
+		e.analyzed = make(map[string]scalarAnalysis)
+	}
+	a := analyzeScalar(s)
+	e.analyzed[strings.Clone(s)] = a
+	return a
 }
 
 const (
@@ -190,7 +221,7 @@ func (e *emitter) str(s string, ctx int) {
 // scalar writes s in the style asked, or the one the emitter falls back to
 // (select_scalar_style), with the node's context.
 func (e *emitter) scalar(s string, style, ctx int) {
-	a := analyze(s)
+	a := e.analyze(s)
 	simpleKey := ctx&ctxSimpleKey != 0
 	if simpleKey && a.multiline {
 		style = styleDouble
@@ -224,8 +255,8 @@ func (e *emitter) scalar(s string, style, ctx int) {
 }
 
 // simpleKey reports whether a mapping key can be written as "key:".
-func simpleKey(s string) bool {
-	return len(s) <= maxSimpleKey && !analyze(s).multiline
+func (e *emitter) simpleKey(s string) bool {
+	return len(s) <= maxSimpleKey && !e.analyze(s).multiline
 }
 
 // plainSafe marks the bytes that, after a value's first byte, leave its analysis
@@ -236,6 +267,15 @@ var plainSafe = func() (t [256]bool) {
 	for b := 0x20; b < 0x7F; b++ {
 		t[b] = !strings.ContainsRune(",?[]{}:#", rune(b))
 	}
+	return t
+}()
+
+// inert marks the bytes that, after a value's first byte, change nothing in its
+// analysis but to say that the byte before the next is neither a space nor a
+// break: the plainSafe bytes but the space.
+var inert = func() (t [256]bool) {
+	t = plainSafe
+	t[' '] = false
 	return t
 }()
 
@@ -261,10 +301,13 @@ func bare(s string) bool {
 	return ok && !spaced
 }
 
-func analyze(value string) scalarAnalysis {
-	if ok, _ := simple(value); ok && value[len(value)-1] != ' ' {
-		return scalarAnalysis{flowPlain: true, blockPlain: true, singleQuoted: true, block: true}
-	}
+// simpleAnalysis is the analysis of a simple value that does not end in a space:
+// every style is allowed.
+var simpleAnalysis = scalarAnalysis{flowPlain: true, blockPlain: true, singleQuoted: true, block: true}
+
+// analyzeScalar is analyze_scalar: what styles value may be written in. The
+// emitter's analyze gives simple values' analysis without it.
+func analyzeScalar(value string) scalarAnalysis {
 	if len(value) == 0 {
 		return scalarAnalysis{blockPlain: true, singleQuoted: true}
 	}
@@ -278,6 +321,16 @@ func analyze(value string) scalarAnalysis {
 	}
 	precededByWS = true
 	for i, w := 0, 0; i < len(value); i += w {
+		if i > 0 && inert[value[i]] {
+			// A run of such bytes sets no indicator, and leaves each the
+			// state the last of them would.
+			w = 1
+			for i+w < len(value) && inert[value[i+w]] {
+				w++
+			}
+			previousSpace, previousBreak, precededByWS = false, false, false
+			continue
+		}
 		w = width(value[i])
 		followedByWS := i+w >= len(value) || isBlank(value, i+w)
 		if i == 0 {

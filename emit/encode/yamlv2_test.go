@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -185,6 +186,18 @@ func TestYAMLMatchesYAMLv2OnRandomStrings(t *testing.T) {
 		}
 		sameAsYAMLv2(t, placed(string(b)))
 	}
+}
+
+// TestYAMLMatchesYAMLv2OnRepeatedStrings: a stream whose documents repeat
+// strings from one to the next, among more strings than the emitter keeps the
+// analysis of, is written as yaml.v2 writes it.
+func TestYAMLMatchesYAMLv2OnRepeatedStrings(t *testing.T) {
+	var objects []any
+	for i := range analyzedMax + 100 {
+		s := tricky[i%len(tricky)]
+		objects = append(objects, placed(s), placed("a: "+strconv.Itoa(i)), placed(s))
+	}
+	sameAsYAMLv2(t, objects...)
 }
 
 func FuzzYAMLMatchesYAMLv2(f *testing.F) {

@@ -320,7 +320,7 @@ func (e *encoder) key(k string) mark {
 		return m
 	}
 	e.writeIndent()
-	if simpleKey(k) {
+	if e.simpleKey(k) {
 		e.str(k, ctxMapping|ctxSimpleKey)
 		e.writeIndicator(":", false, false, false)
 		return m

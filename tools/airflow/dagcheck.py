@@ -20,10 +20,12 @@ by the operators from the JSON arguments.
 """
 
 import ast
+import atexit
 import copy
 import datetime
 import json
 import os
+import shutil
 import sys
 import tempfile
 import traceback
@@ -71,7 +73,11 @@ def with_connection_namespace(build):
 
 def main():
     folder = os.path.abspath(sys.argv[1])
-    os.environ["AIRFLOW_HOME"] = tempfile.mkdtemp(prefix="manifold-airflow-home-")
+    home = tempfile.mkdtemp(prefix="manifold-airflow-home-")
+    # Registered before Airflow is imported, so removed after Airflow's own exit
+    # handlers, which may still write there, have run.
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
+    os.environ["AIRFLOW_HOME"] = home
     os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
     # The operator asks the connection for a namespace when a task names none.
     connection()
