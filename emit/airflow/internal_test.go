@@ -159,27 +159,7 @@ func TestWriteJSONIsMarshalIndent(t *testing.T) {
 		if len(errs) > 0 {
 			t.Fatal(errs.ToAggregate())
 		}
-		file := KPOFile{DAGID: d.ID, Params: map[string]string{}, Tasks: []KPOTask{}}
-		if d.Schedule != "" {
-			file.Schedule = &d.Schedule
-		}
-		for _, p := range d.Params {
-			file.Params[p.Name] = p.Value
-		}
-		for i := range d.Tasks {
-			file.Tasks = append(file.Tasks, kpoTask(&d.Tasks[i]))
-		}
-		want, err := json.MarshalIndent(file, "", "  ")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got bytes.Buffer
-		if err := d.WriteJSON(&got); err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got.Bytes(), append(want, '\n')) {
-			t.Errorf("%s: WriteJSON differs from MarshalIndent:\n%s", f.Name, cmp.Diff(string(want)+"\n", got.String()))
-		}
+		wantMarshalIndent(t, f.Name, d)
 	}
 }
 
@@ -232,5 +212,32 @@ func TestPythonInPieces(t *testing.T) {
 				t.Errorf("pieces of %d bytes: Emit's .kpo.json differs from WriteJSON's:\n%s", chunk, cmp.Diff(kpo.String(), string(files[1].Data)))
 			}
 		}()
+	}
+}
+
+// wantMarshalIndent checks that d's WriteJSON writes what encoding/json's
+// MarshalIndent writes of the same file.
+func wantMarshalIndent(t *testing.T, name string, d *DAG) {
+	t.Helper()
+	file := KPOFile{DAGID: d.ID, Params: map[string]string{}, Tasks: []KPOTask{}}
+	if d.Schedule != "" {
+		file.Schedule = &d.Schedule
+	}
+	for _, p := range d.Params {
+		file.Params[p.Name] = p.Value
+	}
+	for i := range d.Tasks {
+		file.Tasks = append(file.Tasks, kpoTask(&d.Tasks[i]))
+	}
+	want, err := json.MarshalIndent(file, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	if err := d.WriteJSON(&got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), append(want, '\n')) {
+		t.Errorf("%s: WriteJSON differs from MarshalIndent:\n%s", name, cmp.Diff(string(want)+"\n", got.String()))
 	}
 }

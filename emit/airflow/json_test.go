@@ -115,22 +115,5 @@ func TestWriteJSONHostileIsMarshalIndent(t *testing.T) {
 		}
 		d.Tasks = append(d.Tasks, task)
 	}
-	file := KPOFile{DAGID: d.ID, Schedule: &d.Schedule, Params: map[string]string{}, Tasks: []KPOTask{}}
-	for _, p := range d.Params {
-		file.Params[p.Name] = p.Value
-	}
-	for i := range d.Tasks {
-		file.Tasks = append(file.Tasks, kpoTask(&d.Tasks[i]))
-	}
-	want, err := json.MarshalIndent(file, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got bytes.Buffer
-	if err := d.WriteJSON(&got); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got.Bytes(), append(want, '\n')) {
-		t.Errorf("WriteJSON differs from MarshalIndent:\n%s", cmp.Diff(string(want)+"\n", got.String()))
-	}
+	wantMarshalIndent(t, "hostile", d)
 }
