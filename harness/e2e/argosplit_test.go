@@ -277,23 +277,7 @@ func BenchmarkArgoSplitRun(b *testing.B) {
 func TestArgoSplitFailure(t *testing.T) {
 	c := simcluster.Shared(t)
 	ns := c.Namespace(t)
-	f := sdk.NewFlow("split-fail", sdk.Image("busybox"), sdk.Param("p", "v"))
-	f.Step("prepare", sdk.Command("true"))
-	for _, b := range []string{"a", "b", "c"} {
-		for i := range 4 {
-			after := "prepare"
-			if i > 0 {
-				after = fmt.Sprint(b, i-1)
-			}
-			// A long variable makes the steps large enough to split by bytes.
-			opts := []sdk.StepOption{sdk.Command("true"), sdk.After(after), sdk.Env("NOTE", strings.Repeat("n", 300))}
-			if b == "b" && i == 2 {
-				opts = append(opts, sdk.Label(simcluster.LabelFail, "true"))
-			}
-			f.Step(fmt.Sprint(b, i), opts...)
-		}
-	}
-	f.Step("report", sdk.Command("true"), sdk.After("a3", "b3", "c3"))
+	f, _ := testflows.SplitChains("split-fail", "busybox", sdk.Label(simcluster.LabelFail, "true"))
 	p := testflows.Compile(t, f)
 	p.ArgoMaxBytes = 5000
 	r := runSplit(t, c, ns, p, 4*time.Minute)

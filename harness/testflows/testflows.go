@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,6 +122,33 @@ func FanOut(n int) *sdk.Flow {
 		f.Step(ChainStep(i), sdk.Command("true"))
 	}
 	return f
+}
+
+// SplitChains is a flow of 14 Command steps that argo_max_bytes = 5000 splits
+// into parts: prepare; three chains a, b and c of four steps (a0 to a3, …)
+// after it, each with a long variable that makes it large enough to split by
+// bytes; and report after the three. It returns the flow and its steps in
+// order. Step b2 gets the options fail (none: it succeeds like the others).
+func SplitChains(name, image string, fail ...sdk.StepOption) (*sdk.Flow, []string) {
+	f := sdk.NewFlow(name, sdk.Image(image), sdk.Param("p", "v"))
+	f.Step("prepare", sdk.Command("true"))
+	steps := []string{"prepare"}
+	for _, b := range []string{"a", "b", "c"} {
+		for i := range 4 {
+			after := "prepare"
+			if i > 0 {
+				after = fmt.Sprint(b, i-1)
+			}
+			opts := []sdk.StepOption{sdk.Command("true"), sdk.After(after), sdk.Env("NOTE", strings.Repeat("n", 300))}
+			if b == "b" && i == 2 {
+				opts = append(opts, fail...)
+			}
+			f.Step(fmt.Sprint(b, i), opts...)
+			steps = append(steps, fmt.Sprint(b, i))
+		}
+	}
+	f.Step("report", sdk.Command("true"), sdk.After("a3", "b3", "c3"))
+	return f, append(steps, "report")
 }
 
 // ChainStep is the name of step i of Chain and FanOut.

@@ -13,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/manifoldflow/manifold/cli"
 	"github.com/manifoldflow/manifold/harness/simcluster"
@@ -82,18 +83,20 @@ func readRun(t *testing.T, id string) (*record.Record, map[string]record.Task) {
 	return rec, byLabel
 }
 
-func workflowTemplates(t *testing.T, c *simcluster.Cluster, ns string) []string {
+// names returns the sorted names of the objects of resource gvr in namespace
+// ns that selector (a label selector; "" for all) selects.
+func names(t *testing.T, c *simcluster.Cluster, gvr schema.GroupVersionResource, ns, selector string) []string {
 	t.Helper()
-	list, err := c.Dynamic.Resource(argo.WorkflowTemplateGVR).Namespace(ns).List(context.Background(), metav1.ListOptions{})
+	list, err := c.Dynamic.Resource(gvr).Namespace(ns).List(context.Background(), metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
+	var out []string
 	for _, u := range list.Items {
-		names = append(names, u.GetName())
+		out = append(out, u.GetName())
 	}
-	slices.Sort(names)
-	return names
+	slices.Sort(out)
+	return out
 }
 
 // TestDeployTriggerUndeploy deploys a flow beside a WorkflowTemplate of
@@ -121,7 +124,7 @@ func TestDeployTriggerUndeploy(t *testing.T) {
 	if code, out, _ := f.run("deploy", "--target", "argo", "--dry-run=server"); code != 0 || !strings.Contains(out, "workflowtemplate/argo-life created (server dry run)") {
 		t.Errorf("deploy --dry-run=server: exit %d, stdout %q", code, out)
 	}
-	if got := workflowTemplates(t, f.c, f.ns); !slices.Equal(got, []string{"someone-elses"}) {
+	if got := names(t, f.c, argo.WorkflowTemplateGVR, f.ns, ""); !slices.Equal(got, []string{"someone-elses"}) {
 		t.Errorf("after a dry run the WorkflowTemplates are %v; want only someone-elses", got)
 	}
 	if code, out, _ := f.run("deploy", "--target", "argo"); code != 0 || !strings.Contains(out, "workflowtemplate/argo-life created") {
@@ -189,7 +192,7 @@ func TestDeployTriggerUndeploy(t *testing.T) {
 	if code, out, _ := f.run("undeploy", "--target", "argo"); code != 0 || !strings.Contains(out, "workflowtemplate/argo-life deleted") {
 		t.Errorf("undeploy: exit %d, stdout %q", code, out)
 	}
-	if got := workflowTemplates(t, f.c, f.ns); !slices.Equal(got, []string{"someone-elses"}) {
+	if got := names(t, f.c, argo.WorkflowTemplateGVR, f.ns, ""); !slices.Equal(got, []string{"someone-elses"}) {
 		t.Errorf("after undeploy the WorkflowTemplates are %v; want only someone-elses", got)
 	}
 	if _, err := f.c.Dynamic.Resource(argo.WorkflowGVR).Namespace(f.ns).Get(context.Background(), name, metav1.GetOptions{}); err != nil {

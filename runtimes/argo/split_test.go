@@ -15,36 +15,21 @@ import (
 
 	eargo "github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/harness/simcluster"
+	"github.com/manifoldflow/manifold/harness/testflows"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/argo"
 	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
-// splitFlow is a flow of 14 steps that argo_max_bytes = 5000 splits into
-// four parts (b0 to b3 the second): prepare, three chains a, b and c of four steps after it, and report
-// after the three; step b2 fails when fail is set.
+// splitFlow is testflows.SplitChains, which argo_max_bytes = 5000 splits
+// into four parts (b0 to b3 the second); step b2 fails when fail is set.
 func splitFlow(fail bool) (*sdk.Flow, []string) {
-	f := sdk.NewFlow("split-follow", sdk.Image("example.com/flow:v1"), sdk.Param("p", "v"))
-	f.Step("prepare", sdk.Command("true"))
-	steps := []string{"prepare"}
-	for _, b := range []string{"a", "b", "c"} {
-		for i := range 4 {
-			after := "prepare"
-			if i > 0 {
-				after = fmt.Sprint(b, i-1)
-			}
-			// A long variable makes the steps large enough to split by bytes.
-			opts := []sdk.StepOption{sdk.Command("true"), sdk.After(after), sdk.Env("NOTE", strings.Repeat("n", 300))}
-			if fail && b == "b" && i == 2 {
-				opts = append(opts, sdk.Label(simcluster.LabelFail, "true"))
-			}
-			f.Step(fmt.Sprint(b, i), opts...)
-			steps = append(steps, fmt.Sprint(b, i))
-		}
+	var opts []sdk.StepOption
+	if fail {
+		opts = append(opts, sdk.Label(simcluster.LabelFail, "true"))
 	}
-	f.Step("report", sdk.Command("true"), sdk.After("a3", "b3", "c3"))
-	return f, append(steps, "report")
+	return testflows.SplitChains("split-follow", "example.com/flow:v1", opts...)
 }
 
 // deploySplit deploys the flow of f, split into four parts, and places its
@@ -230,16 +215,7 @@ func TestSplitPartNotCreated(t *testing.T) {
 // partWorkflows returns the names of the Workflows that run name created.
 func partWorkflows(t *testing.T, f flowCLI, name string) []string {
 	t.Helper()
-	list, err := f.c.Dynamic.Resource(argo.WorkflowGVR).Namespace(f.ns).List(context.Background(), metav1.ListOptions{LabelSelector: argo.LabelParentWorkflow + "=" + name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, u := range list.Items {
-		names = append(names, u.GetName())
-	}
-	slices.Sort(names)
-	return names
+	return names(t, f.c, argo.WorkflowGVR, f.ns, argo.LabelParentWorkflow+"="+name)
 }
 
 // BenchmarkSplitTriggerWait runs a generated flow split into parts (a root
