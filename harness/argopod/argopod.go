@@ -393,10 +393,11 @@ func hasVolume(vols []corev1.Volume, name string) bool {
 	return false
 }
 
-// Untraced is the comparison option under which Argo's pod of an untraced run
-// is the Job target's: it leaves out the empty TRACEPARENT that every container
-// of an Argo step has (argo.ParamTraceParent's default), and that the Job
-// target's pods lack, the kube runtime setting it on each object it creates.
+// Untraced is the comparison option under which Argo's (or Airflow's) pod of an
+// untraced run is the Job target's: it leaves out the empty TRACEPARENT that
+// every container of an Argo or Airflow step has (argo.ParamTraceParent's
+// default, the DAG run's conf without it), and that the Job target's pods lack,
+// the kube runtime setting it on each object it creates.
 // The argo package's TestTraceParent checks the variable itself.
 var Untraced cmp.Option = cmpopts.AcyclicTransformer("untraced", func(env []corev1.EnvVar) []corev1.EnvVar {
 	var out []corev1.EnvVar

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/manifoldflow/manifold/harness/argopod"
 	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/plan"
 )
@@ -38,11 +39,11 @@ import (
 //     PET_MASTER_ADDR, NEURON_RT_ROOT_COMM_ID): rank 0's host name under the
 //     job target's Service differs from its name under JobSet's; the variables
 //     must be present on every target, their values are not compared.
-//   - An empty TRACEPARENT: the argo and airflow targets deploy a flow once for
-//     every run, so every step's container has the variable, filled from the
-//     run's parameters and empty when the run is not traced; the kube runtime
-//     sets it on the objects of a traced run only. A TRACEPARENT with a value
-//     is compared.
+//   - An empty TRACEPARENT (argopod.Untraced, applied when comparing): the
+//     argo and airflow targets deploy a flow once for every run, so every
+//     step's container has the variable, filled from the run's parameters and
+//     empty when the run is not traced; the kube runtime sets it on the
+//     objects of a traced run only. A TRACEPARENT with a value is compared.
 type runShape struct {
 	Image       string
 	Command     []string
@@ -83,8 +84,7 @@ func shape(p corev1.Pod) (runShape, error) {
 	var env []corev1.EnvVar
 	for _, e := range c.Env {
 		switch {
-		case strings.HasPrefix(e.Name, "ARGO_"), e.Name == envCompletionIndex,
-			e == corev1.EnvVar{Name: plan.EnvTraceParent}:
+		case strings.HasPrefix(e.Name, "ARGO_"), e.Name == envCompletionIndex:
 			continue
 		case slices.Contains(addressVars, e.Name):
 			e = corev1.EnvVar{Name: e.Name, Value: "(address)"}
@@ -138,7 +138,7 @@ func checkParity(e *example, live map[string]map[string][]corev1.Pod) []string {
 			if !ok {
 				continue
 			}
-			if diff := cmp.Diff(want, shapes(pods[s.Name]), sameQuantity); diff != "" {
+			if diff := cmp.Diff(want, shapes(pods[s.Name]), sameQuantity, argopod.Untraced); diff != "" {
 				out = append(out, fmt.Sprintf("step %s: the pods that ran under %s differ from those under %s (-%s +%s):\n%s",
 					s.Name, target, ref, ref, target, diff))
 			}
