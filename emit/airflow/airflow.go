@@ -148,21 +148,13 @@ func emitFiles(f *plan.Flow, create emit.Create) (field.ErrorList, error) {
 	if w, err = create(f.Name + ".kpo.json"); err != nil {
 		return nil, err
 	}
-	if k.n == 0 {
-		_, err := w.Write(append(head, kpoNoTasks...))
-		return nil, err
-	}
-	if _, err := w.Write(append(head, kpoTasks...)); err != nil {
-		return nil, err
-	}
-	if _, err := kpoTemp.Seek(0, io.SeekStart); err != nil {
-		return nil, err
-	}
-	if _, err := io.Copy(w, kpoTemp); err != nil {
-		return nil, err
-	}
-	_, err = w.Write([]byte(kpoEnd))
-	return nil, err
+	return nil, writeKPO(w, head, k.n, func(w io.Writer) error {
+		if _, err := kpoTemp.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		_, err := io.Copy(w, kpoTemp)
+		return err
+	})
 }
 
 // DAG is a flow as Airflow runs it; Python and JSON write it out.

@@ -54,20 +54,31 @@ func (d *DAG) WriteJSON(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(d.Tasks) == 0 {
+	return writeKPO(w, head, len(d.Tasks), func(w io.Writer) error {
+		k := &kpoWriter{w: w}
+		for i := range d.Tasks {
+			if err := k.write(&d.Tasks[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// writeKPO writes a .kpo.json file of head (kpoHead) and n tasks, which tasks
+// writes (through a kpoWriter), to w.
+func writeKPO(w io.Writer, head []byte, n int, tasks func(io.Writer) error) error {
+	if n == 0 {
 		_, err := w.Write(append(head, kpoNoTasks...))
 		return err
 	}
 	if _, err := w.Write(append(head, kpoTasks...)); err != nil {
 		return err
 	}
-	k := &kpoWriter{w: w}
-	for i := range d.Tasks {
-		if err := k.write(&d.Tasks[i]); err != nil {
-			return err
-		}
+	if err := tasks(w); err != nil {
+		return err
 	}
-	_, err = w.Write([]byte(kpoEnd))
+	_, err := w.Write([]byte(kpoEnd))
 	return err
 }
 
