@@ -49,6 +49,13 @@ type Options struct {
 	// (DEFAULT_REQUEUE_TIME); 0 is DefaultArgoRequeue. Argo's own default,
 	// which a deployment runs unless it sets one, is 10 s (ArgoDeployedRequeue).
 	ArgoRequeue time.Duration
+	// ArgoMinimalCRDs installs Argo's minimal CRDs, which its install
+	// manifests apply by default (no schema: the API server validates and
+	// prunes nothing in a Workflow), instead of its full CRDs, whose 3 MB
+	// schema the test suite validates emitted objects against. Checking every
+	// rewrite of a Workflow of hundreds of nodes against the full schema is
+	// most of the API server's work in a run of thousands of steps.
+	ArgoMinimalCRDs bool
 }
 
 // Argo's requeue times (Options.ArgoRequeue).
@@ -83,6 +90,7 @@ type Cluster struct {
 
 	keepDir     bool
 	argoRequeue time.Duration // Options.ArgoRequeue
+	argoCRDs    string        // the asset of Argo's CRDs (Options.ArgoMinimalCRDs)
 	bin         string        // the tools' directory
 	pki         *pki
 	mu          sync.Mutex // guards procs while Kueue starts beside running tests
@@ -180,7 +188,10 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 			return nil, err
 		}
 	}
-	started := &Cluster{Dir: dir, keepDir: o.KeepDir, held: map[*process]bool{}, argoRequeue: o.ArgoRequeue}
+	started := &Cluster{Dir: dir, keepDir: o.KeepDir, held: map[*process]bool{}, argoRequeue: o.ArgoRequeue, argoCRDs: "argo-crds"}
+	if o.ArgoMinimalCRDs {
+		started.argoCRDs = "argo-crds-minimal"
+	}
 	if started.argoRequeue == 0 {
 		started.argoRequeue = DefaultArgoRequeue
 	}
@@ -296,7 +307,7 @@ func (c *Cluster) start(ctx context.Context, bin string, nodes []NodeGroup, cont
 	if controlPlaneOnly {
 		return c.waitReady(ctx)
 	}
-	if err := c.installCRDs(ctx, filepath.Join(bin, "assets"), "jobset-crds", "argo-crds"); err != nil {
+	if err := c.installCRDs(ctx, filepath.Join(bin, "assets"), "jobset-crds", c.argoCRDs); err != nil {
 		return err
 	}
 	if err := c.startJobSet(ctx, webhookPort); err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -284,46 +285,61 @@ func (c *Cluster) RunWorkflow(ctx context.Context, ns string, wf *unstructured.U
 	if err != nil {
 		return nil, fmt.Errorf("submit Workflow: %w", err)
 	}
-	// A watch the API server ends early (its watch cache falling behind under
-	// load: "storage is (re)initializing") is taken up again from the last
-	// version seen, or from the Workflow as it is now, up to a few times.
+	// A watch the API server ends early or refuses (its watch cache falling
+	// behind under load: "storage is (re)initializing", "Too large resource
+	// version") is taken up again from the last version seen, or from the
+	// Workflow as it is now, until ctx ends: under the load of thousands of
+	// steps the API server may take minutes to catch up.
 	last := created
-	for ends := 0; ; ends++ {
+	wait := time.Second
+	for {
 		w, err := workflows.Watch(ctx, metav1.ListOptions{
 			FieldSelector:   "metadata.name=" + created.GetName(),
 			ResourceVersion: last.GetResourceVersion(),
 		})
-		if err != nil {
-			return last, fmt.Errorf("watch Workflow %s: %w", created.GetName(), err)
-		}
-		for ev := range w.ResultChan() {
-			u, ok := ev.Object.(*unstructured.Unstructured)
-			if !ok {
-				continue
+		if err == nil {
+			events := 0
+			for ev := range w.ResultChan() {
+				u, ok := ev.Object.(*unstructured.Unstructured)
+				if !ok {
+					continue
+				}
+				last, events = u, events+1
+				if workflowEnded(u) {
+					w.Stop()
+					return u, nil
+				}
 			}
-			last = u
-			switch phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); phase {
-			case "Succeeded", "Failed", "Error":
-				w.Stop()
-				return u, nil
+			w.Stop()
+			if events > 0 {
+				wait = time.Second
 			}
 		}
-		w.Stop()
-		phase, _, _ := unstructured.NestedString(last.Object, "status", "phase")
 		if ctx.Err() != nil {
+			phase, _, _ := unstructured.NestedString(last.Object, "status", "phase")
 			return last, fmt.Errorf("Workflow %s (phase %q): %w", last.GetName(), phase, ctx.Err())
 		}
-		if ends == 5 {
-			return last, fmt.Errorf("Workflow %s (phase %q): the watch ended", last.GetName(), phase)
+		if now, err := workflows.Get(ctx, created.GetName(), metav1.GetOptions{}); err == nil {
+			last = now
+			if workflowEnded(now) {
+				return now, nil
+			}
+		} else if apierrors.IsNotFound(err) {
+			return last, fmt.Errorf("Workflow %s was deleted", created.GetName())
 		}
-		now, err := workflows.Get(ctx, created.GetName(), metav1.GetOptions{})
-		if err != nil {
-			continue // watch again from the last version seen
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
 		}
-		last = now
-		switch phase, _, _ := unstructured.NestedString(now.Object, "status", "phase"); phase {
-		case "Succeeded", "Failed", "Error":
-			return now, nil
-		}
+		wait = min(2*wait, 15*time.Second)
 	}
+}
+
+// workflowEnded reports whether the Workflow u has ended.
+func workflowEnded(u *unstructured.Unstructured) bool {
+	switch phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); phase {
+	case "Succeeded", "Failed", "Error":
+		return true
+	}
+	return false
 }

@@ -220,6 +220,7 @@ var assets = []asset{
 	{Dest: "jobset-crds", Module: ".", Path: "sigs.k8s.io/jobset", Dir: "config/components/crd/bases"},
 	{Dest: "jobset-webhook", Module: ".", Path: "sigs.k8s.io/jobset", Dir: "config/components/webhook"},
 	{Dest: "argo-crds", Module: "argo", Path: "github.com/argoproj/argo-workflows/v3", Dir: "manifests/base/crds/full"},
+	{Dest: "argo-crds-minimal", Module: "argo", Path: "github.com/argoproj/argo-workflows/v3", Dir: "manifests/base/crds/minimal"},
 	{Dest: "kueue-crds", Module: "kueue", Path: "sigs.k8s.io/kueue", Dir: "config/components/crd/bases"},
 	{Dest: "kueue-webhook", Module: "kueue", Path: "sigs.k8s.io/kueue", Dir: "config/components/webhook"},
 }
