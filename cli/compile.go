@@ -20,7 +20,7 @@ import (
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit"
-	"github.com/manifoldflow/manifold/image"
+	"github.com/manifoldflow/manifold/image/built"
 	"github.com/manifoldflow/manifold/internal/atomicfile"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runid"
@@ -37,7 +37,7 @@ func compileCommand(flow *sdk.Flow) *ucli.Command {
 		Flags: append([]ucli.Flag{
 			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Value: "job", Usage: "what to emit: " + strings.Join(targetNames(), ", ") + ", or all"},
 			&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Usage: "write files into `DIR`; - for standard output"},
-			&ucli.BoolFlag{Name: "image-from-build", Usage: "make every Run step's image the one `image build` recorded in " + image.RecordFile},
+			&ucli.BoolFlag{Name: "image-from-build", Usage: "make every Run step's image the one `image build` recorded in " + built.File},
 			strictFlag,
 			&ucli.StringFlag{Name: "run-id", Usage: "job and jobset targets: emit the objects of run `ID`, as run --kube creates them (names end in a hash of ID, pods carry " + plan.LabelRun + " and, with an artifact store, " + plan.EnvRunID + "=ID)"},
 		}, flowFlags()...),
@@ -120,14 +120,14 @@ func loadWithBuild(c *ucli.Context, flow *sdk.Flow) (*plan.Flow, error) {
 	if err != nil {
 		return nil, err
 	}
-	built, err := image.ReadRecord(image.RecordFile)
+	rec, err := built.Read(built.File)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, invalidErr(fmt.Errorf("--image-from-build: no image has been built here (%s does not exist): run `%s image build --push --tag REF` first", image.RecordFile, flowName(flow)))
+		return nil, invalidErr(fmt.Errorf("--image-from-build: no image has been built here (%s does not exist): run `%s image build --push --tag REF` first", built.File, flowName(flow)))
 	}
 	if err != nil {
 		return nil, invalidErr(fmt.Errorf("--image-from-build: %w", err))
 	}
-	opts.BuiltImage = &built
+	opts.BuiltImage = &rec
 	p, errs := compile.Compile(flow, opts)
 	if len(errs) > 0 {
 		printErrors(c.App.ErrWriter, flowName(flow), errs)
