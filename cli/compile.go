@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"strings"
+	"sync"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -151,9 +152,46 @@ func chooseTargets(name string) ([]emit.Target, error) {
 // compileGC tunes the garbage collector for making a compile's plan, which
 // keeps most of what it allocates: collecting when the heap has grown by
 // half (not Go's default, doubled) keeps the heap near the plan's size, for
-// few more collections, unless GOGC says otherwise.
+// few more collections, unless GOGC says otherwise. It does so from the
+// process's first collection on: before it, Go collects once the heap reaches
+// its minimum, which GOGC scales, and at half of Go's default (2 MB) that is
+// less than the program's package initialisers leave, so a small flow's
+// compile would start by collecting what they left, and collect nothing of
+// its own.
 func compileGC() {
-	if os.Getenv("GOGC") == "" {
+	if os.Getenv("GOGC") != "" {
+		return
+	}
+	cycles := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	if metrics.Read(cycles); cycles[0].Value.Uint64() > 0 {
+		debug.SetGCPercent(50)
+		return
+	}
+	deferPlanGC()
+}
+
+// deferPlanGC makes compileGC's setting after the next collection (planGCDue).
+func deferPlanGC() {
+	planGC.Lock()
+	planGC.pending = true
+	planGC.Unlock()
+	runtime.AddCleanup(new(*byte), func(struct{}) { planGCDue() }, struct{}{})
+}
+
+// planGC is whether compileGC's setting waits for the first collection, which
+// emitGC, once the plan is made, calls off.
+var planGC struct {
+	sync.Mutex
+	pending bool
+}
+
+// planGCDue makes compileGC's setting, unless emitGC has called it off: after
+// the first collection (when a pointer compileGC let go is collected).
+func planGCDue() {
+	planGC.Lock()
+	defer planGC.Unlock()
+	if planGC.pending {
+		planGC.pending = false
 		debug.SetGCPercent(50)
 	}
 }
@@ -166,7 +204,10 @@ func compileGC() {
 // left) and emitHeadroom, unless GOGC or GOMEMLIMIT say otherwise.
 func emitGC() {
 	if os.Getenv("GOGC") == "" {
+		planGC.Lock()
+		planGC.pending = false
 		debug.SetGCPercent(400)
+		planGC.Unlock()
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
