@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"strings"
+	"sync"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -20,7 +21,7 @@ import (
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit"
-	"github.com/manifoldflow/manifold/image"
+	"github.com/manifoldflow/manifold/image/built"
 	"github.com/manifoldflow/manifold/internal/atomicfile"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runid"
@@ -37,7 +38,7 @@ func compileCommand(flow *sdk.Flow) *ucli.Command {
 		Flags: append([]ucli.Flag{
 			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Value: "job", Usage: "what to emit: " + strings.Join(targetNames(), ", ") + ", or all"},
 			&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Usage: "write files into `DIR`; - for standard output"},
-			&ucli.BoolFlag{Name: "image-from-build", Usage: "make every Run step's image the one `image build` recorded in " + image.RecordFile},
+			&ucli.BoolFlag{Name: "image-from-build", Usage: "make every Run step's image the one `image build` recorded in " + built.File},
 			strictFlag,
 			&ucli.StringFlag{Name: "run-id", Usage: "job and jobset targets: emit the objects of run `ID`, as run --kube creates them (names end in a hash of ID, pods carry " + plan.LabelRun + " and, with an artifact store, " + plan.EnvRunID + "=ID)"},
 		}, flowFlags()...),
@@ -120,14 +121,14 @@ func loadWithBuild(c *ucli.Context, flow *sdk.Flow) (*plan.Flow, error) {
 	if err != nil {
 		return nil, err
 	}
-	built, err := image.ReadRecord(image.RecordFile)
+	rec, err := built.Read(built.File)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, invalidErr(fmt.Errorf("--image-from-build: no image has been built here (%s does not exist): run `%s image build --push --tag REF` first", image.RecordFile, flowName(flow)))
+		return nil, invalidErr(fmt.Errorf("--image-from-build: no image has been built here (%s does not exist): run `%s image build --push --tag REF` first", built.File, flowName(flow)))
 	}
 	if err != nil {
 		return nil, invalidErr(fmt.Errorf("--image-from-build: %w", err))
 	}
-	opts.BuiltImage = &built
+	opts.BuiltImage = &rec
 	p, errs := compile.Compile(flow, opts)
 	if len(errs) > 0 {
 		printErrors(c.App.ErrWriter, flowName(flow), errs)
@@ -151,9 +152,46 @@ func chooseTargets(name string) ([]emit.Target, error) {
 // compileGC tunes the garbage collector for making a compile's plan, which
 // keeps most of what it allocates: collecting when the heap has grown by
 // half (not Go's default, doubled) keeps the heap near the plan's size, for
-// few more collections, unless GOGC says otherwise.
+// few more collections, unless GOGC says otherwise. It does so from the
+// process's first collection on: before it, Go collects once the heap reaches
+// its minimum, which GOGC scales, and at half of Go's default (2 MB) that is
+// less than the program's package initialisers leave, so a small flow's
+// compile would start by collecting what they left, and collect nothing of
+// its own.
 func compileGC() {
-	if os.Getenv("GOGC") == "" {
+	if os.Getenv("GOGC") != "" {
+		return
+	}
+	cycles := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	if metrics.Read(cycles); cycles[0].Value.Uint64() > 0 {
+		debug.SetGCPercent(50)
+		return
+	}
+	deferPlanGC()
+}
+
+// deferPlanGC makes compileGC's setting after the next collection (planGCDue).
+func deferPlanGC() {
+	planGC.Lock()
+	planGC.pending = true
+	planGC.Unlock()
+	runtime.AddCleanup(new(*byte), func(struct{}) { planGCDue() }, struct{}{})
+}
+
+// planGC is whether compileGC's setting waits for the first collection, which
+// emitGC, once the plan is made, calls off.
+var planGC struct {
+	sync.Mutex
+	pending bool
+}
+
+// planGCDue makes compileGC's setting, unless emitGC has called it off: after
+// the first collection (when a pointer compileGC let go is collected).
+func planGCDue() {
+	planGC.Lock()
+	defer planGC.Unlock()
+	if planGC.pending {
+		planGC.pending = false
 		debug.SetGCPercent(50)
 	}
 }
@@ -166,7 +204,10 @@ func compileGC() {
 // left) and emitHeadroom, unless GOGC or GOMEMLIMIT say otherwise.
 func emitGC() {
 	if os.Getenv("GOGC") == "" {
+		planGC.Lock()
+		planGC.pending = false
 		debug.SetGCPercent(400)
+		planGC.Unlock()
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}

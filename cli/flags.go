@@ -10,7 +10,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/manifoldflow/manifold/compile"
-	"github.com/manifoldflow/manifold/image"
+	"github.com/manifoldflow/manifold/image/built"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/sdk"
@@ -96,7 +96,7 @@ func options(c *ucli.Context, flow *sdk.Flow) (compile.Options, error) {
 	default:
 		return o, invalidErr(err)
 	}
-	o.ReadBuiltImage = func() (image.Record, error) { return image.ReadRecord(image.RecordFile) }
+	o.ReadBuiltImage = func() (built.Record, error) { return built.Read(built.File) }
 	return o, nil
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/image"
+	"github.com/manifoldflow/manifold/image/built"
 	"github.com/manifoldflow/manifold/provision/kind"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -56,7 +57,7 @@ func imageBuildCommand(flow *sdk.Flow) *ucli.Command {
 			"--tarball writes a `docker save` tarball for `kind load image-archive` or `docker load`; pods name\n" +
 			"it by a tag made from its digest (REPOSITORY:sha256-<hex>); --kind NAME loads that tarball into every\n" +
 			"node of a kind cluster. The reference is printed last and\n" +
-			"recorded in " + image.RecordFile + ", where `compile --image-from-build` (or image_from_build = true in\n" +
+			"recorded in " + built.File + ", where `compile --image-from-build` (or image_from_build = true in\n" +
 			"manifold.toml) finds it for every Run step.\n\n" +
 			"The flow's main package is the one this program was built from (found through its build info\n" +
 			"and the go command of the working directory's module); --package DIR names another.",
@@ -124,9 +125,9 @@ type buildRequest struct {
 }
 
 // buildImage builds the flow program's image as req says, records it in
-// image.RecordFile and returns the record. c gives the flow's config flags,
+// built.File and returns the record. c gives the flow's config flags,
 // the context and the writers.
-func buildImage(c *ucli.Context, flow *sdk.Flow, req buildRequest) (*image.Record, error) {
+func buildImage(c *ucli.Context, flow *sdk.Flow, req buildRequest) (*built.Record, error) {
 	created, err := sourceDateEpoch()
 	if err != nil {
 		return nil, usageErr("%v", err)
@@ -237,7 +238,7 @@ func buildImage(c *ucli.Context, flow *sdk.Flow, req buildRequest) (*image.Recor
 	if err != nil {
 		return nil, invalidErr(err)
 	}
-	record := image.Record{
+	record := built.Record{
 		Flow:       flowName,
 		Reference:  pub.Reference,
 		Digest:     res.Digest.String(),
@@ -248,7 +249,7 @@ func buildImage(c *ucli.Context, flow *sdk.Flow, req buildRequest) (*image.Recor
 		Output:     pub.Output,
 		Built:      time.Now().UTC().Truncate(time.Second),
 	}
-	if err := image.WriteRecord(image.RecordFile, record); err != nil {
+	if err := built.Write(built.File, record); err != nil {
 		return nil, invalidErr(fmt.Errorf("recording the image: %w", err))
 	}
 	switch {
@@ -260,7 +261,7 @@ func buildImage(c *ucli.Context, flow *sdk.Flow, req buildRequest) (*image.Recor
 	default:
 		fmt.Fprintf(w, "loaded into kind cluster %s, tagged %s\n", strings.TrimPrefix(pub.Output, "kind:"), strings.Join(pub.Tags, ", "))
 	}
-	fmt.Fprintf(w, "recorded in %s: compile --image-from-build puts it in every Run step\n", image.RecordFile)
+	fmt.Fprintf(w, "recorded in %s: compile --image-from-build puts it in every Run step\n", built.File)
 	fmt.Fprintln(w, pub.Reference)
 	return &record, nil
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/manifoldflow/manifold/harness/exampletest"
-	"github.com/manifoldflow/manifold/image"
+	"github.com/manifoldflow/manifold/image/built"
 )
 
 // TestImageBuildHello runs `hello image build` as a user would: the hello example,
@@ -84,11 +84,11 @@ func TestImageBuildHello(t *testing.T) {
 	if !strings.Contains(stdout, "building hello (github.com/manifoldflow/manifold/examples/hello) for linux/amd64") {
 		t.Errorf("image build did not say which package it built:\n%s", stdout)
 	}
-	data, err := os.ReadFile(filepath.Join(work, image.RecordFile))
+	data, err := os.ReadFile(filepath.Join(work, built.File))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rec image.Record
+	var rec built.Record
 	if err := json.Unmarshal(data, &rec); err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestImageBuildHello(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(work, "out", "hello.tar")); err != nil {
 		t.Error(err)
 	}
-	if data, err := os.ReadFile(filepath.Join(work, image.RecordFile)); err != nil || !bytes.Contains(data, []byte(`"reference": "`+want+`"`)) {
+	if data, err := os.ReadFile(filepath.Join(work, built.File)); err != nil || !bytes.Contains(data, []byte(`"reference": "`+want+`"`)) {
 		t.Errorf("record after --tarball: %s (%v)", data, err)
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/manifoldflow/manifold/compile"
-	"github.com/manifoldflow/manifold/image"
+	"github.com/manifoldflow/manifold/image/built"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runid"
 	"github.com/manifoldflow/manifold/runtimes/kube"
@@ -186,7 +186,7 @@ func hasRunSteps(p *plan.Flow) bool {
 // build builds the flow program's image for a run on a cluster: loaded into the
 // cluster when the context is a kind cluster's (kind-NAME), else pushed to --image
 // (or the flow's own image), for nodes to pull by digest.
-func build(c *ucli.Context, flow *sdk.Flow) (*image.Record, error) {
+func build(c *ucli.Context, flow *sdk.Flow) (*built.Record, error) {
 	ctxName, err := kube.ContextName(c.String("kubeconfig"), c.String("context"))
 	if err != nil {
 		return nil, invalidErr(err)

@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/manifoldflow/manifold/image"
+	"github.com/manifoldflow/manifold/image/built"
 )
 
 // runImage returns the image that replaces every Run step's own, if any: the one
@@ -19,15 +19,15 @@ func runImage(flow string, o Options) (string, string, *field.Path, field.ErrorL
 	b := o.BuiltImage
 	if b == nil && o.Config.ImageFromBuild {
 		at = field.NewPath("config", "image_from_build")
-		read, err := image.Record{}, error(fs.ErrNotExist)
+		read, err := built.Record{}, error(fs.ErrNotExist)
 		if o.ReadBuiltImage != nil {
 			read, err = o.ReadBuiltImage()
 		}
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return "", "", nil, field.ErrorList{field.Required(at, "no image has been built here ("+image.RecordFile+" does not exist): run `"+flow+" image build --push --tag REF` first, or remove image_from_build from "+ConfigFile)}
+			return "", "", nil, field.ErrorList{field.Required(at, "no image has been built here ("+built.File+" does not exist): run `"+flow+" image build --push --tag REF` first, or remove image_from_build from "+ConfigFile)}
 		case err != nil:
-			return "", "", nil, field.ErrorList{field.Invalid(at, image.RecordFile, err.Error())}
+			return "", "", nil, field.ErrorList{field.Invalid(at, built.File, err.Error())}
 		}
 		b = &read
 	}
@@ -48,5 +48,5 @@ func nonRootBase(base string, c Config) bool {
 	if base == "" {
 		base = c.BaseImage
 	}
-	return base == "" || base == image.DefaultBase
+	return base == "" || base == built.DefaultBase
 }

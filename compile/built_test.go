@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/manifoldflow/manifold/compile"
-	"github.com/manifoldflow/manifold/image"
+	"github.com/manifoldflow/manifold/image/built"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -43,7 +43,7 @@ func images(t *testing.T, f *sdk.Flow, o compile.Options) map[string]string {
 // layer gave it, and no Command step's.
 func TestBuiltImage(t *testing.T) {
 	want := map[string]string{"a": builtRef, "b": builtRef, "c": "busybox:1.37"}
-	got := images(t, builtFlow(), compile.Options{BuiltImage: &image.Record{Flow: "built", Reference: builtRef}})
+	got := images(t, builtFlow(), compile.Options{BuiltImage: &built.Record{Flow: "built", Reference: builtRef}})
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("images (-want +got):\n%s", diff)
 	}
@@ -60,9 +60,9 @@ func TestBuiltImage(t *testing.T) {
 func TestBuiltImageFromConfig(t *testing.T) {
 	t.Chdir(t.TempDir())
 	reads := 0
-	read := func() (image.Record, error) {
+	read := func() (built.Record, error) {
 		reads++
-		return image.ReadRecord(image.RecordFile)
+		return built.Read(built.File)
 	}
 	if _, errs := compile.Compile(builtFlow(), compile.Options{ReadBuiltImage: read}); len(errs) > 0 || reads != 0 {
 		t.Errorf("without image_from_build: %v, %d reads of the record", errs, reads)
@@ -74,11 +74,11 @@ func TestBuiltImageFromConfig(t *testing.T) {
 		t.Errorf("no record (-want +got):\n%s", diff)
 	}
 
-	rec := image.Record{Flow: "built", Reference: builtRef, Digest: "sha256:5f70", Platforms: []string{"linux/amd64"}, Built: time.Unix(1e9, 0).UTC()}
-	if err := image.WriteRecord(image.RecordFile, rec); err != nil {
+	rec := built.Record{Flow: "built", Reference: builtRef, Digest: "sha256:5f70", Platforms: []string{"linux/amd64"}, Built: time.Unix(1e9, 0).UTC()}
+	if err := built.Write(built.File, rec); err != nil {
 		t.Fatal(err)
 	}
-	back, err := image.ReadRecord(image.RecordFile)
+	back, err := built.Read(built.File)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,14 +96,14 @@ func TestBuiltImageFromConfig(t *testing.T) {
 	if diff := cmp.Diff(want, errs, ignoreDetail); diff != "" {
 		t.Errorf("another flow's record (-want +got):\n%s", diff)
 	}
-	_, errs = compile.Compile(builtFlow(), compile.Options{BuiltImage: &image.Record{Flow: "other", Reference: builtRef}})
+	_, errs = compile.Compile(builtFlow(), compile.Options{BuiltImage: &built.Record{Flow: "other", Reference: builtRef}})
 	want = field.ErrorList{field.Invalid(field.NewPath("imageFromBuild"), nil, "")}
 	if diff := cmp.Diff(want, errs, ignoreDetail); diff != "" {
 		t.Errorf("another flow's image (-want +got):\n%s", diff)
 	}
 
 	// A record that is not JSON says so.
-	if err := os.WriteFile(image.RecordFile, []byte("{"), 0o644); err != nil {
+	if err := os.WriteFile(built.File, []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, errs = compile.Compile(builtFlow(), compile.Options{Config: cfg, ReadBuiltImage: read})
@@ -129,7 +129,7 @@ func TestRunStepNeedsImage(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	// A build gives it one.
-	if _, errs := compile.Compile(f, compile.Options{BuiltImage: &image.Record{Flow: "f", Reference: builtRef}}); len(errs) > 0 {
+	if _, errs := compile.Compile(f, compile.Options{BuiltImage: &built.Record{Flow: "f", Reference: builtRef}}); len(errs) > 0 {
 		t.Errorf("with a build: %v", errs)
 	}
 }

@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/manifoldflow/manifold/image"
+	"github.com/manifoldflow/manifold/image/built"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -48,12 +48,12 @@ type Options struct {
 	// it (compile --image-from-build): its reference becomes the image of every Run
 	// step, over the step's, the flow's and the config's own. Command steps keep
 	// theirs.
-	BuiltImage *image.Record
-	// ReadBuiltImage reads that record (image.ReadRecord of image.RecordFile) when
+	BuiltImage *built.Record
+	// ReadBuiltImage reads that record (built.Read of built.File) when
 	// image_from_build = true in the config asks for it and BuiltImage is nil; an
 	// error that wraps fs.ErrNotExist says none was made. Compile reads no file of
 	// its own.
-	ReadBuiltImage func() (image.Record, error)
+	ReadBuiltImage func() (built.Record, error)
 }
 
 // Compile checks f and returns its plan, or every error found.

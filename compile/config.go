@@ -114,7 +114,7 @@ type Config struct {
 	// names none ("scratch" for an empty one).
 	BaseImage string `toml:"base_image"`
 	// ImageFromBuild, when true, makes every Run step's image the one `image build`
-	// last recorded (image.RecordFile), as compile --image-from-build does.
+	// last recorded (.manifold/image.json), as compile --image-from-build does.
 	ImageFromBuild bool `toml:"image_from_build"`
 	// EFAWiring, when true, wires every step that asks for EFA, as sdk.EFAWiring
 	// on the flow does.

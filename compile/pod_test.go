@@ -10,6 +10,7 @@ import (
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/image"
+	"github.com/manifoldflow/manifold/image/built"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -244,8 +245,8 @@ func TestTextMustBeUTF8(t *testing.T) {
 func TestRunAsNonRootWhereKnown(t *testing.T) {
 	const img = "example.com/f:v1"
 	run := func(nop *sdk.Context) error { return nil }
-	record := func(base string) *image.Record {
-		return &image.Record{Flow: "f", Reference: "example.com/f@sha256:" + strings.Repeat("0", 64), Base: base}
+	record := func(base string) *built.Record {
+		return &built.Record{Flow: "f", Reference: "example.com/f@sha256:" + strings.Repeat("0", 64), Base: base}
 	}
 	for _, tc := range []struct {
 		name string

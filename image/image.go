@@ -26,12 +26,12 @@ import (
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/manifoldflow/manifold/image/built"
 )
 
-// DefaultBase is the base image when none is named: distroless's static image for
-// Debian 12 (CA certificates, time zones, /etc/passwd; no shell, no libc), running
-// as its nonroot user (uid 65532). Programs built without cgo need nothing more.
-const DefaultBase = "gcr.io/distroless/static-debian12:nonroot"
+// DefaultBase is the base image when none is named (built.DefaultBase).
+const DefaultBase = built.DefaultBase
 
 // Scratch names the empty base image.
 const Scratch = "scratch"

@@ -21,7 +21,7 @@ import (
 	"github.com/manifoldflow/manifold/harness/exampletest"
 	"github.com/manifoldflow/manifold/harness/s3test"
 	"github.com/manifoldflow/manifold/harness/simcluster"
-	"github.com/manifoldflow/manifold/image"
+	"github.com/manifoldflow/manifold/image/built"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/record"
 )
@@ -65,7 +65,7 @@ func TestRealNodeParity(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("hello image build: %v\n%s", err, out)
 	}
-	built, err := image.ReadRecord(filepath.Join(work, image.RecordFile))
+	built, err := built.Read(filepath.Join(work, built.File))
 	if err != nil {
 		t.Fatal(err)
 	}

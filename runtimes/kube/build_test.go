@@ -19,7 +19,7 @@ import (
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/harness/exampletest"
 	"github.com/manifoldflow/manifold/harness/simcluster"
-	"github.com/manifoldflow/manifold/image"
+	"github.com/manifoldflow/manifold/image/built"
 	"github.com/manifoldflow/manifold/plan"
 )
 
@@ -48,7 +48,7 @@ func TestRunBuildsImage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	built, err := image.ReadRecord(filepath.Join(work, image.RecordFile))
+	built, err := built.Read(filepath.Join(work, built.File))
 	if err != nil {
 		t.Fatal(err)
 	}

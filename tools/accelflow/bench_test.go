@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -119,8 +120,10 @@ func buildPrograms() (programs, error) {
 // each run paired with a run of a Go hello world. It reports the program's
 // median wall time (ms/start; ms/compile for compile), the hello world's
 // (hello-ms), their ratio (start-ratio: the median of the pairs' ratios, which
-// holds when the machine's speed drifts) and the program's size (binary-MB,
-// 10^6 bytes).
+// holds when the machine's speed drifts), the program's median CPU time (user
+// and system: cpu-ms) and the hello world's (hello-cpu-ms), which a loaded
+// machine stretches less than wall time, its median minor page faults
+// (page-faults) and its size (binary-MB, 10^6 bytes).
 func BenchmarkStart(b *testing.B) {
 	p := build(b)
 	work := b.TempDir()
@@ -145,13 +148,14 @@ func BenchmarkStart(b *testing.B) {
 		}
 		for _, c := range commands {
 			b.Run(c.name+"/"+variant.name, func(b *testing.B) {
-				var prog, hello, ratios []float64
+				var prog, hello, ratios, cpu, helloCPU, faults []float64
 				i := 0
 				for b.Loop() {
 					h := run(b, work, p.hello)
 					t := run(b, work, variant.path, c.args(i)...)
 					i++
-					prog, hello, ratios = append(prog, t), append(hello, h), append(ratios, t/h)
+					prog, hello, ratios = append(prog, t.wall), append(hello, h.wall), append(ratios, t.wall/h.wall)
+					cpu, helloCPU, faults = append(cpu, t.cpu), append(helloCPU, h.cpu), append(faults, t.faults)
 				}
 				unit := "ms/start"
 				if c.name == "compile" {
@@ -160,14 +164,23 @@ func BenchmarkStart(b *testing.B) {
 				b.ReportMetric(median(prog), unit)
 				b.ReportMetric(median(hello), "hello-ms")
 				b.ReportMetric(median(ratios), "start-ratio")
+				b.ReportMetric(median(cpu), "cpu-ms")
+				b.ReportMetric(median(helloCPU), "hello-cpu-ms")
+				b.ReportMetric(median(faults), "page-faults")
 				b.ReportMetric(float64(info.Size())/1e6, "binary-MB")
 			})
 		}
 	}
 }
 
-// run runs a program in dir and returns its wall time in milliseconds.
-func run(b *testing.B, dir, path string, args ...string) float64 {
+// started is what a run of a program took: its wall time and CPU time (user
+// and system) in milliseconds, and its minor page faults. On a loaded machine
+// the wall time stretches with the other work; the CPU time and the faults
+// much less.
+type started struct{ wall, cpu, faults float64 }
+
+// run runs a program in dir and returns what it took.
+func run(b *testing.B, dir, path string, args ...string) started {
 	cmd := exec.Command(path, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "MANIFOLD_RUN_DIR="+filepath.Join(dir, "runs"), "MANIFOLD_RUN_ID=bench")
@@ -177,7 +190,13 @@ func run(b *testing.B, dir, path string, args ...string) float64 {
 	if err := cmd.Run(); err != nil {
 		b.Fatalf("%s %v: %v\n%s", filepath.Base(path), args, err, out.Bytes())
 	}
-	return float64(time.Since(start).Microseconds()) / 1000
+	wall := time.Since(start)
+	s := started{wall: float64(wall.Microseconds()) / 1000}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		s.cpu = float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e6
+		s.faults = float64(ru.Minflt)
+	}
+	return s
 }
 
 func median(xs []float64) float64 {

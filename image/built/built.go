@@ -1,4 +1,9 @@
-package image
+// Package built is the record of the flow program's image that `image build`
+// leaves beside the flow, which compile --image-from-build reads. It is apart
+// from package image, the image builder, so that a program that only reads the
+// record (every flow program, as its compile does) links none of the builder
+// and its registry client.
+package built
 
 import (
 	"encoding/json"
@@ -10,12 +15,17 @@ import (
 	"github.com/manifoldflow/manifold/internal/atomicfile"
 )
 
-// RecordFile is where `<flow> image build` records the image it made, relative to
+// File is where `<flow> image build` records the image it made, relative to
 // the working directory, beside the runs in .manifold/runs.
-const RecordFile = ".manifold/image.json"
+const File = ".manifold/image.json"
+
+// DefaultBase is the base image when none is named: distroless's static image for
+// Debian 12 (CA certificates, time zones, /etc/passwd; no shell, no libc), running
+// as its nonroot user (uid 65532). Programs built without cgo need nothing more.
+const DefaultBase = "gcr.io/distroless/static-debian12:nonroot"
 
 // Record is the record of the flow program's image that `image build` writes to
-// RecordFile. Compiled with it (compile --image-from-build, or image_from_build =
+// File. Compiled with it (compile --image-from-build, or image_from_build =
 // true in manifold.toml), Reference becomes the image of every Run step.
 type Record struct {
 	// Flow is the name of the flow whose program the image holds.
@@ -43,8 +53,8 @@ type Record struct {
 	Built time.Time `json:"built"`
 }
 
-// ReadRecord reads the record image build left at path.
-func ReadRecord(path string) (Record, error) {
+// Read reads the record image build left at path.
+func Read(path string) (Record, error) {
 	var b Record
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -59,9 +69,9 @@ func ReadRecord(path string) (Record, error) {
 	return b, nil
 }
 
-// WriteRecord writes b to path, creating its directory; a reader never sees half
-// a record.
-func WriteRecord(path string, b Record) error {
+// Write writes b to path, creating its directory; a reader never sees half a
+// record.
+func Write(path string, b Record) error {
 	data, err := json.MarshalIndent(b, "", "  ")
 	if err != nil {
 		return err
