@@ -274,3 +274,32 @@ func TestYAMLMatchesYAMLv2OnEveryKind(t *testing.T) {
 	sameAsYAMLv2(t)
 	sameAsYAMLv2(t, nil, "top", 1, []any{})
 }
+
+// TestYAMLMatchesYAMLv2OnTypedMaps: the maps of strings and the resource lists
+// that labels, annotations, requests and limits are, written without
+// reflection, are written as yaml.v2 writes them: tricky strings as keys and
+// values, keys that order by their digits, empty maps, maps at the root (whose
+// status goes) and under keys whose empty value is noise, in JSON as well.
+func TestYAMLMatchesYAMLv2OnTypedMaps(t *testing.T) {
+	strs := map[string]string{"status": "s", "x10": "a", "x9": "b", "x09": "c", "X": "d", "_": "e", "a\xffb": "f", "g": "a\xffb"}
+	// Keys in an order yaml.v2's comparison settles whatever the map's order
+	// (it is not a total order on every string), each value a tricky string.
+	for i, s := range tricky {
+		strs[fmt.Sprintf("k%03d", i)] = s
+	}
+	quantities := corev1.ResourceList{"cpu": resource.MustParse("500m"), "memory": resource.MustParse("1.5Gi"),
+		"nvidia.com/gpu": resource.MustParse("8"), "aws.amazon.com/neuron": resource.MustParse("16"),
+		"ephemeral-storage": resource.MustParse("100G"), "status": resource.MustParse("1e3"), "x\xff": resource.MustParse("0.1")}
+	type holder struct {
+		Labels      map[string]string           `json:"labels"`
+		Empty       map[string]string           `json:"metadata"`
+		Nil         map[string]string           `json:"nil"`
+		Resources   corev1.ResourceRequirements `json:"resources"`
+		NoResources corev1.ResourceRequirements `json:"noResources"`
+		List        corev1.ResourceList         `json:"list"`
+		EmptyList   corev1.ResourceList         `json:"emptyList"`
+	}
+	h := holder{Labels: strs, Empty: map[string]string{}, List: quantities, EmptyList: corev1.ResourceList{},
+		Resources: corev1.ResourceRequirements{Requests: quantities, Limits: corev1.ResourceList{}}}
+	sameAsYAMLv2(t, h, &h, strs, quantities, map[string]string{}, corev1.ResourceList{}, []any{strs, quantities})
+}

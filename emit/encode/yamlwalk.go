@@ -16,6 +16,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -49,6 +50,8 @@ var (
 	quantityType      = reflect.TypeFor[resource.Quantity]()
 	intOrStringType   = reflect.TypeFor[intstr.IntOrString]()
 	timeType          = reflect.TypeFor[metav1.Time]()
+	stringMapType     = reflect.TypeFor[map[string]string]()
+	resourceListType  = reflect.TypeFor[corev1.ResourceList]()
 )
 
 // document writes obj as one YAML document, or one JSON value.
@@ -138,6 +141,20 @@ func (e *encoder) value(v reflect.Value, ctx int) int {
 	case timeType:
 		if tm := v.Interface().(metav1.Time); tm.IsZero() {
 			return wroteNull
+		}
+	case stringMapType:
+		if v.IsNil() {
+			return wroteNull
+		}
+		if v.CanInterface() {
+			return e.stringMap(v.Interface().(map[string]string), ctx)
+		}
+	case resourceListType:
+		if v.IsNil() {
+			return wroteNull
+		}
+		if v.CanInterface() {
+			return e.resourceList(v.Interface().(corev1.ResourceList), ctx)
 		}
 	}
 	// A pointer or interface writes what it points to, whose methods encoding/json
@@ -493,6 +510,51 @@ func (e *encoder) mapValue(v reflect.Value, ctx int) int {
 		n++
 	}
 	return e.endMapping(start, n)
+}
+
+// stringMap is mapValue for the maps of strings that labels, annotations and
+// node selectors are, without reflection.
+func (e *encoder) stringMap(m map[string]string, ctx int) int {
+	type entry struct{ key, value string }
+	entries := make([]entry, 0, len(m))
+	for k, v := range m {
+		k = validUTF8(k)
+		if ctx&ctxRoot != 0 && k == "status" {
+			continue
+		}
+		entries = append(entries, entry{k, v})
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return e.keyCompare(a.key, b.key) })
+	start := e.beginMapping()
+	for _, en := range entries {
+		e.key(en.key)
+		e.str(validUTF8(en.value), ctxMapping)
+	}
+	return e.endMapping(start, len(entries))
+}
+
+// resourceList is mapValue for a container's requests and limits, without
+// reflection.
+func (e *encoder) resourceList(l corev1.ResourceList, ctx int) int {
+	type entry struct {
+		key   string
+		value resource.Quantity
+	}
+	entries := make([]entry, 0, len(l))
+	for k, q := range l {
+		key := validUTF8(string(k))
+		if ctx&ctxRoot != 0 && key == "status" {
+			continue
+		}
+		entries = append(entries, entry{key, q})
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return e.keyCompare(a.key, b.key) })
+	start := e.beginMapping()
+	for i := range entries {
+		e.key(entries[i].key)
+		e.str(entries[i].value.String(), ctxMapping)
+	}
+	return e.endMapping(start, len(entries))
 }
 
 // mapKey is the JSON object key of map key k.
