@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v2"
 	batchv1 "k8s.io/api/batch/v1"
@@ -302,4 +303,15 @@ func TestYAMLMatchesYAMLv2OnTypedMaps(t *testing.T) {
 	h := holder{Labels: strs, Empty: map[string]string{}, List: quantities, EmptyList: corev1.ResourceList{},
 		Resources: corev1.ResourceRequirements{Requests: quantities, Limits: corev1.ResourceList{}}}
 	sameAsYAMLv2(t, h, &h, strs, quantities, map[string]string{}, corev1.ResourceList{}, []any{strs, quantities})
+}
+
+// TestYAMLMatchesYAMLv2OnAnyString: Argo's AnyString, written as the string it
+// holds rather than through its MarshalJSON, is written as yaml.v2 writes what
+// that MarshalJSON gives: every tricky string, HTML characters and bytes that
+// are not UTF-8, as a value, behind a pointer and in a list, in JSON as well.
+func TestYAMLMatchesYAMLv2OnAnyString(t *testing.T) {
+	for _, s := range append(tricky, "<a & b>", "\u2028\u2029") {
+		p := wfv1.Parameter{Name: "p", Value: wfv1.AnyStringPtr(s), Default: wfv1.AnyStringPtr(s)}
+		sameAsYAMLv2(t, p, map[string]any{"v": wfv1.AnyString(s), "list": []wfv1.AnyString{wfv1.AnyString(s), ""}})
+	}
 }

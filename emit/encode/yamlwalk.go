@@ -16,6 +16,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,8 +34,13 @@ type encoder struct {
 	// w, when set, takes what a Seq has written so far after each of its
 	// items (see flush).
 	w io.Writer
-	// scratch holds a JSON string that encoding/json escaped.
-	scratch bytes.Buffer
+	// scratch holds a JSON string that jsonEncoder escaped.
+	scratch     bytes.Buffer
+	jsonEncoder *json.Encoder
+	// strings and quantities are the entries of the last map of their kind
+	// written, kept for the next.
+	strings    []stringEntry
+	quantities []quantityEntry
 }
 
 // What writing a value wrote.
@@ -52,6 +58,7 @@ var (
 	timeType          = reflect.TypeFor[metav1.Time]()
 	stringMapType     = reflect.TypeFor[map[string]string]()
 	resourceListType  = reflect.TypeFor[corev1.ResourceList]()
+	anyStringType     = reflect.TypeFor[wfv1.AnyString]()
 )
 
 // document writes obj as one YAML document, or one JSON value.
@@ -92,9 +99,11 @@ func (e *encoder) jsonString(s string) {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
 			e.scratch.Reset()
-			enc := json.NewEncoder(&e.scratch)
-			enc.SetEscapeHTML(false)
-			if err := enc.Encode(s); err != nil {
+			if e.jsonEncoder == nil {
+				e.jsonEncoder = json.NewEncoder(&e.scratch)
+				e.jsonEncoder.SetEscapeHTML(false)
+			}
+			if err := e.jsonEncoder.Encode(s); err != nil {
 				panic(encodeError{err})
 			}
 			e.buf = append(e.buf, bytes.TrimSuffix(e.scratch.Bytes(), []byte("\n"))...)
@@ -142,6 +151,11 @@ func (e *encoder) value(v reflect.Value, ctx int) int {
 		if tm := v.Interface().(metav1.Time); tm.IsZero() {
 			return wroteNull
 		}
+	case anyStringType:
+		// What its MarshalJSON writes, a JSON string, reads back as the
+		// string with each byte that is not UTF-8 replaced.
+		e.str(validUTF8(v.String()), ctx)
+		return wroteValue
 	case stringMapType:
 		if v.IsNil() {
 			return wroteNull
@@ -515,45 +529,54 @@ func (e *encoder) mapValue(v reflect.Value, ctx int) int {
 // stringMap is mapValue for the maps of strings that labels, annotations and
 // node selectors are, without reflection.
 func (e *encoder) stringMap(m map[string]string, ctx int) int {
-	type entry struct{ key, value string }
-	entries := make([]entry, 0, len(m))
+	entries := e.strings[:0]
 	for k, v := range m {
 		k = validUTF8(k)
 		if ctx&ctxRoot != 0 && k == "status" {
 			continue
 		}
-		entries = append(entries, entry{k, v})
+		entries = append(entries, stringEntry{k, v})
 	}
-	slices.SortFunc(entries, func(a, b entry) int { return e.keyCompare(a.key, b.key) })
+	slices.SortFunc(entries, func(a, b stringEntry) int { return e.keyCompare(a.key, b.key) })
 	start := e.beginMapping()
 	for _, en := range entries {
 		e.key(en.key)
 		e.str(validUTF8(en.value), ctxMapping)
 	}
+	clear(entries)
+	e.strings = entries[:0]
 	return e.endMapping(start, len(entries))
 }
+
+// The entries of a map that stringMap and resourceList write, whose slices
+// the encoder keeps for the next map: their values hold no map.
+type (
+	stringEntry   struct{ key, value string }
+	quantityEntry struct {
+		key   string
+		value resource.Quantity
+	}
+)
 
 // resourceList is mapValue for a container's requests and limits, without
 // reflection.
 func (e *encoder) resourceList(l corev1.ResourceList, ctx int) int {
-	type entry struct {
-		key   string
-		value resource.Quantity
-	}
-	entries := make([]entry, 0, len(l))
+	entries := e.quantities[:0]
 	for k, q := range l {
 		key := validUTF8(string(k))
 		if ctx&ctxRoot != 0 && key == "status" {
 			continue
 		}
-		entries = append(entries, entry{key, q})
+		entries = append(entries, quantityEntry{key, q})
 	}
-	slices.SortFunc(entries, func(a, b entry) int { return e.keyCompare(a.key, b.key) })
+	slices.SortFunc(entries, func(a, b quantityEntry) int { return e.keyCompare(a.key, b.key) })
 	start := e.beginMapping()
 	for i := range entries {
 		e.key(entries[i].key)
 		e.str(entries[i].value.String(), ctxMapping)
 	}
+	clear(entries)
+	e.quantities = entries[:0]
 	return e.endMapping(start, len(entries))
 }
 
