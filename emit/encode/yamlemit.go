@@ -25,6 +25,8 @@ type emitter struct {
 	flowLevel  int
 	whitespace bool
 	indention  bool
+	// folds counts the long strings' lines folded at bestWidth.
+	folds int
 	// analyzed holds the analysis of strings analyze took the long way over,
 	// which the objects of a stream repeat from one to the next (commands,
 	// templates, a flow's shared values).
@@ -428,6 +430,7 @@ func (e *emitter) writePlain(value string, allowBreaks bool) {
 		case value[i] == ' ':
 			if allowBreaks && !spaces && e.column > bestWidth && !isSpace(value, i+1) {
 				e.writeIndent()
+				e.folds++
 				i++
 			} else {
 				i = e.write(value, i)
@@ -458,6 +461,7 @@ func (e *emitter) writeSingleQuoted(value string, allowBreaks bool) {
 		case value[i] == ' ':
 			if allowBreaks && !spaces && e.column > bestWidth && i > 0 && i < len(value)-1 && !isSpace(value, i+1) {
 				e.writeIndent()
+				e.folds++
 				i++
 			} else {
 				i = e.write(value, i)
@@ -560,6 +564,7 @@ func (e *emitter) writeDoubleQuoted(value string, allowBreaks bool) {
 		} else if value[i] == ' ' {
 			if allowBreaks && !spaces && e.column > bestWidth && i > 0 && i < len(value)-1 {
 				e.writeIndent()
+				e.folds++
 				if isSpace(value, i+1) {
 					e.put('\\')
 				}

@@ -445,10 +445,14 @@ var seqType = reflect.TypeFor[Seq]()
 
 // Item is an item of a Seq that is told the YAML it was written as: Written,
 // when not nil, is called with the text of the item, from the line break
-// before its "-" to its last character, before the text is passed on.
+// before its "-" to its last character, before the text is passed on, and
+// whether a line of a long string in it was folded (at the 80th column, as
+// yaml.v2 folds a plain or quoted string at a space past it): where no line
+// was, the item's lines are in the same bytes, at another indentation, at any
+// shallower one.
 type Item struct {
 	Value   any
-	Written func(text []byte)
+	Written func(text []byte, folded bool)
 }
 
 // flushAt is how much written text the encoder holds before a Seq passes it on.
@@ -464,13 +468,13 @@ func (e *encoder) seq(s Seq, ctx int) {
 		if observed {
 			item = it.Value
 		}
-		start := len(e.buf)
+		start, folds := len(e.buf), e.folds
 		e.item()
 		if e.value(reflect.ValueOf(item), ctxSequence) == wroteNull {
 			e.plain("null", ctxSequence)
 		}
 		if observed && it.Written != nil && !e.json {
-			it.Written(e.buf[start:])
+			it.Written(e.buf[start:], e.folds != folds)
 		}
 		e.flush()
 	}
