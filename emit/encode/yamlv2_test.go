@@ -315,3 +315,25 @@ func TestYAMLMatchesYAMLv2OnAnyString(t *testing.T) {
 		sameAsYAMLv2(t, p, map[string]any{"v": wfv1.AnyString(s), "list": []wfv1.AnyString{wfv1.AnyString(s), ""}})
 	}
 }
+
+// TestYAMLMatchesYAMLv2OnFieldNames: struct fields whose names are written as
+// they stand, and those that are not (read back as another type, quoted,
+// longer than a simple key), are written as yaml.v2 writes them, at every
+// depth.
+func TestYAMLMatchesYAMLv2OnFieldNames(t *testing.T) {
+	type names struct {
+		Plain   string         `json:"plain"`
+		Yes     string         `json:"yes"`
+		Number  string         `json:"123"`
+		Float   string         `json:"1e3"`
+		Base60  string         `json:"1:20"`
+		Colon   string         `json:"a: b"`
+		Spaced  string         `json:"two words"`
+		Long    string         `json:"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"`
+		Unicode string         `json:"é"`
+		Nested  map[string]any `json:"nested"`
+	}
+	n := names{Plain: "p", Yes: "y", Number: "n", Float: "f", Base60: "b", Colon: "c", Spaced: "s", Long: "l", Unicode: "u"}
+	n.Nested = map[string]any{"in": n, "list": []any{n, []any{n}}}
+	sameAsYAMLv2(t, n, []any{n})
+}

@@ -363,6 +363,24 @@ func (e *encoder) key(k string) mark {
 	return m
 }
 
+// fieldKey is key for a struct field's name, written as it stands when
+// bareKey says str would write it so.
+func (e *encoder) fieldKey(f *fieldInfo) mark {
+	if e.json || !f.bareKey {
+		return e.key(f.name)
+	}
+	m := e.mark()
+	e.writeIndent()
+	if !e.whitespace {
+		e.put(' ')
+	}
+	e.buf = append(e.buf, f.name...)
+	e.column += len(f.name)
+	e.whitespace, e.indention = false, false
+	e.writeIndicator(":", false, false, false)
+	return m
+}
+
 // endMapping ends a mapping of n entries begun at start: an empty one is written
 // {} instead.
 func (e *encoder) endMapping(start mark, n int) int {
@@ -630,7 +648,7 @@ fields:
 		if f.omitEmpty && isEmptyValue(fv) || f.omitZero && isZero(fv) {
 			continue
 		}
-		m := e.key(f.name)
+		m := e.fieldKey(f)
 		var r int
 		if f.quoted {
 			r = e.quoted(fv, ctxMapping)
@@ -804,6 +822,9 @@ type fieldInfo struct {
 	noise                       bool // an empty mapping under this name is dropped
 	depth                       int
 	tagged                      bool
+	// bareKey: the name is a simple key that str writes as it stands (bare,
+	// read back as a string, ASCII), as most are.
+	bareKey bool
 }
 
 var typeInfos sync.Map // reflect.Type → *typeInfo
@@ -888,6 +909,7 @@ func structFields(t reflect.Type) []fieldInfo {
 				}
 			}
 			f.noise = noise[f.name]
+			f.bareKey = len(f.name) <= maxSimpleKey && bare(f.name) && resolvesToString(f.name) && !isBase60Float(f.name)
 			all = append(all, f)
 		}
 		delete(seen, t)
