@@ -147,7 +147,8 @@ func sameAsYAMLv2(t *testing.T, objects ...any) {
 }
 
 // placed puts s wherever a string can be: a value at several depths and
-// columns, a key, a list item, a list of lists.
+// columns, a key, a list item, a list of lists, a value of a map of strings
+// (labels) and Argo's AnyString.
 func placed(s string) map[string]any {
 	return map[string]any{
 		"a":      s,
@@ -155,6 +156,8 @@ func placed(s string) map[string]any {
 		"list":   []any{s, map[string]any{s: s, "k": []any{s}}, []any{s, []any{s}}},
 		"deep":   map[string]any{"deeper": map[string]any{"deepest-key-that-is-long-enough-to-push-columns": s}},
 		"status": s,
+		"labels": map[string]string{"k": s, "long-key-that-pushes-the-value-past-its-column": s},
+		"param":  wfv1.Parameter{Name: "p", Value: wfv1.AnyStringPtr(s)},
 	}
 }
 
