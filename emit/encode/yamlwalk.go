@@ -465,9 +465,9 @@ var seqType = reflect.TypeFor[Seq]()
 // when not nil, is called with the text of the item, from the line break
 // before its "-" to its last character, before the text is passed on, and
 // whether a line of a long string in it was folded (at the 80th column, as
-// yaml.v2 folds a plain or quoted string at a space past it): where no line
-// was, the item's lines are in the same bytes, at another indentation, at any
-// shallower one.
+// yaml.v2 folds a plain or quoted string at a space past it): where none was,
+// the item written at any shallower indentation has the same lines, less
+// the indentation.
 type Item struct {
 	Value   any
 	Written func(text []byte, folded bool)
