@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -118,27 +120,109 @@ type kpoWriter struct {
 	n    int // tasks written
 	task bytes.Buffer
 	b    []byte
+	// value holds a value that enc encoded; args are a task's arguments,
+	// sorted.
+	value bytes.Buffer
+	enc   *json.Encoder
+	args  []Arg
 }
 
-// write writes t: encoding/json's form of it, indented as json.Indent would
-// indent it, by appendIndented.
+// write writes t: encoding/json's form of kpoTask(t), indented as json.Indent
+// would indent it, by appendIndented.
 func (k *kpoWriter) write(t *Task) error {
-	kt := kpoTask(t)
 	k.task.Reset()
-	enc := json.NewEncoder(&k.task)
-	if err := enc.Encode(&kt); err != nil {
+	if err := k.compact(t); err != nil {
 		return err
 	}
-	compact := bytes.TrimSuffix(k.task.Bytes(), []byte("\n"))
 	k.b = k.b[:0]
 	if k.n > 0 {
 		k.b = append(k.b, ",\n"...)
 	}
 	k.n++
 	k.b = append(k.b, kpoIndent...)
-	k.b = appendIndented(k.b, compact, kpoIndent, "  ")
+	k.b = appendIndented(k.b, k.task.Bytes(), kpoIndent, "  ")
 	_, err := k.w.Write(k.b)
 	return err
+}
+
+// compact writes to k.task what encoding/json's Encoder writes of
+// kpoTask(t), less its line break: KPOTask's fields in their order, each
+// value as the Encoder encodes it, and the arguments, a map, in the order of
+// their names (the last of arguments of one name), without making the map
+// and encoding it through reflection.
+func (k *kpoWriter) compact(t *Task) error {
+	k.task.WriteString(`{"task_id":`)
+	if err := k.encode(t.ID); err != nil {
+		return err
+	}
+	k.task.WriteString(`,"upstream":`)
+	if len(t.Upstream) == 0 {
+		k.task.WriteString("[]")
+	} else if err := k.encode(t.Upstream); err != nil {
+		return err
+	}
+	k.task.WriteString(`,"operator":`)
+	if err := k.encode(Operators[t.Operator] + "." + t.Operator); err != nil {
+		return err
+	}
+	k.task.WriteString(`,"arguments":{`)
+	k.args = append(k.args[:0], t.Args...)
+	slices.SortStableFunc(k.args, func(a, b Arg) int { return strings.Compare(a.Name, b.Name) })
+	first := true
+	for i, a := range k.args {
+		if i+1 < len(k.args) && k.args[i+1].Name == a.Name {
+			continue // a later argument of the name replaces it, as in a map
+		}
+		if !first {
+			k.task.WriteByte(',')
+		}
+		first = false
+		v := a.Value
+		if d, ok := v.(time.Duration); ok {
+			v = d.Seconds()
+		}
+		if err := k.encode(a.Name); err != nil {
+			return err
+		}
+		k.task.WriteByte(':')
+		if err := k.encode(v); err != nil {
+			return err
+		}
+	}
+	clear(k.args)
+	k.task.WriteByte('}')
+	if t.Items != nil {
+		k.task.WriteString(`,"expand":{"env_vars":`)
+		if err := k.encode(t.Items); err != nil {
+			return err
+		}
+		k.task.WriteByte('}')
+	}
+	if t.Setup {
+		k.task.WriteString(`,"setup":true`)
+	}
+	if len(t.Setups) > 0 {
+		k.task.WriteString(`,"teardown_of":`)
+		if err := k.encode(t.Setups); err != nil {
+			return err
+		}
+	}
+	k.task.WriteByte('}')
+	return nil
+}
+
+// encode writes v to k.task as encoding/json's Encoder encodes it (HTML
+// characters escaped), less the line break after it.
+func (k *kpoWriter) encode(v any) error {
+	k.value.Reset()
+	if k.enc == nil {
+		k.enc = json.NewEncoder(&k.value)
+	}
+	if err := k.enc.Encode(v); err != nil {
+		return err
+	}
+	k.task.Write(bytes.TrimSuffix(k.value.Bytes(), []byte("\n")))
+	return nil
 }
 
 // kpoIndent is what begins each line of a task in the .kpo.json file.

@@ -115,5 +115,10 @@ func TestWriteJSONHostileIsMarshalIndent(t *testing.T) {
 		}
 		d.Tasks = append(d.Tasks, task)
 	}
+	// A task of nothing but its name, one whose items are none, and one with
+	// an argument given twice (the last counts, as in the map).
+	d.Tasks = append(d.Tasks, Task{ID: "bare", Operator: PodOperator},
+		Task{ID: "no-items", Operator: JobOperator, Items: [][]corev1.EnvVar{}, Args: []Arg{{Name: "b", Value: 1}, {Name: "a", Value: "<a>"}}},
+		Task{ID: "twice", Operator: PodOperator, Args: []Arg{{Name: "name", Value: "first"}, {Name: "a", Value: nil}, {Name: "name", Value: "last"}, {Name: "b", Value: "b"}, {Name: "name", Value: "third"}}})
 	wantMarshalIndent(t, "hostile", d)
 }

@@ -15,7 +15,8 @@ import (
 // TestAloneIsTheDocumentsSize checks that the size alone reads from a
 // template's or task's text in the one WorkflowTemplate is the size of its
 // own YAML document, for flows with long values (folded in one place and not
-// the other), multi-line values (literal blocks, with empty lines), "{{"
+// the other, and lines past the 80th column that no space lets fold: K's
+// value, an EFA step's PATH, a multi-node step's JSON manifest), multi-line values (literal blocks, with empty lines), "{{"
 // carried, foreach items and both ways of running multi-node steps; and that
 // most items are read so, not measured again.
 func TestAloneIsTheDocumentsSize(t *testing.T) {
@@ -34,13 +35,13 @@ func TestAloneIsTheDocumentsSize(t *testing.T) {
 		var errs field.ErrorList
 		m := newMaker(f, f.Name, nil, RunID, false)
 		var walkErr error
-		measure := func(_ int, obj any, text []byte) {
+		measure := func(_ int, obj any, text []byte, folded bool) {
 			all++
 			want, err := size(obj)
 			if err != nil {
 				walkErr = err
 			}
-			if n, ok := alone(text); ok {
+			if n, ok := alone(text, folded); ok {
 				read++
 				if n != want {
 					t.Errorf("%s: alone gives %d bytes, the document is %d:\n%s", f.Name, n, want, text)

@@ -48,21 +48,26 @@ func (m *maker) head() *wfv1.WorkflowTemplate {
 }
 
 // observed is obj, an item of step i, as the item of a Seq that gives measure
-// its text, when measure is set.
-func observed(i int, obj any, measure func(step int, obj any, text []byte)) any {
+// its text, and whether a long string's line was folded in it, when measure
+// is set.
+func observed(i int, obj any, measure measureFunc) any {
 	if measure == nil {
 		return obj
 	}
-	return encode.Item{Value: obj, Written: func(text []byte) { measure(i, obj, text) }}
+	return encode.Item{Value: obj, Written: func(text []byte, folded bool) { measure(i, obj, text, folded) }}
 }
+
+// A measureFunc is given each template and task of a WorkflowTemplate once
+// written: the index of its step, the object, the text it was written as and
+// whether a long string's line was folded in it (see encode.Item).
+type measureFunc func(step int, obj any, text []byte, folded bool)
 
 // document returns the maker's WorkflowTemplate (of every step: in is nil) as
 // a value that encode writes in the bytes of build's, each step's templates
 // and tasks made as they are written and let go once written. The first error
 // in making them stops the document short and is put in errs. When measure is
-// set, it is given each template and task once written, with the index of its
-// step and the text it was written as (see encode.Item).
-func (m *maker) document(errs *field.ErrorList, measure func(step int, obj any, text []byte)) any {
+// set, it is given each template and task once written.
+func (m *maker) document(errs *field.ErrorList, measure measureFunc) any {
 	if m.in != nil {
 		panic("argo: a part's WorkflowTemplate is built, not streamed")
 	}
@@ -112,8 +117,8 @@ func (m *maker) costs(wtSize int) (cost []int, fixed int, errs field.ErrorList) 
 	raw := make([]int, len(m.f.Steps))
 	var sum int
 	var err error
-	measure := func(i int, obj any, text []byte) {
-		n, ok := alone(text)
+	measure := func(i int, obj any, text []byte, folded bool) {
+		n, ok := alone(text, folded)
 		if !ok {
 			var e error
 			if n, e = size(obj); e != nil && err == nil {
@@ -148,19 +153,20 @@ func (m *maker) costs(wtSize int) (cost []int, fixed int, errs field.ErrorList) 
 // alone returns the size of the YAML document of an item of a sequence, from
 // text, the item as the sequence holds it (encode.Item): the same lines, less
 // the indentation and "- " before each, and ending in a line break. It reports
-// false when it cannot tell: when a line is longer than the 80 columns past
-// which a long string is folded (a string folded, or not, in one place might
-// not be in the other), or text is not of that form.
-func alone(text []byte) (int, bool) {
+// false when it cannot tell: when a long string's line was folded in text
+// (folded: a string folded at the 80th column in one place might not be at
+// a shallower one; one not folded is not folded there either), or text is not
+// of that form.
+func alone(text []byte, folded bool) (int, bool) {
+	if folded {
+		return 0, false
+	}
 	first, rest, ok := bytes.Cut(text, []byte("\n"))
 	if !ok || len(first) != 0 {
 		return 0, false // not an item on lines of its own
 	}
 	n, indent := 0, -1
 	for line := range bytes.SplitSeq(rest, []byte("\n")) {
-		if len(line) > bestWidth {
-			return 0, false
-		}
 		if indent < 0 {
 			// The first line: its indentation and "- ".
 			dash := bytes.IndexByte(line, '-')
@@ -179,12 +185,9 @@ func alone(text []byte) (int, bool) {
 	return n, true
 }
 
-// bestWidth is the column past which YAML's emitter folds a long string.
-const bestWidth = 80
-
 // costsOf writes the maker's WorkflowTemplate to nothing, giving measure
 // each template and task, and returns its size.
-func costsOf(m *maker, errs *field.ErrorList, measure func(step int, obj any, text []byte)) (int, error) {
+func costsOf(m *maker, errs *field.ErrorList, measure measureFunc) (int, error) {
 	size := 0
 	err := encode.WriteYAMLSized(io.Discard, "", one(m.document(errs, measure)), func(n int) { size = n })
 	return size, err

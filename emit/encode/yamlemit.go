@@ -25,6 +25,8 @@ type emitter struct {
 	flowLevel  int
 	whitespace bool
 	indention  bool
+	// folds counts the long strings' lines folded at bestWidth.
+	folds int
 	// analyzed holds the analysis of strings analyze took the long way over,
 	// which the objects of a stream repeat from one to the next (commands,
 	// templates, a flow's shared values).
@@ -428,6 +430,7 @@ func (e *emitter) writePlain(value string, allowBreaks bool) {
 		case value[i] == ' ':
 			if allowBreaks && !spaces && e.column > bestWidth && !isSpace(value, i+1) {
 				e.writeIndent()
+				e.folds++
 				i++
 			} else {
 				i = e.write(value, i)
@@ -443,7 +446,7 @@ func (e *emitter) writePlain(value string, allowBreaks bool) {
 			if breaks {
 				e.writeIndent()
 			}
-			i = e.write(value, i)
+			i = e.writeRun(value, i)
 			e.indention, spaces, breaks = false, false, false
 		}
 	}
@@ -458,6 +461,7 @@ func (e *emitter) writeSingleQuoted(value string, allowBreaks bool) {
 		case value[i] == ' ':
 			if allowBreaks && !spaces && e.column > bestWidth && i > 0 && i < len(value)-1 && !isSpace(value, i+1) {
 				e.writeIndent()
+				e.folds++
 				i++
 			} else {
 				i = e.write(value, i)
@@ -560,6 +564,7 @@ func (e *emitter) writeDoubleQuoted(value string, allowBreaks bool) {
 		} else if value[i] == ' ' {
 			if allowBreaks && !spaces && e.column > bestWidth && i > 0 && i < len(value)-1 {
 				e.writeIndent()
+				e.folds++
 				if isSpace(value, i+1) {
 					e.put('\\')
 				}
@@ -615,11 +620,40 @@ func (e *emitter) writeLiteral(value string) {
 			if breaks {
 				e.writeIndent()
 			}
-			i = e.write(value, i)
+			i = e.writeRun(value, i)
 			e.indention, breaks = false, false
 		}
 	}
 }
+
+// writeRun copies the character at value[i] and the characters after it up to
+// the next that may be a space or a line break, and returns the index after
+// them: what write does a character at a time, for the characters that its
+// callers write alike.
+func (e *emitter) writeRun(value string, i int) int {
+	j, chars := i, 0
+	for j < len(value) && !stops[value[j]] {
+		if value[j]&0xC0 != 0x80 {
+			chars++
+		}
+		j++
+	}
+	if j == i {
+		return e.write(value, i)
+	}
+	e.buf = append(e.buf, value[i:j]...)
+	e.column += chars
+	return j
+}
+
+// stops marks the bytes that may begin a space or a line break: a space, "\r",
+// "\n", and the first bytes of U+0085, U+2028 and U+2029.
+var stops = func() (t [256]bool) {
+	for _, b := range []byte{' ', '\r', '\n', 0xC2, 0xE2} {
+		t[b] = true
+	}
+	return t
+}()
 
 func isAlnum(b byte) bool {
 	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
@@ -683,6 +717,9 @@ func resolvesToString(s string) bool {
 	}
 	switch c := s[0]; {
 	case c == '+' || c == '-' || c >= '0' && c <= '9':
+		if !numberish(s) {
+			return true
+		}
 		if isTimestamp(s) {
 			return false
 		}
@@ -718,7 +755,34 @@ func resolvesToString(s string) bool {
 		_, err := strconv.ParseFloat(s, 64)
 		return err != nil
 	case strings.IndexByte("yYnNtTfFoO~", c) >= 0:
-		return !resolvesOther()[s]
+		return len(s) > maxWord || !resolvesOther()[s]
+	}
+	return true
+}
+
+// maxWord is the length of the longest word of resolvesOther.
+const maxWord = 5
+
+// numberBytes marks the bytes that a value beginning with a sign or a digit may
+// hold and still be read back as something other than a string: digits, signs,
+// "." and "_", the letters of hexadecimal numbers and of the prefixes 0x, 0o and
+// 0b, the exponent's e, the letters of "inf" (+.inf) and of a timestamp's "T"
+// and "Z", its ":" and its space.
+var numberBytes = func() (t [256]bool) {
+	for _, b := range []byte("0123456789+-._abcdefABCDEFxXoOiInNtTzZ: ") {
+		t[b] = true
+	}
+	return t
+}()
+
+// numberish reports whether every byte of s is a numberBytes byte: else s,
+// beginning with a sign or a digit, is no number, timestamp nor word of
+// resolvesOther, and resolvesToString need not parse it.
+func numberish(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !numberBytes[s[i]] {
+			return false
+		}
 	}
 	return true
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v2"
 	batchv1 "k8s.io/api/batch/v1"
@@ -146,7 +147,8 @@ func sameAsYAMLv2(t *testing.T, objects ...any) {
 }
 
 // placed puts s wherever a string can be: a value at several depths and
-// columns, a key, a list item, a list of lists.
+// columns, a key, a list item, a list of lists, a value of a map of strings
+// (labels) and Argo's AnyString.
 func placed(s string) map[string]any {
 	return map[string]any{
 		"a":      s,
@@ -154,6 +156,8 @@ func placed(s string) map[string]any {
 		"list":   []any{s, map[string]any{s: s, "k": []any{s}}, []any{s, []any{s}}},
 		"deep":   map[string]any{"deeper": map[string]any{"deepest-key-that-is-long-enough-to-push-columns": s}},
 		"status": s,
+		"labels": map[string]string{"k": s, "long-key-that-pushes-the-value-past-its-column": s},
+		"param":  wfv1.Parameter{Name: "p", Value: wfv1.AnyStringPtr(s)},
 	}
 }
 
@@ -273,4 +277,66 @@ func TestYAMLMatchesYAMLv2OnEveryKind(t *testing.T) {
 	sameAsYAMLv2(t, job, job)
 	sameAsYAMLv2(t)
 	sameAsYAMLv2(t, nil, "top", 1, []any{})
+}
+
+// TestYAMLMatchesYAMLv2OnTypedMaps: the maps of strings and the resource lists
+// that labels, annotations, requests and limits are, written without
+// reflection, are written as yaml.v2 writes them: tricky strings as keys and
+// values, keys that order by their digits, empty maps, maps at the root (whose
+// status goes) and under keys whose empty value is noise, in JSON as well.
+func TestYAMLMatchesYAMLv2OnTypedMaps(t *testing.T) {
+	strs := map[string]string{"status": "s", "x10": "a", "x9": "b", "x09": "c", "X": "d", "_": "e", "a\xffb": "f", "g": "a\xffb"}
+	// Keys in an order yaml.v2's comparison settles whatever the map's order
+	// (it is not a total order on every string), each value a tricky string.
+	for i, s := range tricky {
+		strs[fmt.Sprintf("k%03d", i)] = s
+	}
+	quantities := corev1.ResourceList{"cpu": resource.MustParse("500m"), "memory": resource.MustParse("1.5Gi"),
+		"nvidia.com/gpu": resource.MustParse("8"), "aws.amazon.com/neuron": resource.MustParse("16"),
+		"ephemeral-storage": resource.MustParse("100G"), "status": resource.MustParse("1e3"), "x\xff": resource.MustParse("0.1")}
+	type holder struct {
+		Labels      map[string]string           `json:"labels"`
+		Empty       map[string]string           `json:"metadata"`
+		Nil         map[string]string           `json:"nil"`
+		Resources   corev1.ResourceRequirements `json:"resources"`
+		NoResources corev1.ResourceRequirements `json:"noResources"`
+		List        corev1.ResourceList         `json:"list"`
+		EmptyList   corev1.ResourceList         `json:"emptyList"`
+	}
+	h := holder{Labels: strs, Empty: map[string]string{}, List: quantities, EmptyList: corev1.ResourceList{},
+		Resources: corev1.ResourceRequirements{Requests: quantities, Limits: corev1.ResourceList{}}}
+	sameAsYAMLv2(t, h, &h, strs, quantities, map[string]string{}, corev1.ResourceList{}, []any{strs, quantities})
+}
+
+// TestYAMLMatchesYAMLv2OnAnyString: Argo's AnyString, written as the string it
+// holds rather than through its MarshalJSON, is written as yaml.v2 writes what
+// that MarshalJSON gives: every tricky string, HTML characters and bytes that
+// are not UTF-8, as a value, behind a pointer and in a list, in JSON as well.
+func TestYAMLMatchesYAMLv2OnAnyString(t *testing.T) {
+	for _, s := range append(tricky, "<a & b>", "\u2028\u2029") {
+		p := wfv1.Parameter{Name: "p", Value: wfv1.AnyStringPtr(s), Default: wfv1.AnyStringPtr(s)}
+		sameAsYAMLv2(t, p, map[string]any{"v": wfv1.AnyString(s), "list": []wfv1.AnyString{wfv1.AnyString(s), ""}})
+	}
+}
+
+// TestYAMLMatchesYAMLv2OnFieldNames: struct fields whose names are written as
+// they stand, and those that are not (read back as another type, quoted,
+// longer than a simple key), are written as yaml.v2 writes them, at every
+// depth.
+func TestYAMLMatchesYAMLv2OnFieldNames(t *testing.T) {
+	type names struct {
+		Plain   string         `json:"plain"`
+		Yes     string         `json:"yes"`
+		Number  string         `json:"123"`
+		Float   string         `json:"1e3"`
+		Base60  string         `json:"1:20"`
+		Colon   string         `json:"a: b"`
+		Spaced  string         `json:"two words"`
+		Long    string         `json:"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"`
+		Unicode string         `json:"é"`
+		Nested  map[string]any `json:"nested"`
+	}
+	n := names{Plain: "p", Yes: "y", Number: "n", Float: "f", Base60: "b", Colon: "c", Spaced: "s", Long: "l", Unicode: "u"}
+	n.Nested = map[string]any{"in": n, "list": []any{n, []any{n}}}
+	sameAsYAMLv2(t, n, []any{n})
 }

@@ -16,6 +16,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -32,8 +34,13 @@ type encoder struct {
 	// w, when set, takes what a Seq has written so far after each of its
 	// items (see flush).
 	w io.Writer
-	// scratch holds a JSON string that encoding/json escaped.
-	scratch bytes.Buffer
+	// scratch holds a JSON string that jsonEncoder escaped.
+	scratch     bytes.Buffer
+	jsonEncoder *json.Encoder
+	// strings and quantities are the entries of the last map of their kind
+	// written, kept for the next.
+	strings    []stringEntry
+	quantities []quantityEntry
 }
 
 // What writing a value wrote.
@@ -49,6 +56,9 @@ var (
 	quantityType      = reflect.TypeFor[resource.Quantity]()
 	intOrStringType   = reflect.TypeFor[intstr.IntOrString]()
 	timeType          = reflect.TypeFor[metav1.Time]()
+	stringMapType     = reflect.TypeFor[map[string]string]()
+	resourceListType  = reflect.TypeFor[corev1.ResourceList]()
+	anyStringType     = reflect.TypeFor[wfv1.AnyString]()
 )
 
 // document writes obj as one YAML document, or one JSON value.
@@ -89,9 +99,11 @@ func (e *encoder) jsonString(s string) {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
 			e.scratch.Reset()
-			enc := json.NewEncoder(&e.scratch)
-			enc.SetEscapeHTML(false)
-			if err := enc.Encode(s); err != nil {
+			if e.jsonEncoder == nil {
+				e.jsonEncoder = json.NewEncoder(&e.scratch)
+				e.jsonEncoder.SetEscapeHTML(false)
+			}
+			if err := e.jsonEncoder.Encode(s); err != nil {
 				panic(encodeError{err})
 			}
 			e.buf = append(e.buf, bytes.TrimSuffix(e.scratch.Bytes(), []byte("\n"))...)
@@ -138,6 +150,25 @@ func (e *encoder) value(v reflect.Value, ctx int) int {
 	case timeType:
 		if tm := v.Interface().(metav1.Time); tm.IsZero() {
 			return wroteNull
+		}
+	case anyStringType:
+		// What its MarshalJSON writes, a JSON string, reads back as the
+		// string with each byte that is not UTF-8 replaced.
+		e.str(validUTF8(v.String()), ctx)
+		return wroteValue
+	case stringMapType:
+		if v.IsNil() {
+			return wroteNull
+		}
+		if v.CanInterface() {
+			return e.stringMap(v.Interface().(map[string]string), ctx)
+		}
+	case resourceListType:
+		if v.IsNil() {
+			return wroteNull
+		}
+		if v.CanInterface() {
+			return e.resourceList(v.Interface().(corev1.ResourceList), ctx)
 		}
 	}
 	// A pointer or interface writes what it points to, whose methods encoding/json
@@ -332,6 +363,24 @@ func (e *encoder) key(k string) mark {
 	return m
 }
 
+// fieldKey is key for a struct field's name, written as it stands when
+// bareKey says str would write it so.
+func (e *encoder) fieldKey(f *fieldInfo) mark {
+	if e.json || !f.bareKey {
+		return e.key(f.name)
+	}
+	m := e.mark()
+	e.writeIndent()
+	if !e.whitespace {
+		e.put(' ')
+	}
+	e.buf = append(e.buf, f.name...)
+	e.column += len(f.name)
+	e.whitespace, e.indention = false, false
+	e.writeIndicator(":", false, false, false)
+	return m
+}
+
 // endMapping ends a mapping of n entries begun at start: an empty one is written
 // {} instead.
 func (e *encoder) endMapping(start mark, n int) int {
@@ -414,10 +463,14 @@ var seqType = reflect.TypeFor[Seq]()
 
 // Item is an item of a Seq that is told the YAML it was written as: Written,
 // when not nil, is called with the text of the item, from the line break
-// before its "-" to its last character, before the text is passed on.
+// before its "-" to its last character, before the text is passed on, and
+// whether a line of a long string in it was folded (at the 80th column, as
+// yaml.v2 folds a plain or quoted string at a space past it): where none was,
+// the item written at any shallower indentation has the same lines, less
+// the indentation.
 type Item struct {
 	Value   any
-	Written func(text []byte)
+	Written func(text []byte, folded bool)
 }
 
 // flushAt is how much written text the encoder holds before a Seq passes it on.
@@ -433,13 +486,13 @@ func (e *encoder) seq(s Seq, ctx int) {
 		if observed {
 			item = it.Value
 		}
-		start := len(e.buf)
+		start, folds := len(e.buf), e.folds
 		e.item()
 		if e.value(reflect.ValueOf(item), ctxSequence) == wroteNull {
 			e.plain("null", ctxSequence)
 		}
 		if observed && it.Written != nil && !e.json {
-			it.Written(e.buf[start:])
+			it.Written(e.buf[start:], e.folds != folds)
 		}
 		e.flush()
 	}
@@ -495,6 +548,60 @@ func (e *encoder) mapValue(v reflect.Value, ctx int) int {
 	return e.endMapping(start, n)
 }
 
+// stringMap is mapValue for the maps of strings that labels, annotations and
+// node selectors are, without reflection.
+func (e *encoder) stringMap(m map[string]string, ctx int) int {
+	entries := e.strings[:0]
+	for k, v := range m {
+		k = validUTF8(k)
+		if ctx&ctxRoot != 0 && k == "status" {
+			continue
+		}
+		entries = append(entries, stringEntry{k, v})
+	}
+	slices.SortFunc(entries, func(a, b stringEntry) int { return e.keyCompare(a.key, b.key) })
+	start := e.beginMapping()
+	for _, en := range entries {
+		e.key(en.key)
+		e.str(validUTF8(en.value), ctxMapping)
+	}
+	clear(entries)
+	e.strings = entries[:0]
+	return e.endMapping(start, len(entries))
+}
+
+// The entries of a map that stringMap and resourceList write, whose slices
+// the encoder keeps for the next map: their values hold no map.
+type (
+	stringEntry   struct{ key, value string }
+	quantityEntry struct {
+		key   string
+		value resource.Quantity
+	}
+)
+
+// resourceList is mapValue for a container's requests and limits, without
+// reflection.
+func (e *encoder) resourceList(l corev1.ResourceList, ctx int) int {
+	entries := e.quantities[:0]
+	for k, q := range l {
+		key := validUTF8(string(k))
+		if ctx&ctxRoot != 0 && key == "status" {
+			continue
+		}
+		entries = append(entries, quantityEntry{key, q})
+	}
+	slices.SortFunc(entries, func(a, b quantityEntry) int { return e.keyCompare(a.key, b.key) })
+	start := e.beginMapping()
+	for i := range entries {
+		e.key(entries[i].key)
+		e.str(entries[i].value.String(), ctxMapping)
+	}
+	clear(entries)
+	e.quantities = entries[:0]
+	return e.endMapping(start, len(entries))
+}
+
 // mapKey is the JSON object key of map key k.
 func mapKey(k reflect.Value) string {
 	switch k.Kind() {
@@ -541,7 +648,7 @@ fields:
 		if f.omitEmpty && isEmptyValue(fv) || f.omitZero && isZero(fv) {
 			continue
 		}
-		m := e.key(f.name)
+		m := e.fieldKey(f)
 		var r int
 		if f.quoted {
 			r = e.quoted(fv, ctxMapping)
@@ -715,6 +822,9 @@ type fieldInfo struct {
 	noise                       bool // an empty mapping under this name is dropped
 	depth                       int
 	tagged                      bool
+	// bareKey: the name is a simple key that str writes as it stands (bare,
+	// read back as a string, ASCII), as most are.
+	bareKey bool
 }
 
 var typeInfos sync.Map // reflect.Type → *typeInfo
@@ -799,6 +909,7 @@ func structFields(t reflect.Type) []fieldInfo {
 				}
 			}
 			f.noise = noise[f.name]
+			f.bareKey = len(f.name) <= maxSimpleKey && bare(f.name) && resolvesToString(f.name) && !isBase60Float(f.name)
 			all = append(all, f)
 		}
 		delete(seen, t)
