@@ -85,8 +85,13 @@ func BenchmarkStepLatency(b *testing.B) {
 // Argo's: end to end, and to the last step's end (s-to-last-step, from the run's
 // record: the dry run included, the cleanup not), which is what Argo's wall
 // time counts.
+//
+// The flows run on a cluster of their own, sized for load (loadCluster). While
+// run --kube runs, each flow also reports the processor time the cluster's
+// components used (cpu-s-NAME) and logs the API server's requests by kind with
+// their mean time (apiserver_request_duration_seconds), as what bounds the rate.
 func BenchmarkRunAtScale(b *testing.B) {
-	c := simcluster.Shared(b)
+	c := simcluster.Dedicated(b, loadCluster)
 	for _, tc := range []struct {
 		name string
 		f    func(n int) *sdk.Flow
@@ -108,6 +113,7 @@ func BenchmarkRunAtScale(b *testing.B) {
 			var wall, toDone time.Duration
 			reqs := &kube.Requests{}
 			var toPod, toExited, toNext []time.Duration
+			cpu := map[string]time.Duration{}
 			b.ResetTimer()
 			for i := range b.N {
 				id := fmt.Sprintf("scale-%d-%d", time.Now().UnixNano(), i)
@@ -119,6 +125,7 @@ func BenchmarkRunAtScale(b *testing.B) {
 				o.RunID, o.Requests = id, reqs
 				o.CleanupTimeout = 10 * time.Minute
 				stop := samplePeak(&peak)
+				cpu0, api0 := clusterCPU(b, c), apiRequests(b, c)
 				start := time.Now()
 				_, err := kube.Run(context.Background(), p, o)
 				wall += time.Since(start)
@@ -126,6 +133,12 @@ func BenchmarkRunAtScale(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				for name, d := range clusterCPU(b, c) {
+					cpu[name] += d - cpu0[name]
+				}
+				api := apiRequests(b, c).Since(api0)
+				all := api.Total()
+				b.Logf("API server, during the run: %d requests (not watches), mean %s; %s", all.Count, all.Mean().Round(100*time.Microsecond), api)
 				// The record's start and end: the run from its start (the dry
 				// run included) to its last step's end, before the cleanup.
 				rec, _, err := record.Read(o.Root, id)
@@ -154,6 +167,10 @@ func BenchmarkRunAtScale(b *testing.B) {
 			b.ReportMetric(float64(peak.total)/(1<<20), "MiB-peak-total")
 			b.ReportMetric(float64(reqs.Total())/float64(b.N), "requests")
 			b.ReportMetric(float64(reqs.Total())/units, "requests/step")
+			for _, name := range loadComponents {
+				b.ReportMetric(cpu[name].Seconds()/float64(b.N), "cpu-s-"+name)
+			}
+			b.Logf("cluster processor time during the run: %v", cpu)
 			b.Logf("run --kube: %.1f s to the last step's end, %.1f s wall, %.2f steps/s, peak heap %.1f MiB, peak total %.1f MiB; requests: %s",
 				toDone.Seconds()/float64(b.N), wall.Seconds()/float64(b.N), units/wall.Seconds(), float64(peak.heap)/(1<<20), float64(peak.total)/(1<<20), reqs)
 			if chain {
@@ -185,6 +202,44 @@ func BenchmarkRunAtScale(b *testing.B) {
 			b.ReportMetric((units/toDone.Seconds())/argoRate, "manifold/argo-to-last-step")
 		})
 	}
+}
+
+// loadCluster is the cluster the load flows run on: a control plane sized for
+// load (simcluster.LoadControlPlane: the controller manager's and the
+// scheduler's client limits and the Job and garbage-collector workers), and
+// Argo as its install applies it (its minimal CRDs), allowed Workflows of up
+// to 1.25 MiB (MAX_WORKFLOW_SIZE; 1 MiB by default), under etcd's 1.5 MiB. The
+// runner keeps its own default client limits.
+var loadCluster = simcluster.Options{
+	ControlPlane:        simcluster.LoadControlPlane(),
+	ArgoMinimalCRDs:     true,
+	ArgoMaxWorkflowSize: 1280 << 10,
+}
+
+// loadComponents are the cluster's components whose processor time a load
+// flow reports.
+var loadComponents = []string{simcluster.APIServer, simcluster.Etcd, simcluster.ControllerManager, simcluster.Scheduler, simcluster.Kwok}
+
+// clusterCPU is the processor time each of loadComponents has used so far.
+func clusterCPU(b *testing.B, c *simcluster.Cluster) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, name := range loadComponents {
+		d, err := c.CPU(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out[name] = d
+	}
+	return out
+}
+
+// apiRequests is what the API server has served so far.
+func apiRequests(b *testing.B, c *simcluster.Cluster) simcluster.APIRequests {
+	r, err := c.APIRequests(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
 }
 
 // foreachFlow is one step of n foreach items, each asking a sliver of CPU and
