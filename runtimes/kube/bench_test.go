@@ -141,11 +141,12 @@ func BenchmarkRunAtScale(b *testing.B) {
 				b.Logf("API server, during the run: %d requests (not watches), mean %s; %s", all.Count, all.Mean().Round(100*time.Microsecond), api)
 				// The record's start and end: the run from its start (the dry
 				// run included) to its last step's end, before the cleanup.
-				rec, _, err := record.Read(o.Root, id)
+				rec, tasks, err := record.Read(o.Root, id)
 				if err != nil {
 					b.Fatal(err)
 				}
 				toDone += rec.End.Sub(rec.Start)
+				logPhases(b, rec.Start, rec.End, start.Add(time.Since(start)), tasks)
 				if chain {
 					st := times()
 					for s := range len(p.Steps) {
@@ -202,6 +203,28 @@ func BenchmarkRunAtScale(b *testing.B) {
 			b.ReportMetric((units/toDone.Seconds())/argoRate, "manifold/argo-to-last-step")
 		})
 	}
+}
+
+// logPhases logs where a run's time went, from its record: from its start to
+// the first task's start (the dry run and the first create), from there to
+// the last task's start (creating the rest), from there to the last task's end,
+// and from the record's end to the run's return (the cleanup).
+func logPhases(b *testing.B, start, end, returned time.Time, tasks []record.Task) {
+	var first, last, lastEnd time.Time
+	for _, t := range tasks {
+		if first.IsZero() || t.Start.Before(first) {
+			first = t.Start
+		}
+		if t.Start.After(last) {
+			last = t.Start
+		}
+		if t.End.After(lastEnd) {
+			lastEnd = t.End
+		}
+	}
+	r := func(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
+	b.Logf("phases: %s to the first task's start, %s to the last's, %s to the last end, %s cleanup",
+		r(first.Sub(start)), r(last.Sub(first)), r(lastEnd.Sub(last)), r(returned.Sub(end)))
 }
 
 // loadCluster is the cluster the load flows run on: a control plane sized for
