@@ -18,6 +18,10 @@ import (
 // Jobs), so that once it is gone nothing of it is left.
 var foreground = metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationForeground)}
 
+// background deletes an object at once, and what it owns after it, by the
+// garbage collector.
+var background = metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)}
+
 // deleteUnit deletes unit u's objects, last (the Job or JobSet) first.
 func (r *runner) deleteUnit(ctx context.Context, u *unit) error {
 	for _, o := range slices.Backward(u.objects) {
@@ -31,27 +35,36 @@ func (r *runner) deleteUnit(ctx context.Context, u *unit) error {
 	return nil
 }
 
-// cleanup deletes everything of the kinds it creates labelled with the run
-// (foreground), and waits until
-// the caches hold none of it, for at most CleanupTimeout or until Options.Force
-// ends. It returns what was left.
+// cleanup deletes everything of the kinds it creates labelled with the run,
+// and waits until the caches hold none of it (the pods included), for at most
+// CleanupTimeout or until Options.Force ends. It returns what was left.
+//
+// A JobSet's Jobs, pods and Service, and a Job's pods, go with it. Jobs and
+// JobSets still running go foreground: each stays, and makes no more pods,
+// until what it owns is gone. The Jobs of a run that succeeded have all ended
+// and make no more pods: they go at once (background), their pods after them,
+// which spares the garbage collector a write to each Job (and the API server
+// one). A JobSet goes foreground always: its Jobs are not watched, so only
+// the JobSet's staying shows that they are not gone yet.
 //
 // The API server deletes the objects of one deletecollection one after
 // another, so the run's Jobs or JobSets go in up to cleanupWorkers requests at
 // once, each for a share of its steps (stepSelectors); then one request per
 // kind takes whatever of the run is left.
-func (r *runner) cleanup(ctx context.Context) []string {
+func (r *runner) cleanup(ctx context.Context, succeeded bool) []string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.o.CleanupTimeout)
 	defer cancel()
 	sel := plan.LabelRun + "=" + r.ID
-	// What the run creates: a JobSet's Jobs, pods and Service, and a Job's
-	// pods, go with it (foreground).
 	for ns := range r.w.ns {
 		for _, gvr := range createdKinds(r.units) {
-			if gvr == jobGVR || gvr == jobSetGVR {
-				r.deleteCollections(ctx, gvr, ns, stepSelectors(sel, r.units, ns, cleanupWorkers, maxSelectorBytes))
+			opts := foreground
+			if succeeded && gvr == jobGVR {
+				opts = background
 			}
-			r.deleteCollections(ctx, gvr, ns, []string{sel})
+			if gvr == jobGVR || gvr == jobSetGVR {
+				r.deleteCollections(ctx, gvr, ns, opts, stepSelectors(sel, r.units, ns, cleanupWorkers, maxSelectorBytes))
+			}
+			r.deleteCollections(ctx, gvr, ns, opts, []string{sel})
 		}
 	}
 	// Each deletion the caches see is a change: the count, not a list of what
@@ -76,17 +89,17 @@ const (
 	maxSelectorBytes = 4 << 10
 )
 
-// deleteCollections deletes in namespace ns the objects of resource gvr that
-// each of selectors picks, up to cleanupWorkers requests at once. What it
+// deleteCollections deletes, with opts, in namespace ns the objects of
+// resource gvr that each of selectors picks, up to cleanupWorkers requests at once. What it
 // could not delete is noted; the wait that follows names what is left.
-func (r *runner) deleteCollections(ctx context.Context, gvr schema.GroupVersionResource, ns string, selectors []string) {
+func (r *runner) deleteCollections(ctx context.Context, gvr schema.GroupVersionResource, ns string, opts metav1.DeleteOptions, selectors []string) {
 	next := make(chan string)
 	var wg sync.WaitGroup
 	for range min(cleanupWorkers, len(selectors)) {
 		wg.Go(func() {
 			for sel := range next {
 				err := r.c.retry(ctx, func(ctx context.Context) error {
-					return r.c.dynamic.Resource(gvr).Namespace(ns).DeleteCollection(ctx, foreground, metav1.ListOptions{LabelSelector: sel})
+					return r.c.dynamic.Resource(gvr).Namespace(ns).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: sel})
 				})
 				if err != nil && !apierrors.IsNotFound(err) {
 					r.Disp.Note("deleting the run's %s in %s: %v", gvr.Resource, ns, err)

@@ -563,7 +563,7 @@ func (r *runner) finish(ctx context.Context, interrupted bool) (*Result, error) 
 		if interrupted {
 			r.Disp.Note("deleting what run %s created (Ctrl-C again to stop waiting)", r.ID)
 		}
-		res.Left = r.cleanup(ctx)
+		res.Left = r.cleanup(ctx, res.State == record.Succeeded)
 		if len(res.Left) > 0 {
 			r.Disp.Note("left on the cluster: %s; `kubectl delete %s -l %s=%s -n %s` removes them", strings.Join(res.Left, ", "), r.kinds(), plan.LabelRun, r.ID, r.c.namespace)
 		}
