@@ -60,14 +60,6 @@ type Options struct {
 	// rewrite of a Workflow of hundreds of nodes against the full schema is
 	// most of the API server's work in a run of thousands of steps.
 	ArgoMinimalCRDs bool
-	// ArgoMaxWorkflowSize is the largest Workflow, in bytes of JSON, that
-	// Argo's controller writes (its MAX_WORKFLOW_SIZE; 0 keeps Argo's 1 MiB).
-	// Past it the controller compresses the nodes' status, and past it even
-	// so it fails the Workflow ("workflow is longer than maximum allowed
-	// size"), unless the install offloads node status to a database. etcd
-	// refuses any write over 1.5 MiB (its default --max-request-bytes), which
-	// bounds what a larger setting can give.
-	ArgoMaxWorkflowSize int
 }
 
 // Argo's requeue times (Options.ArgoRequeue).
@@ -103,7 +95,6 @@ type Cluster struct {
 	keepDir      bool
 	argoRequeue  time.Duration // Options.ArgoRequeue
 	argoCRDs     string        // the asset of Argo's CRDs (Options.ArgoMinimalCRDs)
-	argoMaxSize  int           // Options.ArgoMaxWorkflowSize
 	controlPlane ControlPlane  // Options.ControlPlane
 	bin          string        // the tools' directory
 	pki          *pki
@@ -191,9 +182,6 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if err := o.ControlPlane.validate(); err != nil {
 		return nil, err
 	}
-	if o.ArgoMaxWorkflowSize < 0 {
-		return nil, fmt.Errorf("simcluster options: ArgoMaxWorkflowSize: %d must not be negative (0 keeps Argo's 1 MiB)", o.ArgoMaxWorkflowSize)
-	}
 	nodes := o.Nodes
 	if nodes == nil {
 		nodes = DefaultNodes()
@@ -208,7 +196,7 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 			return nil, err
 		}
 	}
-	started := &Cluster{Dir: dir, keepDir: o.KeepDir, held: map[*process]bool{}, argoRequeue: o.ArgoRequeue, argoCRDs: "argo-crds", controlPlane: o.ControlPlane, argoMaxSize: o.ArgoMaxWorkflowSize}
+	started := &Cluster{Dir: dir, keepDir: o.KeepDir, held: map[*process]bool{}, argoRequeue: o.ArgoRequeue, argoCRDs: "argo-crds", controlPlane: o.ControlPlane}
 	if o.ArgoMinimalCRDs {
 		started.argoCRDs = "argo-crds-minimal"
 	}

@@ -221,17 +221,13 @@ func (c *Cluster) startArgo(ctx context.Context, apiPort int) error {
 	if _, err := c.Client.CoreV1().ConfigMaps(ArgoNamespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	env := []string{"LEADER_ELECTION_DISABLE=true", "DEFAULT_REQUEUE_TIME=" + c.argoRequeue.String(), "KUBECONFIG=" + c.Kubeconfig}
-	if c.argoMaxSize > 0 {
-		env = append(env, "MAX_WORKFLOW_SIZE="+strconv.Itoa(c.argoMaxSize))
-	}
 	return c.run("workflow-controller", []string{
 		"--kubeconfig=" + c.Kubeconfig, "--namespace=" + ArgoNamespace,
 		"--executor-image=" + ArgoExecImage,
 		// Client limits raised from Argo's defaults (20 and 30) as a large
 		// install raises them, for flows of thousands of steps.
 		"--qps=100", "--burst=200",
-	}, env...)
+	}, "LEADER_ELECTION_DISABLE=true", "DEFAULT_REQUEUE_TIME="+c.argoRequeue.String(), "KUBECONFIG="+c.Kubeconfig)
 }
 
 // waitArgo waits until Argo's controller runs Workflows from WorkflowTemplates:

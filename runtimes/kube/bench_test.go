@@ -230,14 +230,9 @@ func logPhases(b *testing.B, start, end, returned time.Time, tasks []record.Task
 // loadCluster is the cluster the load flows run on: a control plane sized for
 // load (simcluster.LoadControlPlane: the controller manager's and the
 // scheduler's client limits and the Job and garbage-collector workers), and
-// Argo as its install applies it (its minimal CRDs), allowed Workflows of up
-// to 1.25 MiB (MAX_WORKFLOW_SIZE; 1 MiB by default), under etcd's 1.5 MiB. The
-// runner keeps its own default client limits.
-var loadCluster = simcluster.Options{
-	ControlPlane:        simcluster.LoadControlPlane(),
-	ArgoMinimalCRDs:     true,
-	ArgoMaxWorkflowSize: 1280 << 10,
-}
+// Argo's minimal CRDs, which its install applies. The runner keeps its own
+// default client limits.
+var loadCluster = simcluster.Options{ControlPlane: simcluster.LoadControlPlane(), ArgoMinimalCRDs: true}
 
 // loadComponents are the cluster's components whose processor time a load
 // flow reports.
