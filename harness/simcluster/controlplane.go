@@ -12,10 +12,10 @@ import (
 // default; the zero value is a stock control plane.
 type ControlPlane struct {
 	// ControllerQPS and ControllerBurst are kube-controller-manager's
-	// --kube-api-qps and --kube-api-burst (defaults 20 and 30), which all its
-	// controllers share: the Job controller creating each Job's pods and
-	// writing each Job's status, the garbage collector deleting what a deleted
-	// object owned.
+	// --kube-api-qps and --kube-api-burst (defaults 20 and 30), the limits of
+	// each of its controllers' clients: the Job controller's, which creates
+	// each Job's pods and writes each Job's status, and the garbage
+	// collector's, which deletes what a deleted object owned.
 	ControllerQPS   float64
 	ControllerBurst int
 	// SchedulerQPS and SchedulerBurst are kube-scheduler's --kube-api-qps and
@@ -32,9 +32,9 @@ type ControlPlane struct {
 // cluster's that runs thousands of pods at once is sized: the controller
 // manager and the scheduler may each send 200 requests a second (burst 400),
 // and the controller manager syncs 50 Jobs and 50 garbage collections at
-// once. With the stock 20 requests a second, shared by every controller of
-// the controller manager, the Job controller and the garbage collector bound
-// a 1,000-step fan-out (docs/performance.md, "Load on a cluster"). kwok's own
+// once. At the stock 20 requests a second, the Job controller and the
+// garbage collector bound a 1,000-step fan-out (docs/performance.md, "Load on
+// a cluster"). kwok's own
 // cluster tool lifts these limits altogether (5,000 a second) for its load
 // clusters. The runner under test keeps its own defaults: only the cluster
 // is sized.

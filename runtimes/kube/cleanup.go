@@ -82,16 +82,18 @@ func (r *runner) cleanup(ctx context.Context, succeeded bool) []string {
 }
 
 // Bounds of the cleanup's requests: how many deletecollections of one kind are
-// in flight at once, and how long the step names of one request's label
-// selector may be, whatever the proxies before an API server allow of a URL.
+// in flight at once, and how many bytes of step names one request's label
+// selector may hold, which keeps its URL within what proxies in front of an
+// API server accept.
 const (
 	cleanupWorkers   = 4
 	maxSelectorBytes = 4 << 10
 )
 
 // deleteCollections deletes, with opts, in namespace ns the objects of
-// resource gvr that each of selectors picks, up to cleanupWorkers requests at once. What it
-// could not delete is noted; the wait that follows names what is left.
+// resource gvr that each of selectors picks, up to cleanupWorkers requests at
+// once. What it could not delete is noted; the wait that follows names what is
+// left.
 func (r *runner) deleteCollections(ctx context.Context, gvr schema.GroupVersionResource, ns string, opts metav1.DeleteOptions, selectors []string) {
 	next := make(chan string)
 	var wg sync.WaitGroup
