@@ -40,6 +40,10 @@ type Options struct {
 	// manager and kwok, without the JobSet and Argo controllers and their CRDs:
 	// a quicker start, for tests that run Jobs only.
 	ControlPlaneOnly bool
+	// ControlPlane sizes kube-controller-manager's and kube-scheduler's
+	// clients and the controller manager's workers; the zero value runs them
+	// with their defaults. The load benchmarks use LoadControlPlane.
+	ControlPlane ControlPlane
 	// Audit has the API server write an audit log (Cluster.AuditLog) of every
 	// create of a Job, JobSet, Service or pod, which Creates reads: tests count
 	// with it what was created, through restarts of any component.
@@ -88,14 +92,15 @@ type Cluster struct {
 	// AuditLog is the API server's audit log when Options.Audit is set, else "".
 	AuditLog string
 
-	keepDir     bool
-	argoRequeue time.Duration // Options.ArgoRequeue
-	argoCRDs    string        // the asset of Argo's CRDs (Options.ArgoMinimalCRDs)
-	bin         string        // the tools' directory
-	pki         *pki
-	mu          sync.Mutex // guards procs while Kueue starts beside running tests
-	procs       []*process
-	kueue       struct {
+	keepDir      bool
+	argoRequeue  time.Duration // Options.ArgoRequeue
+	argoCRDs     string        // the asset of Argo's CRDs (Options.ArgoMinimalCRDs)
+	controlPlane ControlPlane  // Options.ControlPlane
+	bin          string        // the tools' directory
+	pki          *pki
+	mu           sync.Mutex // guards procs while Kueue starts beside running tests
+	procs        []*process
+	kueue        struct {
 		once sync.Once
 		err  error
 	}
@@ -174,6 +179,9 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if err := Ready(bin); err != nil {
 		return nil, err
 	}
+	if err := o.ControlPlane.validate(); err != nil {
+		return nil, err
+	}
 	nodes := o.Nodes
 	if nodes == nil {
 		nodes = DefaultNodes()
@@ -188,7 +196,7 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 			return nil, err
 		}
 	}
-	started := &Cluster{Dir: dir, keepDir: o.KeepDir, held: map[*process]bool{}, argoRequeue: o.ArgoRequeue, argoCRDs: "argo-crds"}
+	started := &Cluster{Dir: dir, keepDir: o.KeepDir, held: map[*process]bool{}, argoRequeue: o.ArgoRequeue, argoCRDs: "argo-crds", controlPlane: o.ControlPlane}
 	if o.ArgoMinimalCRDs {
 		started.argoCRDs = "argo-crds-minimal"
 	}
@@ -291,16 +299,17 @@ func (c *Cluster) start(ctx context.Context, bin string, nodes []NodeGroup, cont
 		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=" + FakeNodeAnnotation + "=fake"}); err != nil {
 		return err
 	}
-	if err := c.run("kube-scheduler", []string{"--kubeconfig=" + c.Kubeconfig, "--secure-port=0", "--leader-elect=false"}); err != nil {
+	if err := c.run("kube-scheduler", append([]string{"--kubeconfig=" + c.Kubeconfig, "--secure-port=0", "--leader-elect=false"},
+		c.controlPlane.schedulerFlags()...)); err != nil {
 		return err
 	}
-	if err := c.run("kube-controller-manager", []string{
+	if err := c.run("kube-controller-manager", append([]string{
 		"--kubeconfig=" + c.Kubeconfig, "--secure-port=0", "--leader-elect=false",
 		"--service-account-private-key-file=" + pki.SAKey, "--root-ca-file=" + pki.CACert,
 		// kwok heartbeats every 20 to 45 seconds; the default grace (50s) is too
 		// close to that for nodes to stay Ready on a busy machine.
 		"--node-monitor-grace-period=5m",
-	}); err != nil {
+	}, c.controlPlane.controllerManagerFlags()...)); err != nil {
 		return err
 	}
 

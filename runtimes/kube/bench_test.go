@@ -85,8 +85,13 @@ func BenchmarkStepLatency(b *testing.B) {
 // Argo's: end to end, and to the last step's end (s-to-last-step, from the run's
 // record: the dry run included, the cleanup not), which is what Argo's wall
 // time counts.
+//
+// The flows run on a cluster of their own, sized for load (loadCluster). While
+// run --kube runs, each flow also reports the processor time the cluster's
+// components used (cpu-s-NAME) and logs the API server's requests by kind with
+// their mean time (apiserver_request_duration_seconds), as what bounds the rate.
 func BenchmarkRunAtScale(b *testing.B) {
-	c := simcluster.Shared(b)
+	c := simcluster.Dedicated(b, loadCluster)
 	for _, tc := range []struct {
 		name string
 		f    func(n int) *sdk.Flow
@@ -108,6 +113,7 @@ func BenchmarkRunAtScale(b *testing.B) {
 			var wall, toDone time.Duration
 			reqs := &kube.Requests{}
 			var toPod, toExited, toNext []time.Duration
+			cpu := map[string]time.Duration{}
 			b.ResetTimer()
 			for i := range b.N {
 				id := fmt.Sprintf("scale-%d-%d", time.Now().UnixNano(), i)
@@ -119,6 +125,7 @@ func BenchmarkRunAtScale(b *testing.B) {
 				o.RunID, o.Requests = id, reqs
 				o.CleanupTimeout = 10 * time.Minute
 				stop := samplePeak(&peak)
+				cpu0, api0 := clusterCPU(b, c), apiRequests(b, c)
 				start := time.Now()
 				_, err := kube.Run(context.Background(), p, o)
 				wall += time.Since(start)
@@ -126,13 +133,20 @@ func BenchmarkRunAtScale(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				for name, d := range clusterCPU(b, c) {
+					cpu[name] += d - cpu0[name]
+				}
+				api := apiRequests(b, c).Since(api0)
+				all := api.Total()
+				b.Logf("API server, during the run: %d requests (not watches), mean %s; %s", all.Count, all.Mean().Round(100*time.Microsecond), api)
 				// The record's start and end: the run from its start (the dry
 				// run included) to its last step's end, before the cleanup.
-				rec, _, err := record.Read(o.Root, id)
+				rec, tasks, err := record.Read(o.Root, id)
 				if err != nil {
 					b.Fatal(err)
 				}
 				toDone += rec.End.Sub(rec.Start)
+				logPhases(b, rec.Start, rec.End, start.Add(time.Since(start)), tasks)
 				if chain {
 					st := times()
 					for s := range len(p.Steps) {
@@ -154,6 +168,10 @@ func BenchmarkRunAtScale(b *testing.B) {
 			b.ReportMetric(float64(peak.total)/(1<<20), "MiB-peak-total")
 			b.ReportMetric(float64(reqs.Total())/float64(b.N), "requests")
 			b.ReportMetric(float64(reqs.Total())/units, "requests/step")
+			for _, name := range loadComponents {
+				b.ReportMetric(cpu[name].Seconds()/float64(b.N), "cpu-s-"+name)
+			}
+			b.Logf("cluster processor time during the run: %v", cpu)
 			b.Logf("run --kube: %.1f s to the last step's end, %.1f s wall, %.2f steps/s, peak heap %.1f MiB, peak total %.1f MiB; requests: %s",
 				toDone.Seconds()/float64(b.N), wall.Seconds()/float64(b.N), units/wall.Seconds(), float64(peak.heap)/(1<<20), float64(peak.total)/(1<<20), reqs)
 			if chain {
@@ -185,6 +203,61 @@ func BenchmarkRunAtScale(b *testing.B) {
 			b.ReportMetric((units/toDone.Seconds())/argoRate, "manifold/argo-to-last-step")
 		})
 	}
+}
+
+// logPhases logs where a run's time went, from its record: from its start to
+// the first task's start (the dry run and the first create), from there to
+// the last task's start (creating the rest), from there to the last task's end,
+// and from the record's end to the run's return (the cleanup).
+func logPhases(b *testing.B, start, end, returned time.Time, tasks []record.Task) {
+	var first, last, lastEnd time.Time
+	for _, t := range tasks {
+		if first.IsZero() || t.Start.Before(first) {
+			first = t.Start
+		}
+		if t.Start.After(last) {
+			last = t.Start
+		}
+		if t.End.After(lastEnd) {
+			lastEnd = t.End
+		}
+	}
+	r := func(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
+	b.Logf("phases: %s to the first task's start, %s to the last's, %s to the last end, %s cleanup",
+		r(first.Sub(start)), r(last.Sub(first)), r(lastEnd.Sub(last)), r(returned.Sub(end)))
+}
+
+// loadCluster is the cluster the load flows run on: a control plane sized for
+// load (simcluster.LoadControlPlane: the controller manager's and the
+// scheduler's client limits and the Job and garbage-collector workers), and
+// Argo's minimal CRDs, which its install applies. The runner keeps its own
+// default client limits.
+var loadCluster = simcluster.Options{ControlPlane: simcluster.LoadControlPlane(), ArgoMinimalCRDs: true}
+
+// loadComponents are the cluster's components whose processor time a load
+// flow reports.
+var loadComponents = []string{simcluster.APIServer, simcluster.Etcd, simcluster.ControllerManager, simcluster.Scheduler, simcluster.Kwok}
+
+// clusterCPU is the processor time each of loadComponents has used so far.
+func clusterCPU(b *testing.B, c *simcluster.Cluster) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, name := range loadComponents {
+		d, err := c.CPU(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out[name] = d
+	}
+	return out
+}
+
+// apiRequests is what the API server has served so far.
+func apiRequests(b *testing.B, c *simcluster.Cluster) simcluster.APIRequests {
+	r, err := c.APIRequests(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
 }
 
 // foreachFlow is one step of n foreach items, each asking a sliver of CPU and

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/manifoldflow/manifold/plan"
 )
@@ -14,6 +17,10 @@ import (
 // foreground deletes an object after what it owns (a Job's pods, a JobSet's
 // Jobs), so that once it is gone nothing of it is left.
 var foreground = metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationForeground)}
+
+// background deletes an object at once, and what it owns after it, by the
+// garbage collector.
+var background = metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)}
 
 // deleteUnit deletes unit u's objects, last (the Job or JobSet) first.
 func (r *runner) deleteUnit(ctx context.Context, u *unit) error {
@@ -28,24 +35,36 @@ func (r *runner) deleteUnit(ctx context.Context, u *unit) error {
 	return nil
 }
 
-// cleanup deletes everything of the kinds it creates labelled with the run
-// (foreground), and waits until
-// the caches hold none of it, for at most CleanupTimeout or until Options.Force
-// ends. It returns what was left.
-func (r *runner) cleanup(ctx context.Context) []string {
+// cleanup deletes everything of the kinds it creates labelled with the run,
+// and waits until the caches hold none of it (the pods included), for at most
+// CleanupTimeout or until Options.Force ends. It returns what was left.
+//
+// A JobSet's Jobs, pods and Service, and a Job's pods, go with it. Jobs and
+// JobSets still running go foreground: each stays, and makes no more pods,
+// until what it owns is gone. The Jobs of a run that succeeded have all ended
+// and make no more pods: they go at once (background), their pods after them,
+// which spares the garbage collector a write to each Job (and the API server
+// one). A JobSet goes foreground always: its Jobs are not watched, so only
+// the JobSet's staying shows that they are not gone yet.
+//
+// The API server deletes the objects of one deletecollection one after
+// another, so the run's Jobs or JobSets go in up to cleanupWorkers requests at
+// once, each for a share of its steps (stepSelectors); then one request per
+// kind takes whatever of the run is left.
+func (r *runner) cleanup(ctx context.Context, succeeded bool) []string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.o.CleanupTimeout)
 	defer cancel()
-	sel := metav1.ListOptions{LabelSelector: plan.LabelRun + "=" + r.ID}
-	// What the run creates: a JobSet's Jobs, pods and Service, and a Job's
-	// pods, go with it (foreground).
+	sel := plan.LabelRun + "=" + r.ID
 	for ns := range r.w.ns {
 		for _, gvr := range createdKinds(r.units) {
-			err := r.c.retry(ctx, func(ctx context.Context) error {
-				return r.c.dynamic.Resource(gvr).Namespace(ns).DeleteCollection(ctx, foreground, sel)
-			})
-			if err != nil && !apierrors.IsNotFound(err) {
-				r.Disp.Note("deleting the run's %s in %s: %v", gvr.Resource, ns, err)
+			opts := foreground
+			if succeeded && gvr == jobGVR {
+				opts = background
 			}
+			if gvr == jobGVR || gvr == jobSetGVR {
+				r.deleteCollections(ctx, gvr, ns, opts, stepSelectors(sel, r.units, ns, cleanupWorkers, maxSelectorBytes))
+			}
+			r.deleteCollections(ctx, gvr, ns, opts, []string{sel})
 		}
 	}
 	// Each deletion the caches see is a change: the count, not a list of what
@@ -60,4 +79,87 @@ func (r *runner) cleanup(ctx context.Context) []string {
 		}
 	}
 	return nil
+}
+
+// Bounds of the cleanup's requests: how many deletecollections of one kind are
+// in flight at once, and how many bytes of step names one request's label
+// selector may hold, which keeps its URL within what proxies in front of an
+// API server accept.
+const (
+	cleanupWorkers   = 4
+	maxSelectorBytes = 4 << 10
+)
+
+// deleteCollections deletes, with opts, in namespace ns the objects of
+// resource gvr that each of selectors picks, up to cleanupWorkers requests at
+// once. What it could not delete is noted; the wait that follows names what is
+// left.
+func (r *runner) deleteCollections(ctx context.Context, gvr schema.GroupVersionResource, ns string, opts metav1.DeleteOptions, selectors []string) {
+	next := make(chan string)
+	var wg sync.WaitGroup
+	for range min(cleanupWorkers, len(selectors)) {
+		wg.Go(func() {
+			for sel := range next {
+				err := r.c.retry(ctx, func(ctx context.Context) error {
+					return r.c.dynamic.Resource(gvr).Namespace(ns).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: sel})
+				})
+				if err != nil && !apierrors.IsNotFound(err) {
+					r.Disp.Note("deleting the run's %s in %s: %v", gvr.Resource, ns, err)
+				}
+			}
+		})
+	}
+	for _, sel := range selectors {
+		next <- sel
+	}
+	close(next)
+	wg.Wait()
+}
+
+// stepSelectors splits the steps of units in namespace ns into label
+// selectors, run (the run's selector) and `step in (…)`, in run order: at most
+// n of about as many units each, unless a selector's step names would pass
+// maxBytes, which makes more. It returns none when one selector would do:
+// a run of one step (whose foreach items are one step's), or of fewer units
+// than twice n.
+func stepSelectors(run string, units []*unit, ns string, n, maxBytes int) []string {
+	var steps []string
+	count := map[string]int{}
+	total := 0
+	for _, u := range units {
+		if u.ns != ns {
+			continue
+		}
+		if count[u.Step.Name] == 0 {
+			steps = append(steps, u.Step.Name)
+		}
+		count[u.Step.Name]++
+		total++
+	}
+	if len(steps) < 2 || total < 2*n {
+		return nil
+	}
+	share := (total + n - 1) / n
+	var out []string
+	var group []string
+	inGroup, size := 0, 0
+	flush := func() {
+		if len(group) > 0 {
+			out = append(out, run+","+plan.LabelStep+" in ("+strings.Join(group, ",")+")")
+		}
+		group, inGroup, size = nil, 0, 0
+	}
+	for _, s := range steps {
+		if len(group) > 0 && size+len(s)+1 > maxBytes {
+			flush()
+		}
+		group = append(group, s)
+		inGroup += count[s]
+		size += len(s) + 1
+		if inGroup >= share {
+			flush()
+		}
+	}
+	flush()
+	return out
 }

@@ -49,3 +49,20 @@ func Preflight(ctx context.Context, f *plan.Flow, o Options) ([]string, error) {
 	}
 	return c.preflight(ctx, unitNamespaces(units), as, needs(shapeOf(f, units, o.NoCheck)))
 }
+
+// CleanupSelectors returns the label selectors by step with which a run of f
+// (as Jobs, in namespace) deletes its Jobs n requests at once, step names of at
+// most maxBytes a request (stepSelectors), and each Job's labels.
+func CleanupSelectors(f *plan.Flow, namespace string, n, maxBytes int) ([]string, []map[string]string, error) {
+	rp := *f
+	rp.Run = runid.New(time.Now())
+	units, errs := plan2units(&rp, AsJob, namespace)
+	if len(errs) > 0 {
+		return nil, nil, errs.ToAggregate()
+	}
+	var jobs []map[string]string
+	for _, u := range units {
+		jobs = append(jobs, u.objects[len(u.objects)-1].u.GetLabels())
+	}
+	return stepSelectors(plan.LabelRun+"="+rp.Run, units, namespace, n, maxBytes), jobs, nil
+}

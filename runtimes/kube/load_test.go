@@ -17,7 +17,8 @@ import (
 // list each kind once at the start, and nothing else grows with the steps: no
 // list, get or watch per step or per change (but for following each pod's log
 // where the cluster serves logs), no delete per step (the run's objects go with
-// one deletecollection per kind).
+// a few deletecollections per kind: its Jobs by shares of its steps, four at
+// once, then whatever is left by the run's label).
 func TestRequestsPerStep(t *testing.T) {
 	c := simcluster.Shared(t)
 	ns := c.Namespace(t)

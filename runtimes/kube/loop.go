@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -196,17 +197,56 @@ func (r *runner) touched() []*unit {
 
 // release creates the units the run may start now (dag.Run.Release) that are
 // not created yet: a unit adopted from an earlier runner is watched where it is.
+// Up to createWorkers units are created at once, so that a fan-out is created
+// at the client's rate limit (--qps, --burst) rather than one request's
+// latency at a time; what each create brought is then taken in run order.
 func (r *runner) release(ctx context.Context) {
+	var us []*unit
 	for _, du := range r.Release() {
 		if u := r.byUnit[du]; !u.created {
-			r.create(ctx, u)
+			u.created = true
+			us = append(us, u)
+		}
+	}
+	refused := make([]error, len(us))
+	if len(us) == 1 {
+		refused[0] = r.create(ctx, us[0])
+	} else {
+		next := make(chan int)
+		var wg sync.WaitGroup
+		for range min(createWorkers, len(us)) {
+			wg.Go(func() {
+				for i := range next {
+					refused[i] = r.create(ctx, us[i])
+				}
+			})
+		}
+		for i := range us {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+	}
+	for i, u := range us {
+		switch {
+		case refused[i] == nil:
+			r.Disp.Event(u.Label, false, "%s %s created", u.kind, u.name)
+		case ctx.Err() != nil || r.c.reach.givenUp() != nil:
+			// The loop ends the run.
+		default:
+			r.fail(u, refused[i].Error(), "Refused", nil)
 		}
 	}
 }
 
-// create creates unit u's objects in order.
-func (r *runner) create(ctx context.Context, u *unit) {
-	u.created = true
+// createWorkers bounds how many units release creates at once. The client's
+// rate limit paces their requests all the same.
+const createWorkers = 16
+
+// create starts unit u and creates its objects in order. It returns what the
+// cluster refused, or why the request got no answer: nil once every object
+// exists.
+func (r *runner) create(ctx context.Context, u *unit) error {
 	r.Start(u.Unit)
 	if tp := r.Trace.UnitParent(u.Step, u.Index); tp != "" {
 		setEnv(u.objects[len(u.objects)-1].u, plan.EnvTraceParent, tp)
@@ -219,14 +259,10 @@ func (r *runner) create(ctx context.Context, u *unit) {
 			return err
 		})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
-			if ctx.Err() != nil || r.c.reach.givenUp() != nil {
-				return // the loop ends the run
-			}
-			r.fail(u, fmt.Sprintf("the cluster refused its %s %s: %v", o.u.GetKind(), o.u.GetName(), err), "Refused", nil)
-			return
+			return fmt.Errorf("the cluster refused its %s %s: %w", o.u.GetKind(), o.u.GetName(), err)
 		}
 	}
-	r.Disp.Event(u.Label, false, "%s %s created", u.kind, u.name)
+	return nil
 }
 
 // evaluate brings the state of units (those created) up to date with the
@@ -527,7 +563,7 @@ func (r *runner) finish(ctx context.Context, interrupted bool) (*Result, error) 
 		if interrupted {
 			r.Disp.Note("deleting what run %s created (Ctrl-C again to stop waiting)", r.ID)
 		}
-		res.Left = r.cleanup(ctx)
+		res.Left = r.cleanup(ctx, res.State == record.Succeeded)
 		if len(res.Left) > 0 {
 			r.Disp.Note("left on the cluster: %s; `kubectl delete %s -l %s=%s -n %s` removes them", strings.Join(res.Left, ", "), r.kinds(), plan.LabelRun, r.ID, r.c.namespace)
 		}

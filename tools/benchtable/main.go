@@ -11,8 +11,9 @@
 // reports the goal's metric. The other custom metrics of the benchmarks it ran
 // follow the goals, without one.
 //
-// With -load (make bench-load) it also runs run --kube's load benchmarks on the
-// simulated cluster (runtimes/kube BenchmarkRunAtScale: a 1,000-step fan-out, a
+// With -load (make bench-load) it also runs run --kube's load benchmarks on a
+// simulated cluster of their own, sized for load (runtimes/kube
+// BenchmarkRunAtScale, simcluster.LoadControlPlane: a 1,000-step fan-out, a
 // 100-step chain and 10,000 foreach items, the first two also under Argo's
 // controller), which take more than an hour and the cluster's programs (make
 // sim-tools). -markdown prints the table as Markdown, for docs/performance.md.
