@@ -153,7 +153,9 @@ func TestJobSetController(t *testing.T) {
 			"name": "workers", "replicas": int64(1),
 			"template": map[string]any{"spec": map[string]any{
 				"parallelism": int64(2), "completions": int64(2), "backoffLimit": int64(0),
-				"template": trn1Pod(map[string]any{"test": "jobset"}),
+				// The pods run side by side (LabelRunFor): a pod kwok completed at
+				// once would free its node's devices for the other.
+				"template": trn1Pod(map[string]any{"test": "jobset", LabelRunFor: "5s"}),
 			}},
 		}}},
 	}}
