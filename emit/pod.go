@@ -183,7 +183,28 @@ func podAnnotations(s *plan.Step) map[string]string {
 // variables in declaration order. Putting Manifold's variables first lets the
 // step's own refer to them as $(NAME).
 func Env(f *plan.Flow, s *plan.Step, o PodOptions) []corev1.EnvVar {
-	var env []corev1.EnvVar
+	artifacts := ArtifactEnv(f, s, o)
+	var nodes []corev1.EnvVar
+	if s.Nodes > 1 {
+		nodes = rendezvous(s, o.MasterAddr)
+	}
+	var wiring []plan.EnvVar
+	if w := s.EFAWiring; w != nil {
+		wiring = w.Env
+	}
+	// The list is made once at its length: no spare room that two appends
+	// to copies of it could share.
+	n := len(f.Params) + len(artifacts) + len(nodes) + len(wiring) + len(s.Env)
+	if o.TraceParent != "" {
+		n++
+	}
+	if o.Item != nil {
+		n += 2
+	}
+	if n == 0 {
+		return nil
+	}
+	env := make([]corev1.EnvVar, 0, n)
 	for _, p := range f.Params {
 		v := p.Value
 		if o.Param != nil {
@@ -199,20 +220,15 @@ func Env(f *plan.Flow, s *plan.Step, o PodOptions) []corev1.EnvVar {
 			corev1.EnvVar{Name: plan.EnvItem, Value: o.Item.Value},
 			corev1.EnvVar{Name: plan.EnvIndex, Value: o.Item.Index})
 	}
-	env = append(env, ArtifactEnv(f, s, o)...)
-	if s.Nodes > 1 {
-		env = append(env, rendezvous(s, o.MasterAddr)...)
-	}
-	if w := s.EFAWiring; w != nil {
-		env = append(env, envVars(w.Env)...)
-	}
-	env = append(env, envVars(s.Env)...)
-	return env
+	env = append(env, artifacts...)
+	env = append(env, nodes...)
+	env = appendEnvVars(env, wiring)
+	return appendEnvVars(env, s.Env)
 }
 
-// envVars renders plan variables: a value, or a reference to a Secret's key.
-func envVars(vars []plan.EnvVar) []corev1.EnvVar {
-	var env []corev1.EnvVar
+// appendEnvVars appends plan variables to env, rendered: a value, or a
+// reference to a Secret's key.
+func appendEnvVars(env []corev1.EnvVar, vars []plan.EnvVar) []corev1.EnvVar {
 	for _, e := range vars {
 		if e.SecretName != "" {
 			env = append(env, corev1.EnvVar{Name: e.Name, ValueFrom: &corev1.EnvVarSource{

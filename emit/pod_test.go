@@ -262,3 +262,26 @@ func TestPodWithEFAWiring(t *testing.T) {
 		t.Errorf("env names (-want +got):\n%s", diff)
 	}
 }
+
+// TestEnvHasNoSpareRoom checks that the variables are made at their length:
+// an append to the list of one pod (or a copy of it) never writes into
+// another's.
+func TestEnvHasNoSpareRoom(t *testing.T) {
+	f, s := fullStep()
+	s.Nodes, s.Neuron = 2, 16
+	s.EFAWiring = &plan.Wiring{Arch: plan.ArchX86, Env: []plan.EnvVar{{Name: "FI_PROVIDER", Value: "efa"}}}
+	for _, o := range []emit.PodOptions{
+		{},
+		{TraceParent: "{{tp}}", Item: &emit.Item{Value: "x", Index: "0"}, MasterAddr: "m"},
+	} {
+		env := emit.Env(f, s, o)
+		if len(env) == 0 || cap(env) != len(env) {
+			t.Errorf("options %+v: %d variables with room for %d, want as many", o, len(env), cap(env))
+		}
+		a := append(env, corev1.EnvVar{Name: "X"})
+		b := append(env, corev1.EnvVar{Name: "Y"})
+		if a[len(env)].Name != "X" || b[len(env)].Name != "Y" {
+			t.Errorf("options %+v: two appends to the variables share their room", o)
+		}
+	}
+}

@@ -300,6 +300,12 @@ type maker struct {
 	sh   shared
 	// pods are the container steps' pods by index, when kept.
 	pods map[int]*corev1.PodTemplateSpec
+	// counting, when set, counts each container step's pod as its template
+	// is made: spec and sh are a guess (see newGuessingMaker), checked
+	// against what counting finds once every template is made. multi is
+	// whether the flow has a multi-node step.
+	counting *sharing
+	multi    bool
 }
 
 // newMaker returns the maker of the WorkflowTemplate called name of the steps
@@ -337,6 +343,35 @@ func newMakerCarried(f *plan.Flow, literal bool, name string, in []bool, runID s
 		}
 	}
 	m.spec, m.sh = workflowSpec(f, &sh, multi, literal)
+	return m
+}
+
+// guessPods is how many container steps' pods newGuessingMaker counts to
+// guess what the steps share.
+const guessPods = 16
+
+// newGuessingMaker returns the maker of f's one WorkflowTemplate called name,
+// for the measuring pass alone (costs), which builds each container step's
+// pod once rather than twice: what the steps share is guessed from the pods of
+// the first guessPods container steps, and each step's template is made with
+// the guess from a pod that is also counted to find what they share in truth.
+// Once every template is made, costs compares the two, and measures again
+// with the truth when the guess proves wrong.
+func newGuessingMaker(f *plan.Flow, name string) *maker {
+	f, literal := carried(f)
+	m := &maker{f: f, literal: literal, runID: RunID, name: name, counting: &sharing{}}
+	var guess sharing
+	for i := range f.Steps {
+		if f.Steps[i].Nodes > 1 {
+			m.multi = true
+			continue
+		}
+		if guess.n < guessPods {
+			pod := m.pod(i)
+			guess.add(&pod)
+		}
+	}
+	m.spec, m.sh = workflowSpec(f, &guess, m.multi, literal)
 	return m
 }
 
@@ -382,6 +417,9 @@ func (m *maker) step(i int, templates bool) ([]wfv1.Template, []wfv1.DAGTask, fi
 			pod = *m.pods[i]
 		} else {
 			pod = m.pod(i)
+			if m.counting != nil {
+				m.counting.add(&pod)
+			}
 		}
 		t, err := stepTemplate(s, pod, m.sh)
 		if err != nil {
