@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,25 +94,14 @@ const (
 // once. What it could not delete is noted; the wait that follows names what is
 // left.
 func (r *runner) deleteCollections(ctx context.Context, gvr schema.GroupVersionResource, ns string, opts metav1.DeleteOptions, selectors []string) {
-	next := make(chan string)
-	var wg sync.WaitGroup
-	for range min(cleanupWorkers, len(selectors)) {
-		wg.Go(func() {
-			for sel := range next {
-				err := r.c.retry(ctx, func(ctx context.Context) error {
-					return r.c.dynamic.Resource(gvr).Namespace(ns).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: sel})
-				})
-				if err != nil && !apierrors.IsNotFound(err) {
-					r.Disp.Note("deleting the run's %s in %s: %v", gvr.Resource, ns, err)
-				}
-			}
+	inParallel(len(selectors), cleanupWorkers, func(i int) {
+		err := r.c.retry(ctx, func(ctx context.Context) error {
+			return r.c.dynamic.Resource(gvr).Namespace(ns).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: selectors[i]})
 		})
-	}
-	for _, sel := range selectors {
-		next <- sel
-	}
-	close(next)
-	wg.Wait()
+		if err != nil && !apierrors.IsNotFound(err) {
+			r.Disp.Note("deleting the run's %s in %s: %v", gvr.Resource, ns, err)
+		}
+	})
 }
 
 // stepSelectors splits the steps of units in namespace ns into label

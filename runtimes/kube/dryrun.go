@@ -134,23 +134,12 @@ func (c *cluster) dryRun(ctx context.Context, units []*unit) ([]Refusal, []strin
 		return nil, nil, err
 	}
 	errs := make([]error, len(asks))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(dryRunWorkers, len(asks)) {
-		wg.Go(func() {
-			for i := range next {
-				a := asks[i]
-				_, errs[i] = dc.Resource(a.gvr).Namespace(a.obj.GetNamespace()).Create(ctx, a.obj, metav1.CreateOptions{
-					DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict",
-				})
-			}
+	inParallel(len(asks), dryRunWorkers, func(i int) {
+		a := asks[i]
+		_, errs[i] = dc.Resource(a.gvr).Namespace(a.obj.GetNamespace()).Create(ctx, a.obj, metav1.CreateOptions{
+			DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict",
 		})
-	}
-	for i := range asks {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	})
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}

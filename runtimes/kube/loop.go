@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -209,24 +208,7 @@ func (r *runner) release(ctx context.Context) {
 		}
 	}
 	refused := make([]error, len(us))
-	if len(us) == 1 {
-		refused[0] = r.create(ctx, us[0])
-	} else {
-		next := make(chan int)
-		var wg sync.WaitGroup
-		for range min(createWorkers, len(us)) {
-			wg.Go(func() {
-				for i := range next {
-					refused[i] = r.create(ctx, us[i])
-				}
-			})
-		}
-		for i := range us {
-			next <- i
-		}
-		close(next)
-		wg.Wait()
-	}
+	inParallel(len(us), createWorkers, func(i int) { refused[i] = r.create(ctx, us[i]) })
 	for i, u := range us {
 		switch {
 		case refused[i] == nil:
