@@ -177,15 +177,11 @@ func (k *kpoWriter) compact(t *Task) error {
 			k.task.WriteByte(',')
 		}
 		first = false
-		v := a.Value
-		if d, ok := v.(time.Duration); ok {
-			v = d.Seconds()
-		}
 		if err := k.encode(a.Name); err != nil {
 			return err
 		}
 		k.task.WriteByte(':')
-		if err := k.encode(v); err != nil {
+		if err := k.encode(kpoValue(a.Value)); err != nil {
 			return err
 		}
 	}
@@ -301,15 +297,20 @@ func stringEnd(src []byte, start int) int {
 	return len(src)
 }
 
+// kpoValue is an argument's value as the .kpo.json file holds it: a duration
+// in seconds, as the operator's timeouts take it.
+func kpoValue(v any) any {
+	if d, ok := v.(time.Duration); ok {
+		return d.Seconds()
+	}
+	return v
+}
+
 // kpoTask returns t as KPOTask.
 func kpoTask(t *Task) KPOTask {
 	kt := KPOTask{TaskID: t.ID, Upstream: append([]string{}, t.Upstream...), Operator: Operators[t.Operator] + "." + t.Operator, Arguments: map[string]any{}}
 	for _, a := range t.Args {
-		v := a.Value
-		if d, ok := v.(time.Duration); ok {
-			v = d.Seconds()
-		}
-		kt.Arguments[a.Name] = v
+		kt.Arguments[a.Name] = kpoValue(a.Value)
 	}
 	kt.Setup, kt.TeardownOf = t.Setup, t.Setups
 	if t.Items != nil {
