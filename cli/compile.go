@@ -12,7 +12,6 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"strings"
-	"sync"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -23,6 +22,7 @@ import (
 	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/image/built"
 	"github.com/manifoldflow/manifold/internal/atomicfile"
+	"github.com/manifoldflow/manifold/internal/startgc"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runid"
 	"github.com/manifoldflow/manifold/sdk"
@@ -153,47 +153,12 @@ func chooseTargets(name string) ([]emit.Target, error) {
 // keeps most of what it allocates: collecting when the heap has grown by
 // half (not Go's default, doubled) keeps the heap near the plan's size, for
 // few more collections, unless GOGC says otherwise. It does so from the
-// process's first collection on: before it, Go collects once the heap reaches
-// its minimum, which GOGC scales, and at half of Go's default (2 MB) that is
-// less than the program's package initialisers leave, so a small flow's
-// compile would start by collecting what they left, and collect nothing of
-// its own.
+// process's first collection on (startgc.Then): before it, the program's
+// start keeps the heap minimum high, so a small flow's compile collects
+// nothing at all, and a large one first collects once what it made is worth
+// collecting.
 func compileGC() {
-	if os.Getenv("GOGC") != "" {
-		return
-	}
-	cycles := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
-	if metrics.Read(cycles); cycles[0].Value.Uint64() > 0 {
-		debug.SetGCPercent(50)
-		return
-	}
-	deferPlanGC()
-}
-
-// deferPlanGC makes compileGC's setting after the next collection (planGCDue).
-func deferPlanGC() {
-	planGC.Lock()
-	planGC.pending = true
-	planGC.Unlock()
-	runtime.AddCleanup(new(*byte), func(struct{}) { planGCDue() }, struct{}{})
-}
-
-// planGC is whether compileGC's setting waits for the first collection, which
-// emitGC, once the plan is made, calls off.
-var planGC struct {
-	sync.Mutex
-	pending bool
-}
-
-// planGCDue makes compileGC's setting, unless emitGC has called it off: after
-// the first collection (when a pointer compileGC let go is collected).
-func planGCDue() {
-	planGC.Lock()
-	defer planGC.Unlock()
-	if planGC.pending {
-		planGC.pending = false
-		debug.SetGCPercent(50)
-	}
+	startgc.Then(50)
 }
 
 // emitGC tunes the garbage collector for emitting a plan, once it is made:
@@ -203,12 +168,7 @@ func planGCDue() {
 // within a soft limit of the heap live now (the plan, and what the compile
 // left) and emitHeadroom, unless GOGC or GOMEMLIMIT say otherwise.
 func emitGC() {
-	if os.Getenv("GOGC") == "" {
-		planGC.Lock()
-		planGC.pending = false
-		debug.SetGCPercent(400)
-		planGC.Unlock()
-	}
+	startgc.Set(400)
 	if os.Getenv("GOMEMLIMIT") == "" {
 		live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 		metrics.Read(live)
@@ -229,9 +189,7 @@ const emitHeadroom = 48 << 20
 // (past which it collects as often as it must), unless GOGC or GOMEMLIMIT say
 // otherwise.
 func batchGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
+	startgc.Set(400)
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(384 << 20)
 	}
