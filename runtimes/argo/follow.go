@@ -198,11 +198,10 @@ func (f *follower) watch() error {
 		UpdateFunc: func(any, any) { f.wake() },
 		DeleteFunc: func(any) { f.wake() },
 	}
-	workflows := c.conn.Dynamic.Resource(WorkflowGVR).Namespace(c.ns)
-	f.wf = kubeclient.Informer(workflows, &unstructured.Unstructured{}, func(o *metav1.ListOptions) {
+	f.wf = kubeclient.DynamicInformer(c.conn.Dynamic, WorkflowGVR, c.ns, func(o *metav1.ListOptions) {
 		o.FieldSelector = "metadata.name=" + f.name
 	})
-	f.parts = kubeclient.Informer(workflows, &unstructured.Unstructured{}, func(o *metav1.ListOptions) {
+	f.parts = kubeclient.DynamicInformer(c.conn.Dynamic, WorkflowGVR, c.ns, func(o *metav1.ListOptions) {
 		o.LabelSelector = LabelParentWorkflow + "=" + f.name
 	})
 	f.pods = kubeclient.Informer(c.conn.Client.CoreV1().Pods(c.ns), &corev1.Pod{}, func(o *metav1.ListOptions) { o.LabelSelector = labelWorkflow })

@@ -229,7 +229,7 @@ func (w *watcher) start(ctx context.Context, abort <-chan struct{}) (map[string]
 			nw.services = corelisters.NewServiceLister(inf.GetIndexer())
 		}
 		if slices.Contains(w.kinds, jobSetGVR) {
-			inf := kubeclient.Informer(c.dynamic.Resource(jobSetGVR).Namespace(ns), &unstructured.Unstructured{}, tweak)
+			inf := kubeclient.DynamicInformer(c.dynamic, jobSetGVR, ns, tweak)
 			infs = append(infs, inf)
 			nw.jobSets = cache.NewGenericLister(inf.GetIndexer(), jobSetGVR.GroupResource())
 		}
@@ -243,7 +243,7 @@ func (w *watcher) start(ctx context.Context, abort <-chan struct{}) (map[string]
 			synced = append(synced, inf.HasSynced)
 		}
 		if w.workload {
-			inf := kubeclient.Informer(c.dynamic.Resource(workloadGVR).Namespace(ns), &unstructured.Unstructured{}, nil)
+			inf := kubeclient.DynamicInformer(c.dynamic, workloadGVR, ns, nil)
 			if err := inf.AddIndexers(cache.Indexers{ownerIndex: ownerUIDs}); err != nil {
 				return fail(err)
 			}
