@@ -16,11 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
 	eargo "github.com/manifoldflow/manifold/emit/argo"
+	"github.com/manifoldflow/manifold/internal/kubeclient"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/dag"
 	"github.com/manifoldflow/manifold/runtimes/display"
@@ -199,27 +198,21 @@ func (f *follower) watch() error {
 		UpdateFunc: func(any, any) { f.wake() },
 		DeleteFunc: func(any) { f.wake() },
 	}
-	wfs := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.conn.Dynamic, 0, c.ns, func(o *metav1.ListOptions) {
+	f.wf = kubeclient.DynamicInformer(c.conn.Dynamic, WorkflowGVR, c.ns, func(o *metav1.ListOptions) {
 		o.FieldSelector = "metadata.name=" + f.name
 	})
-	parts := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.conn.Dynamic, 0, c.ns, func(o *metav1.ListOptions) {
+	f.parts = kubeclient.DynamicInformer(c.conn.Dynamic, WorkflowGVR, c.ns, func(o *metav1.ListOptions) {
 		o.LabelSelector = LabelParentWorkflow + "=" + f.name
 	})
-	pods := informers.NewSharedInformerFactoryWithOptions(c.conn.Client, 0, informers.WithNamespace(c.ns),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = labelWorkflow }))
-	f.wf = wfs.ForResource(WorkflowGVR).Informer()
-	f.parts = parts.ForResource(WorkflowGVR).Informer()
-	f.pods = pods.Core().V1().Pods().Informer()
+	f.pods = kubeclient.Informer(c.conn.Client.CoreV1().Pods(c.ns), &corev1.Pod{}, func(o *metav1.ListOptions) { o.LabelSelector = labelWorkflow })
 	for _, inf := range []cache.SharedIndexInformer{f.wf, f.parts, f.pods} {
 		if _, err := inf.AddEventHandler(kick); err != nil {
 			return err
 		}
 	}
-	stop := make(chan struct{})
-	go func() { <-f.logCtx.Done(); close(stop) }()
-	wfs.Start(stop)
-	parts.Start(stop)
-	pods.Start(stop)
+	for _, inf := range []cache.SharedIndexInformer{f.wf, f.parts, f.pods} {
+		go inf.RunWithContext(f.logCtx)
+	}
 	return nil
 }
 
@@ -567,7 +560,7 @@ func (f *follower) followLog(u *unit, p *corev1.Pod) {
 	f.logWG.Add(1)
 	go func() {
 		defer f.logWG.Done()
-		err := kube.StreamLog(f.logCtx, f.c.conn.Client, p.Namespace, p.Name, func(line string) {
+		err := kube.StreamLog(f.logCtx, f.c.conn.Client.CoreV1().Pods(p.Namespace), p.Name, func(line string) {
 			f.Disp.Output(u.Label, false, line)
 			f.logMu.Lock()
 			defer f.logMu.Unlock()

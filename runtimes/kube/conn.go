@@ -8,9 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/manifoldflow/manifold/internal/kubeclient"
 	"github.com/manifoldflow/manifold/plan"
 )
 
@@ -20,7 +20,7 @@ import (
 // another controller (package runtimes/argo) connect with it.
 type Conn struct {
 	Config  *rest.Config
-	Client  kubernetes.Interface
+	Client  *kubeclient.Clientset
 	Dynamic dynamic.Interface
 	// Context is the kubeconfig context used, Host the API server's URL, and
 	// Namespace Options.Namespace, else the context's namespace, else "default".
@@ -56,11 +56,17 @@ func PodFailure(p *corev1.Pod, s *plan.Step) (msg, reason string, code *int) {
 // can be read.
 func PodStarted(p *corev1.Pod) bool { return started(p) }
 
-// StreamLog follows the log of the step container of pod namespace/name until it
-// ends or ctx does, calling line for each line; the error is the API server's
-// answer when it does not serve the log.
-func StreamLog(ctx context.Context, client kubernetes.Interface, namespace, name string, line func(string)) error {
-	rc, err := client.CoreV1().Pods(namespace).GetLogs(name, &corev1.PodLogOptions{Container: plan.ContainerName, Follow: true}).Stream(ctx)
+// PodLogs makes the requests for the logs of the pods of a namespace, as
+// Conn.Client.CoreV1().Pods(ns) and client-go's typed pod clients do.
+type PodLogs interface {
+	GetLogs(name string, opts *corev1.PodLogOptions) *rest.Request
+}
+
+// StreamLog follows the log of the step container of pod name, of the
+// namespace of pods, until it ends or ctx does, calling line for each line;
+// the error is the API server's answer when it does not serve the log.
+func StreamLog(ctx context.Context, pods PodLogs, name string, line func(string)) error {
+	rc, err := pods.GetLogs(name, &corev1.PodLogOptions{Container: plan.ContainerName, Follow: true}).Stream(ctx)
 	if err != nil {
 		return err
 	}

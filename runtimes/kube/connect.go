@@ -15,9 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/manifoldflow/manifold/internal/kubeclient"
 )
 
 // Kinds the runtime creates, with their resources.
@@ -30,7 +31,7 @@ var (
 // cluster is a connection to the API server of the cluster a run uses.
 type cluster struct {
 	config  *rest.Config
-	client  kubernetes.Interface
+	client  *kubeclient.Clientset
 	dynamic dynamic.Interface
 	// context is the kubeconfig context used, host the API server's URL, and
 	// namespace the one objects without their own go to.
@@ -53,7 +54,7 @@ func (c *cluster) follow(limit time.Duration) error {
 	r := newReach(c.host, limit, probe)
 	rc := rest.CopyConfig(c.config)
 	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &transport{r: r, next: rt} })
-	client, err := kubernetes.NewForConfig(rc)
+	client, err := kubeclient.NewForConfig(rc)
 	if err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ func connect(ctx context.Context, o Options) (*cluster, error) {
 			return nil, fmt.Errorf("kubeconfig context %s: %w", name, err)
 		}
 	}
-	if c.client, err = kubernetes.NewForConfig(rc); err != nil {
+	if c.client, err = kubeclient.NewForConfig(rc); err != nil {
 		return nil, err
 	}
 	if c.dynamic, err = dynamic.NewForConfig(rc); err != nil {
@@ -110,11 +111,11 @@ func connect(ctx context.Context, o Options) (*cluster, error) {
 
 	probe := rest.CopyConfig(rc)
 	probe.Timeout = connectTimeout
-	pc, err := kubernetes.NewForConfig(probe)
+	pc, err := kubeclient.NewForConfig(probe)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := pc.Discovery().ServerVersion(); err != nil {
+	if _, err := pc.ServerVersion(context.Background()); err != nil {
 		switch {
 		case apierrors.IsUnauthorized(err):
 			return nil, fmt.Errorf("the cluster at %s (context %s) refused the credentials: %v; log in again or fix the kubeconfig's user", c.host, name, err)
@@ -202,7 +203,7 @@ func (c *cluster) served(gvr schema.GroupVersionResource, todo string) error {
 
 // serves reports whether the API server serves resource gvr.
 func (c *cluster) serves(gvr schema.GroupVersionResource) (bool, error) {
-	list, err := c.client.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+	list, err := c.client.ServerResourcesForGroupVersion(context.Background(), gvr.GroupVersion().String())
 	if err != nil && !apierrors.IsNotFound(err) {
 		return false, fmt.Errorf("asking the cluster at %s for the %s API: %w", c.host, gvr.GroupVersion(), err)
 	}

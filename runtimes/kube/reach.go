@@ -15,9 +15,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/manifoldflow/manifold/internal/kubeclient"
 	"github.com/manifoldflow/manifold/runtimes/display"
 )
 
@@ -131,11 +131,11 @@ func readyz(config *rest.Config) (func(context.Context) error, error) {
 	pc := rest.CopyConfig(config)
 	pc.Timeout = probeTimeout
 	pc.WrapTransport = nil
-	cs, err := kubernetes.NewForConfig(pc)
+	cs, err := kubeclient.NewForConfig(pc)
 	if err != nil {
 		return nil, err
 	}
-	rc := cs.Discovery().RESTClient()
+	rc := cs.RESTClient()
 	return func(ctx context.Context) error {
 		err := rc.Get().AbsPath("/readyz").Do(ctx).Error()
 		if err == nil || !transient(err) {

@@ -16,13 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/manifoldflow/manifold/internal/kubeclient"
 	"github.com/manifoldflow/manifold/plan"
 )
 
@@ -212,21 +211,27 @@ func (w *watcher) start(ctx context.Context, abort <-chan struct{}) (map[string]
 	var synced []cache.InformerSynced
 	nss := map[string]*nsWatch{}
 	for _, ns := range w.namespaces {
-		f := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithNamespace(ns), informers.WithTweakListOptions(tweak))
 		nw := &nsWatch{}
-		podInformer := f.Core().V1().Pods().Informer()
+		podInformer := kubeclient.Informer(c.client.CoreV1().Pods(ns), &corev1.Pod{}, tweak)
 		if err := podInformer.AddIndexers(cache.Indexers{podOwnerIndex: podOwners}); err != nil {
 			return fail(err)
 		}
 		infs := []cache.SharedIndexInformer{podInformer}
 		nw.pods = podInformer.GetIndexer()
 		if slices.Contains(w.kinds, jobGVR) {
-			infs = append(infs, f.Batch().V1().Jobs().Informer())
-			nw.jobs = f.Batch().V1().Jobs().Lister()
+			inf := kubeclient.Informer(c.client.BatchV1().Jobs(ns), &batchv1.Job{}, tweak)
+			infs = append(infs, inf)
+			nw.jobs = batchlisters.NewJobLister(inf.GetIndexer())
 		}
 		if slices.Contains(w.kinds, serviceGVR) {
-			infs = append(infs, f.Core().V1().Services().Informer())
-			nw.services = f.Core().V1().Services().Lister()
+			inf := kubeclient.Informer(c.client.CoreV1().Services(ns), &corev1.Service{}, tweak)
+			infs = append(infs, inf)
+			nw.services = corelisters.NewServiceLister(inf.GetIndexer())
+		}
+		if slices.Contains(w.kinds, jobSetGVR) {
+			inf := kubeclient.DynamicInformer(c.dynamic, jobSetGVR, ns, tweak)
+			infs = append(infs, inf)
+			nw.jobSets = cache.NewGenericLister(inf.GetIndexer(), jobSetGVR.GroupResource())
 		}
 		for _, inf := range infs {
 			if err := inf.SetTransform(dropManagedFields); err != nil {
@@ -237,23 +242,8 @@ func (w *watcher) start(ctx context.Context, abort <-chan struct{}) (map[string]
 			}
 			synced = append(synced, inf.HasSynced)
 		}
-		f.Start(ctx.Done())
-		if slices.Contains(w.kinds, jobSetGVR) {
-			df := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.dynamic, 0, ns, tweak)
-			gi := df.ForResource(jobSetGVR)
-			if err := gi.Informer().SetTransform(dropManagedFields); err != nil {
-				return fail(err)
-			}
-			if err := setup(gi.Informer(), handler); err != nil {
-				return fail(err)
-			}
-			synced = append(synced, gi.Informer().HasSynced)
-			nw.jobSets = gi.Lister()
-			df.Start(ctx.Done())
-		}
 		if w.workload {
-			wf := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.dynamic, 0, ns, nil)
-			inf := wf.ForResource(workloadGVR).Informer()
+			inf := kubeclient.DynamicInformer(c.dynamic, workloadGVR, ns, nil)
 			if err := inf.AddIndexers(cache.Indexers{ownerIndex: ownerUIDs}); err != nil {
 				return fail(err)
 			}
@@ -262,7 +252,10 @@ func (w *watcher) start(ctx context.Context, abort <-chan struct{}) (map[string]
 			}
 			synced = append(synced, inf.HasSynced)
 			nw.workloads = inf
-			wf.Start(ctx.Done())
+			infs = append(infs, inf)
+		}
+		for _, inf := range infs {
+			go inf.RunWithContext(ctx)
 		}
 		nss[ns] = nw
 	}
