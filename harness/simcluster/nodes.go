@@ -148,7 +148,7 @@ func createNodes(ctx context.Context, c kubernetes.Interface, groups []NodeGroup
 			if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 				return nil, fmt.Errorf("set status of node %s: %w", n.Name, err)
 			}
-			if _, err := nodeshape.ApplyStatus(ctx, c, n.Name, shape); err != nil {
+			if _, err := nodeshape.ApplyStatus(ctx, c.CoreV1().Nodes(), n.Name, shape); err != nil {
 				return nil, err
 			}
 			names = append(names, n.Name)

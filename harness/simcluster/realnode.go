@@ -347,7 +347,7 @@ maxPods: 110
 	maps.Copy(shape.Labels, o.Labels)
 	shape.Labels[LabelRealNode], shape.Labels[corev1.LabelTopologyZone] = "true", Zone
 	shape.Taints = append(slices.Clone(shape.Taints), corev1.Taint{Key: LabelRealNode, Value: "true", Effect: corev1.TaintEffectNoSchedule})
-	if err := nodeshape.Apply(ctx, c.Client, n.Name, shape); err != nil {
+	if err := nodeshape.Apply(ctx, c.Client.CoreV1().Nodes(), n.Name, shape); err != nil {
 		return fmt.Errorf("shaping it: %w", err)
 	}
 	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {

@@ -12,8 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/restmapper"
 
 	"github.com/manifoldflow/manifold/harness/simcluster"
 )
@@ -23,10 +21,14 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(simcluster.Main(m)) }
 
+// simClients returns the clients Up makes (connect), of the simulated cluster.
 func simClients(t *testing.T) *clients {
-	c := simcluster.Shared(t)
-	return &clients{client: c.Client, dyn: c.Dynamic,
-		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Client.Discovery()))}
+	t.Helper()
+	cl, err := connect(simcluster.Shared(t).Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
 }
 
 // kindNode creates a node as kind's kubelet registers it (run by kwok, as the
@@ -167,6 +169,7 @@ func TestApplyComponentsDryRun(t *testing.T) {
 // with its replicas and the command that shows why, when the wait ends.
 func TestWaitAvailable(t *testing.T) {
 	sim := simcluster.Shared(t)
+	cl := simClients(t)
 	ns := sim.Namespace(t)
 	ctx := context.Background()
 	deploy := func(name, instanceType string) {
@@ -193,12 +196,12 @@ func TestWaitAvailable(t *testing.T) {
 	deploy("stuck", "no-such-type")
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if err := waitAvailable(wctx, sim.Client, ns, "runs"); err != nil {
+	if err := waitAvailable(wctx, cl.client, ns, "runs"); err != nil {
 		t.Errorf("a Deployment kwok runs: %v", err)
 	}
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	err := waitAvailable(sctx, sim.Client, ns, "stuck")
+	err := waitAvailable(sctx, cl.client, ns, "stuck")
 	if err == nil {
 		t.Fatal("a Deployment whose pod cannot be scheduled was Available")
 	}

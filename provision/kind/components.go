@@ -23,9 +23,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/manifoldflow/manifold/internal/kubeclient"
 )
 
 // The pinned releases `kind up --with` installs. Their manifests are embedded
@@ -140,7 +141,7 @@ func applyOptions(dryRun bool) metav1.PatchOptions {
 
 // apply applies objs by server-side apply (dry run only, if dryRun), finding
 // each kind's resource through mapper.
-func apply(ctx context.Context, dyn dynamic.Interface, mapper meta.ResettableRESTMapper, objs []*unstructured.Unstructured, dryRun bool) error {
+func apply(ctx context.Context, dyn dynamic.Interface, mapper *kubeclient.Mapper, objs []*unstructured.Unstructured, dryRun bool) error {
 	for _, o := range objs {
 		gvk := o.GroupVersionKind()
 		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
@@ -175,7 +176,7 @@ func qualified(ns, name string) string {
 
 // install applies c's manifest and waits, at most timeout, until each of its
 // Deployments is Available.
-func install(ctx context.Context, c kubernetes.Interface, dyn dynamic.Interface, mapper meta.ResettableRESTMapper, comp Component, timeout time.Duration) error {
+func install(ctx context.Context, c *kubeclient.Clientset, dyn dynamic.Interface, mapper *kubeclient.Mapper, comp Component, timeout time.Duration) error {
 	objs, err := comp.Objects()
 	if err != nil {
 		return err
@@ -199,7 +200,7 @@ func install(ctx context.Context, c kubernetes.Interface, dyn dynamic.Interface,
 // waitAvailable watches Deployment ns/name until it is Available, or ctx ends;
 // the error then gives the Deployment's last condition and the kubectl
 // command that shows why.
-func waitAvailable(ctx context.Context, c kubernetes.Interface, ns, name string) error {
+func waitAvailable(ctx context.Context, c *kubeclient.Clientset, ns, name string) error {
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {

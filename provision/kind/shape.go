@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/client-go/util/retry"
@@ -35,13 +34,13 @@ var conflictBackoff = wait.Backoff{Steps: 12, Duration: 10 * time.Millisecond, F
 
 // waitNodes watches the nodes until there are at least want of them and every
 // one is Ready, or ctx ends.
-func waitNodes(ctx context.Context, c kubernetes.Interface, want int) error {
+func waitNodes(ctx context.Context, nodes nodeshape.Nodes, want int) error {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.CoreV1().Nodes().List(ctx, o)
+			return nodes.List(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return c.CoreV1().Nodes().Watch(ctx, o)
+			return nodes.Watch(ctx, o)
 		},
 	}
 	var ready map[string]bool
@@ -88,8 +87,8 @@ func nodeReady(n *corev1.Node) bool {
 
 // shapeWorkers gives every node labelled LabelSimulate the shape of the
 // instance type the label names, and returns the shapes by node name.
-func shapeWorkers(ctx context.Context, c kubernetes.Interface) (map[string]nodeshape.Shape, error) {
-	list, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: LabelSimulate})
+func shapeWorkers(ctx context.Context, nodes nodeshape.Nodes) (map[string]nodeshape.Shape, error) {
+	list, err := nodes.List(ctx, metav1.ListOptions{LabelSelector: LabelSimulate})
 	if err != nil {
 		return nil, fmt.Errorf("list the workers to shape: %w", err)
 	}
@@ -99,7 +98,7 @@ func shapeWorkers(ctx context.Context, c kubernetes.Interface) (map[string]nodes
 		if err != nil {
 			return nil, fmt.Errorf("node %s, label %s: %w", n.Name, LabelSimulate, err)
 		}
-		if err := nodeshape.Apply(ctx, c, n.Name, s); err != nil {
+		if err := nodeshape.Apply(ctx, nodes, n.Name, s); err != nil {
 			return nil, err
 		}
 		shapes[n.Name] = s
@@ -109,8 +108,8 @@ func shapeWorkers(ctx context.Context, c kubernetes.Interface) (map[string]nodes
 
 // recordedTypes returns the instance type each node labelled LabelSimulate
 // records, by node name.
-func recordedTypes(ctx context.Context, c kubernetes.Interface) (map[string]string, error) {
-	list, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: LabelSimulate})
+func recordedTypes(ctx context.Context, nodes nodeshape.Nodes) (map[string]string, error) {
+	list, err := nodes.List(ctx, metav1.ListOptions{LabelSelector: LabelSimulate})
 	if err != nil {
 		return nil, err
 	}
@@ -148,15 +147,15 @@ func groupsOf(recorded map[string]string) []Group {
 // control-plane nodes, so that pods which tolerate no accelerator taint (the
 // controllers --with installs, steps without accelerators) have a node when
 // every worker is an accelerator node. It returns the nodes it changed.
-func untaintControlPlane(ctx context.Context, c kubernetes.Interface) ([]string, error) {
-	list, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: labelControlPlane})
+func untaintControlPlane(ctx context.Context, nodes nodeshape.Nodes) ([]string, error) {
+	list, err := nodes.List(ctx, metav1.ListOptions{LabelSelector: labelControlPlane})
 	if err != nil {
 		return nil, fmt.Errorf("list the control-plane nodes: %w", err)
 	}
 	var changed []string
 	for _, n := range list.Items {
 		err := retry.RetryOnConflict(conflictBackoff, func() error {
-			node, err := c.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+			node, err := nodes.Get(ctx, n.Name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
@@ -167,7 +166,7 @@ func untaintControlPlane(ctx context.Context, c kubernetes.Interface) ([]string,
 				return nil
 			}
 			node.Spec.Taints = kept
-			if _, err := c.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{FieldManager: "manifold-kind"}); err != nil {
+			if _, err := nodes.Update(ctx, node, metav1.UpdateOptions{FieldManager: "manifold-kind"}); err != nil {
 				return err
 			}
 			changed = append(changed, n.Name)

@@ -28,16 +28,13 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/kind/pkg/cluster"
 
+	"github.com/manifoldflow/manifold/internal/kubeclient"
 	"github.com/manifoldflow/manifold/provision/nodeshape"
 	"github.com/manifoldflow/manifold/runtimes/display"
 )
@@ -107,7 +104,7 @@ func Up(ctx context.Context, o Options) error {
 		return err
 	}
 	if exists {
-		recorded, err := recordedTypes(ctx, cl.client)
+		recorded, err := recordedTypes(ctx, cl.client.CoreV1().Nodes())
 		if err != nil {
 			return fmt.Errorf("read the workers of kind cluster %s: %w", name, err)
 		}
@@ -149,13 +146,13 @@ func create(ctx context.Context, provider *cluster.Provider, name string, cfg *v
 
 // clients reach a cluster.
 type clients struct {
-	client kubernetes.Interface
+	client *kubeclient.Clientset
 	dyn    dynamic.Interface
-	mapper meta.ResettableRESTMapper
+	mapper *kubeclient.Mapper
 }
 
 func connect(rc *rest.Config) (*clients, error) {
-	c, err := kubernetes.NewForConfig(rc)
+	c, err := kubeclient.NewForConfig(rc)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +160,7 @@ func connect(rc *rest.Config) (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &clients{client: c, dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Discovery()))}, nil
+	return &clients{client: c, dyn: dyn, mapper: kubeclient.NewMapper(c)}, nil
 }
 
 // settle finishes what Up does once the cluster exists: waits until there are
@@ -172,12 +169,12 @@ func connect(rc *rest.Config) (*clients, error) {
 // components, and with o.Watch keeps the shapes until ctx ends.
 func settle(ctx context.Context, cl *clients, name string, o Options, nodes int, timeout time.Duration, log *logger) error {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
-	err := waitNodes(wctx, cl.client, nodes)
+	err := waitNodes(wctx, cl.client.CoreV1().Nodes(), nodes)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("kind cluster %s: %w", name, err)
 	}
-	shapes, err := shapeWorkers(ctx, cl.client)
+	shapes, err := shapeWorkers(ctx, cl.client.CoreV1().Nodes())
 	if err != nil {
 		return err
 	}
@@ -185,7 +182,7 @@ func settle(ctx context.Context, cl *clients, name string, o Options, nodes int,
 		log.printf("%s: %s", node, shapes[node])
 	}
 	if len(shapes) > 0 && !slices.ContainsFunc(slices.Collect(maps.Values(shapes)), func(s nodeshape.Shape) bool { return len(s.Taints) == 0 }) {
-		changed, err := untaintControlPlane(ctx, cl.client)
+		changed, err := untaintControlPlane(ctx, cl.client.CoreV1().Nodes())
 		if err != nil {
 			return err
 		}
@@ -205,7 +202,7 @@ func settle(ctx context.Context, cl *clients, name string, o Options, nodes int,
 		return nil
 	}
 	log.printf("keeping the simulated capacity of %s until interrupted", display.Count(len(shapes), "worker"))
-	return nodeshape.Keep(ctx, cl.client, shapes, func(node string, err error) {
+	return nodeshape.Keep(ctx, cl.client.CoreV1().Nodes(), shapes, func(node string, err error) {
 		if err != nil {
 			log.printf("%s: could not apply %s again: %v", node, shapes[node].InstanceType, err)
 			return

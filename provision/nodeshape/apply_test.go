@@ -14,16 +14,44 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/gentype"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/manifoldflow/manifold/harness/simcluster"
+	"github.com/manifoldflow/manifold/internal/kubeclient"
 	"github.com/manifoldflow/manifold/provision/nodeshape"
 )
 
 func TestMain(m *testing.M) { os.Exit(simcluster.Main(m)) }
+
+// nodes are the node operations of the tests: nodeshape's, and those a
+// kubelet and a node's owner use.
+type nodes interface {
+	nodeshape.Nodes
+	Create(ctx context.Context, node *corev1.Node, opts metav1.CreateOptions) (*corev1.Node, error)
+	UpdateStatus(ctx context.Context, node *corev1.Node, opts metav1.UpdateOptions) (*corev1.Node, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// Both clients of nodes: kubeclient's, which `kind up` uses, and client-go's
+// typed one, which the simulated cluster's harness uses.
+var (
+	_ nodes = (*gentype.ClientWithList[*corev1.Node, *corev1.NodeList])(nil)
+	_ nodes = corev1client.NodeInterface(nil)
+)
+
+// kubeNodes returns kubeclient's client of the simulated cluster's nodes.
+func kubeNodes(t *testing.T) nodes {
+	t.Helper()
+	c, err := kubeclient.NewForConfig(simcluster.Shared(t).Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.CoreV1().Nodes()
+}
 
 // kubeletStatus is the status a kubelet reports for a host of its own: cpu,
 // memory and pods.
@@ -36,10 +64,10 @@ var kubeletStatus = corev1.ResourceList{
 // plainNode creates a node with no labels of ours, waits until kwok (the
 // simulated cluster's kubelet) has made it Ready, then gives it the status a
 // kubelet reports for its host; it deletes the node when t ends.
-func plainNode(t *testing.T, c kubernetes.Interface, name string, taints ...corev1.Taint) {
+func plainNode(t *testing.T, c nodes, name string, taints ...corev1.Taint) {
 	t.Helper()
 	ctx := context.Background()
-	_, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{
+	_, err := c.Create(ctx, &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name, "team": "ml"},
 			Annotations: map[string]string{simcluster.FakeNodeAnnotation: "fake"}},
 		Spec: corev1.NodeSpec{Taints: taints},
@@ -47,7 +75,7 @@ func plainNode(t *testing.T, c kubernetes.Interface, name string, taints ...core
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() { _ = c.Delete(context.Background(), name, metav1.DeleteOptions{}) })
 	untilNode(t, c, name, "Ready", func(n *corev1.Node) bool {
 		for _, cond := range n.Status.Conditions {
 			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
@@ -63,17 +91,17 @@ func plainNode(t *testing.T, c kubernetes.Interface, name string, taints ...core
 
 // updateStatus changes node name's status as its kubelet would: read, change,
 // update (again if another writer got there first).
-func updateStatus(t *testing.T, c kubernetes.Interface, name string, change func(*corev1.NodeStatus)) *corev1.Node {
+func updateStatus(t *testing.T, c nodes, name string, change func(*corev1.NodeStatus)) *corev1.Node {
 	t.Helper()
 	ctx := context.Background()
 	var updated *corev1.Node
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		n, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		n, err := c.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		change(&n.Status)
-		updated, err = c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{FieldManager: "kubelet"})
+		updated, err = c.UpdateStatus(ctx, n, metav1.UpdateOptions{FieldManager: "kubelet"})
 		return err
 	})
 	if err != nil {
@@ -84,7 +112,7 @@ func updateStatus(t *testing.T, c kubernetes.Interface, name string, change func
 
 // untilNode watches node name until cond holds, for at most a minute, and
 // returns the node as it then was.
-func untilNode(t *testing.T, c kubernetes.Interface, name, what string, cond func(*corev1.Node) bool) *corev1.Node {
+func untilNode(t *testing.T, c nodes, name, what string, cond func(*corev1.Node) bool) *corev1.Node {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -92,11 +120,11 @@ func untilNode(t *testing.T, c kubernetes.Interface, name, what string, cond fun
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = sel
-			return c.CoreV1().Nodes().List(ctx, o)
+			return c.List(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = sel
-			return c.CoreV1().Nodes().Watch(ctx, o)
+			return c.Watch(ctx, o)
 		},
 	}
 	last, err := watchtools.UntilWithSync(ctx, lw, &corev1.Node{}, nil, func(e watch.Event) (bool, error) {
@@ -121,11 +149,17 @@ func count(list corev1.ResourceList, name corev1.ResourceName) string {
 // API server and reads back what it advertises: the labels, the Neuron taint
 // beside the node's own, and 16 Neuron devices and 8 EFA interfaces as capacity
 // and allocatable, while the kubelet's cpu, memory and pods stay as they were
-// and stay the kubelet's.
+// and stay the kubelet's. It does so through kubeclient's nodes and through
+// client-go's typed ones, which must send the same requests.
 func TestApply(t *testing.T) {
-	c := simcluster.Shared(t).Client
+	t.Run("kubeclient", func(t *testing.T) { testApply(t, kubeNodes(t), "shape-apply") })
+	t.Run("client-go", func(t *testing.T) {
+		testApply(t, simcluster.Shared(t).Client.CoreV1().Nodes(), "shape-apply-client-go")
+	})
+}
+
+func testApply(t *testing.T, c nodes, name string) {
 	ctx := context.Background()
-	const name = "shape-apply"
 	own := corev1.Taint{Key: "example.com/dedicated", Value: "ml", Effect: corev1.TaintEffectNoExecute}
 	plainNode(t, c, name, own)
 	s, err := nodeshape.ForType("trn1.32xlarge")
@@ -135,7 +169,7 @@ func TestApply(t *testing.T) {
 	if err := nodeshape.Apply(ctx, c, name, s); err != nil {
 		t.Fatal(err)
 	}
-	n, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	n, err := c.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +226,7 @@ func TestApply(t *testing.T) {
 	if err := nodeshape.Apply(ctx, c, name, s); err != nil {
 		t.Fatal(err)
 	}
-	if n, err = c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err != nil {
+	if n, err = c.Get(ctx, name, metav1.GetOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	neuronTaints := 0
@@ -209,7 +243,7 @@ func TestApply(t *testing.T) {
 // TestApplyStatusReshape: shaping a trn1.32xlarge node as an inf2.xlarge sets one
 // Neuron device and drops the EFA interfaces the first shape applied.
 func TestApplyStatusReshape(t *testing.T) {
-	c := simcluster.Shared(t).Client
+	c := kubeNodes(t)
 	ctx := context.Background()
 	const name = "shape-reshape"
 	plainNode(t, c, name)
@@ -222,7 +256,7 @@ func TestApplyStatusReshape(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	n, err := c.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +272,7 @@ func TestApplyStatusReshape(t *testing.T) {
 }
 
 func TestApplyStatusMissingNode(t *testing.T) {
-	c := simcluster.Shared(t).Client
+	c := kubeNodes(t)
 	s, err := nodeshape.ForType("trn1.32xlarge")
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +287,7 @@ func TestApplyStatusMissingNode(t *testing.T) {
 // kubelet does that finds its node recreated (extended resources zeroed): Keep applies the shape
 // again, and says so. When its context ends, Keep returns.
 func TestKeep(t *testing.T) {
-	c := simcluster.Shared(t).Client
+	c := kubeNodes(t)
 	const name = "shape-keep"
 	plainNode(t, c, name)
 	s, err := nodeshape.ForType("trn1.32xlarge")

@@ -7,10 +7,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/manifoldflow/manifold/internal/kubeclient"
 )
 
 // Keep watches the nodes named in shapes, each with the shape it must keep, and
@@ -20,7 +21,7 @@ import (
 // them). It is driven by an informer on the nodes, not by polling; an apply
 // that fails is retried with exponential backoff. reapplied, if not nil, is called after each apply
 // with the node's name and the apply's error. Keep returns nil when ctx ends.
-func Keep(ctx context.Context, c kubernetes.Interface, shapes map[string]Shape, reapplied func(node string, err error)) error {
+func Keep(ctx context.Context, c Nodes, shapes map[string]Shape, reapplied func(node string, err error)) error {
 	if len(shapes) == 0 {
 		return nil
 	}
@@ -34,20 +35,19 @@ func Keep(ctx context.Context, c kubernetes.Interface, shapes map[string]Shape, 
 			}
 		}
 	}
-	factory := informers.NewSharedInformerFactory(c, 0)
-	nodes := factory.Core().V1().Nodes()
-	if _, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	informer := kubeclient.Informer(c, &corev1.Node{}, nil)
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
 	}); err != nil {
 		return err
 	}
-	lister := nodes.Lister()
+	lister := corev1listers.NewNodeLister(informer.GetIndexer())
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	factory.Start(ctx.Done())
 	var wg sync.WaitGroup
+	wg.Go(func() { informer.RunWithContext(ctx) })
 	wg.Go(func() {
 		for {
 			name, shutdown := queue.Get()
@@ -66,12 +66,11 @@ func Keep(ctx context.Context, c kubernetes.Interface, shapes map[string]Shape, 
 	<-ctx.Done()
 	queue.ShutDown()
 	wg.Wait()
-	factory.Shutdown()
 	return nil
 }
 
 // keep applies what node name, as the informer last saw it, lacks of shape s.
-func keep(ctx context.Context, c kubernetes.Interface, get func(string) (*corev1.Node, error), name string, s Shape, reapplied func(string, error)) error {
+func keep(ctx context.Context, c Nodes, get func(string) (*corev1.Node, error), name string, s Shape, reapplied func(string, error)) error {
 	n, err := get(name)
 	if apierrors.IsNotFound(err) {
 		return nil // gone; a node of that name that comes back is an Add event

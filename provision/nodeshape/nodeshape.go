@@ -19,6 +19,7 @@ package nodeshape
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -29,9 +30,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/manifoldflow/manifold/catalog"
@@ -52,6 +53,17 @@ const (
 	TaintNVIDIA = plan.ResourceNVIDIA
 	TaintAMD    = plan.ResourceAMD
 )
+
+// Nodes are the operations on a cluster's nodes this package uses, with the
+// signatures of client-go's typed clients: both the CoreV1().Nodes() of
+// internal/kubeclient and that of client-go's Clientset are Nodes.
+type Nodes interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Node, error)
+	List(ctx context.Context, opts metav1.ListOptions) (*corev1.NodeList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+	Update(ctx context.Context, node *corev1.Node, opts metav1.UpdateOptions) (*corev1.Node, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*corev1.Node, error)
+}
 
 // Shape is what a node of one instance type advertises.
 type Shape struct {
@@ -143,7 +155,7 @@ func (s Shape) Advertised(n *corev1.Node) bool {
 }
 
 // Apply gives the existing node name the shape s: ApplyMeta, then ApplyStatus.
-func Apply(ctx context.Context, c kubernetes.Interface, name string, s Shape) error {
+func Apply(ctx context.Context, c Nodes, name string, s Shape) error {
 	if err := ApplyMeta(ctx, c, name, s); err != nil {
 		return err
 	}
@@ -157,9 +169,9 @@ func Apply(ctx context.Context, c kubernetes.Interface, name string, s Shape) er
 // The node is read and updated, again (after a growing pause) if another writer
 // got there first: a node that has just joined is written often by its kubelet
 // and the node controllers.
-func ApplyMeta(ctx context.Context, c kubernetes.Interface, name string, s Shape) error {
+func ApplyMeta(ctx context.Context, c Nodes, name string, s Shape) error {
 	err := retry.RetryOnConflict(conflictBackoff, func() error {
-		n, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		n, err := c.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -178,7 +190,7 @@ func ApplyMeta(ctx context.Context, c kubernetes.Interface, name string, s Shape
 				n.Spec.Taints = append(n.Spec.Taints, t)
 			}
 		}
-		_, err = c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{FieldManager: FieldManager})
+		_, err = c.Update(ctx, n, metav1.UpdateOptions{FieldManager: FieldManager})
 		return err
 	})
 	if err != nil {
@@ -197,13 +209,13 @@ var conflictBackoff = wait.Backoff{Steps: 12, Duration: 10 * time.Millisecond, F
 // status changes: cpu, memory, pods and the conditions stay the kubelet's. A
 // resource this manager applied before that s no longer has is removed. It
 // returns the node as the server stored it.
-func ApplyStatus(ctx context.Context, c kubernetes.Interface, name string, s Shape) (*corev1.Node, error) {
-	status := corev1ac.NodeStatus()
-	if len(s.Resources) > 0 {
-		status.WithCapacity(s.Resources.DeepCopy()).WithAllocatable(s.Resources.DeepCopy())
+func ApplyStatus(ctx context.Context, c Nodes, name string, s Shape) (*corev1.Node, error) {
+	body, err := statusApply(name, s)
+	if err != nil {
+		return nil, fmt.Errorf("set the %s capacity of node %s: %w", s.InstanceType, name, err)
 	}
-	n, err := c.CoreV1().Nodes().ApplyStatus(ctx, corev1ac.Node(name).WithStatus(status),
-		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	n, err := c.Patch(ctx, name, types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: FieldManager, Force: new(true)}, "status")
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("set the %s capacity of node %s: the node does not exist", s.InstanceType, name)
@@ -211,6 +223,25 @@ func ApplyStatus(ctx context.Context, c kubernetes.Interface, name string, s Sha
 		return nil, fmt.Errorf("set the %s capacity of node %s: %w", s.InstanceType, name, err)
 	}
 	return n, nil
+}
+
+// statusApply is the apply configuration ApplyStatus sends, as JSON: node
+// name with the extended resources of s as capacity and allocatable, or with
+// an empty status when s has none.
+func statusApply(name string, s Shape) ([]byte, error) {
+	type status struct {
+		Capacity    corev1.ResourceList `json:"capacity,omitempty"`
+		Allocatable corev1.ResourceList `json:"allocatable,omitempty"`
+	}
+	type metadata struct {
+		Name string `json:"name"`
+	}
+	return json.Marshal(struct {
+		Kind       string   `json:"kind"`
+		APIVersion string   `json:"apiVersion"`
+		Metadata   metadata `json:"metadata"`
+		Status     status   `json:"status"`
+	}{"Node", "v1", metadata{name}, status{s.Resources, s.Resources}})
 }
 
 // String describes the shape: "trn1.32xlarge: aws.amazon.com/neuron 16,
