@@ -208,7 +208,7 @@ func (c *Client) call(ctx context.Context, method, path string, query url.Values
 			c.token = tok
 			c.mu.Unlock()
 		}
-		err := c.send(ctx, method, path, query, body, out, tok)
+		err := c.sendAgain(ctx, method, path, query, body, out, tok)
 		var ae *APIError
 		if renewed || c.cfg.Password == "" || !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized {
 			return err
@@ -217,6 +217,43 @@ func (c *Client) call(ctx context.Context, method, path string, query url.Values
 		c.token = ""
 		c.mu.Unlock()
 	}
+}
+
+// writePauses are the pauses before each further try of a write that asks
+// for a state rather than an action (PATCH, PUT, DELETE: marking a run
+// failed, pausing a DAG), made again when the API answers it with a server
+// error (500, 502, 503, 504). Airflow answers 500 ("Database error") while
+// its metadata database is locked by its other components (SQLite's lock, a
+// Postgres failover), which passes; a run the user asked to stop is not left
+// running for that. Reads are not tried again here: a follower rides out an
+// API that does not answer, and says so.
+var writePauses = []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}
+
+// sendAgain is send, made again after each of writePauses while a write that
+// is the same when made twice gets a server error and ctx lasts.
+func (c *Client) sendAgain(ctx context.Context, method, path string, query url.Values, body, out any, token string) error {
+	for i := 0; ; i++ {
+		err := c.send(ctx, method, path, query, body, out, token)
+		var ae *APIError
+		if i == len(writePauses) || !errors.As(err, &ae) || !serverError(ae.Status) ||
+			(method != http.MethodPatch && method != http.MethodPut && method != http.MethodDelete) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(writePauses[i]):
+		}
+	}
+}
+
+// serverError reports whether status is a server's error that may pass.
+func serverError(status int) bool {
+	switch status {
+	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
 }
 
 func (c *Client) send(ctx context.Context, method, path string, query url.Values, body, out any, token string) error {

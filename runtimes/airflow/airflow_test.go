@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -301,5 +302,63 @@ func TestFollowAPIErrors(t *testing.T) {
 	res, err = c.Follow(t.Context(), p, "apiflow", "r2", FollowOptions{Stdout: &out})
 	if !NotFound(err) || res == nil || res.State != "interrupted" {
 		t.Errorf("Follow of a run the API does not have = %+v, %v; want the 404, and the run interrupted", res, err)
+	}
+}
+
+// TestWriteAgain: a write that asks for a state (PATCH: marking a run
+// failed) is made again while the API answers it with a server error, as
+// Airflow does while its database is locked, and gives up after the last
+// pause; an action (POST) and a refusal (409) are made once.
+func TestWriteAgain(t *testing.T) {
+	pauses := writePauses
+	writePauses = []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond}
+	t.Cleanup(func() { writePauses = pauses })
+
+	var failFirst atomic.Int32 // PATCHes to answer 500 before one succeeds
+	var patches, posts atomic.Int32
+	var status atomic.Int32 // the status of a failed PATCH
+	status.Store(http.StatusInternalServerError)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodPatch:
+			if patches.Add(1) <= failFirst.Load() {
+				w.WriteHeader(int(status.Load()))
+				_, _ = w.Write([]byte(`{"reason":"Database error","message":"Serious error when handling your request."}`))
+				return
+			}
+			_ = json.NewEncoder(w).Encode(map[string]any{"dag_run_id": "r1", "dag_id": "d", "state": "failed"})
+		case http.MethodPost:
+			posts.Add(1)
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+	}))
+	defer srv.Close()
+	c, err := New(Config{URL: srv.URL, Token: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	failFirst.Store(2)
+	run, err := c.Stop(t.Context(), "d", "r1")
+	if err != nil || run.State != RunFailed || patches.Load() != 3 {
+		t.Errorf("Stop through two 500s = %+v, %v after %d PATCHes; want the run failed after 3", run, err, patches.Load())
+	}
+
+	patches.Store(0)
+	failFirst.Store(100)
+	_, err = c.Stop(t.Context(), "d", "r1")
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusInternalServerError || patches.Load() != 4 {
+		t.Errorf("Stop while the API fails = %v after %d PATCHes; want its 500 after 4", err, patches.Load())
+	}
+
+	patches.Store(0)
+	status.Store(http.StatusConflict)
+	if _, err := c.Stop(t.Context(), "d", "r1"); !errors.As(err, &ae) || ae.Status != http.StatusConflict || patches.Load() != 1 {
+		t.Errorf("Stop refused = %v after %d PATCHes; want its 409 after 1", err, patches.Load())
+	}
+
+	if _, err := c.Clear(t.Context(), "d", "r1"); !errors.As(err, &ae) || ae.Status != http.StatusInternalServerError || posts.Load() != 1 {
+		t.Errorf("Clear while the API fails = %v after %d POSTs; want its 500 after 1", err, posts.Load())
 	}
 }
