@@ -1,10 +1,10 @@
 // Package startgc keeps a flow program's start free of garbage collection.
 //
 // Go collects for the first time once the heap reaches its minimum, 4 MB at
-// the default GOGC=100. The package initialisers of a flow program that links
-// client-go's clients allocate nearly that much (3.8 MB, most of it kept), so
-// every start of it (`--help`, `validate`, a local step) began with a
-// collection that found little to free. Imported, this package raises GOGC to
+// the default GOGC=100, and starts that collection before the heap gets
+// there. The package initialisers of a flow program allocate nearly that much
+// (2.8 MB, most of it kept), so every start of it (`--help`, `validate`, a
+// local step) began with a collection that found little to free. Imported, this package raises GOGC to
 // StartPercent until the first collection (a heap minimum of 16 MB) and then
 // puts back the setting Go had, or the one a command chose with Then; a
 // process that never reaches 16 MB never collects. Where GOGC is set in the
