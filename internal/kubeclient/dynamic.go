@@ -15,7 +15,7 @@ import (
 // makes, named gvr in the reflector's logs, without a resync. Its indexer
 // serves cache.NewGenericLister(inf.GetIndexer(), gvr.GroupResource()).
 func DynamicInformer(dyn dynamic.Interface, gvr schema.GroupVersionResource, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-	lw := listWatch(dyn.Resource(gvr).Namespace(ns), tweak)
+	lw := ListWatch(dyn.Resource(gvr).Namespace(ns), tweak)
 	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, dyn), &unstructured.Unstructured{},
 		cache.SharedIndexInformerOptions{
 			Indexers:          cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},

@@ -285,13 +285,14 @@ type ListWatcher[L runtime.Object] interface {
 // WithTweakListOptions), without a resync. Its indexer serves the listers of
 // k8s.io/client-go/listers (corev1listers.NewPodLister(inf.GetIndexer())).
 func Informer[L runtime.Object](c ListWatcher[L], example runtime.Object, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(listWatch(c, tweak), c), example, 0,
+	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(ListWatch(c, tweak), c), example, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 }
 
-// listWatch lists and watches through c, with tweak (when not nil) applied
-// to the options of every list and watch.
-func listWatch[L runtime.Object](c ListWatcher[L], tweak func(*metav1.ListOptions)) *cache.ListWatch {
+// ListWatch lists and watches through c, with tweak (when not nil) applied
+// to the options of every list and watch: what an informer or
+// watchtools.UntilWithSync reads.
+func ListWatch[L runtime.Object](c ListWatcher[L], tweak func(*metav1.ListOptions)) *cache.ListWatch {
 	tweaked := func(o metav1.ListOptions) metav1.ListOptions {
 		if tweak != nil {
 			tweak(&o)

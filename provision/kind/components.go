@@ -18,12 +18,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/manifoldflow/manifold/internal/kubeclient"
@@ -202,16 +200,7 @@ func install(ctx context.Context, c *kubeclient.Clientset, dyn dynamic.Interface
 // command that shows why.
 func waitAvailable(ctx context.Context, c *kubeclient.Clientset, ns, name string) error {
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			return c.AppsV1().Deployments(ns).List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			return c.AppsV1().Deployments(ns).Watch(ctx, o)
-		},
-	}
+	lw := kubeclient.ListWatch(c.AppsV1().Deployments(ns), func(o *metav1.ListOptions) { o.FieldSelector = sel })
 	var last *appsv1.Deployment
 	_, err := watchtools.UntilWithSync(ctx, lw, &appsv1.Deployment{}, nil, func(e watch.Event) (bool, error) {
 		d, ok := e.Object.(*appsv1.Deployment)

@@ -11,13 +11,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/manifoldflow/manifold/internal/kubeclient"
 	"github.com/manifoldflow/manifold/provision/nodeshape"
 )
 
@@ -35,14 +35,7 @@ var conflictBackoff = wait.Backoff{Steps: 12, Duration: 10 * time.Millisecond, F
 // waitNodes watches the nodes until there are at least want of them and every
 // one is Ready, or ctx ends.
 func waitNodes(ctx context.Context, nodes nodeshape.Nodes, want int) error {
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return nodes.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return nodes.Watch(ctx, o)
-		},
-	}
+	lw := kubeclient.ListWatch[*corev1.NodeList](nodes, nil)
 	var ready map[string]bool
 	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Node{}, func(store cache.Store) (bool, error) {
 		ready = map[string]bool{}
