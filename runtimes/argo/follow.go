@@ -205,12 +205,13 @@ func (f *follower) watch() error {
 		o.LabelSelector = LabelParentWorkflow + "=" + f.name
 	})
 	f.pods = kubeclient.Informer(c.conn.Client.CoreV1().Pods(c.ns), &corev1.Pod{}, func(o *metav1.ListOptions) { o.LabelSelector = labelWorkflow })
-	for _, inf := range []cache.SharedIndexInformer{f.wf, f.parts, f.pods} {
+	infs := []cache.SharedIndexInformer{f.wf, f.parts, f.pods}
+	for _, inf := range infs {
 		if _, err := inf.AddEventHandler(kick); err != nil {
 			return err
 		}
 	}
-	for _, inf := range []cache.SharedIndexInformer{f.wf, f.parts, f.pods} {
+	for _, inf := range infs {
 		go inf.RunWithContext(f.logCtx)
 	}
 	return nil
