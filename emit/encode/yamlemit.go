@@ -714,29 +714,31 @@ func isPrintable(s string, i int) bool {
 // back as the string s: yaml.v2 (resolvesToString; its encoder also quotes the
 // base 60 floats of YAML 1.1, isBase60Float), yaml.v3 (whose resolve reads what
 // yaml.v2's does, and 0o octals, which Go's ParseInt reads for yaml.v2 too) and
-// the loaders of YAML 1.1, PyYAML's among them (readsAsOther). yaml.v2 writes
-// the strings of readsAsOther plain; this writer double-quotes them as yaml.v2
-// does a string it reads as another type.
+// the loaders of YAML 1.1, PyYAML's and Ruby's among them (readsAsOther).
+// yaml.v2 writes the strings of readsAsOther plain; this writer double-quotes
+// them as yaml.v2 does a string it reads as another type.
 func readsAsString(s string) bool {
 	return resolvesToString(s) && !isBase60Float(s) && !readsAsOther(s)
 }
 
 // readsAsOther reports whether a loader of YAML 1.1 reads s, written plain, as
 // another type than a string, or refuses it (PyYAML refuses the merge key "<<"
-// where no mapping is merged, the value key "=", "0b_" and "2001-13-45"): s
-// is one of the implicit types of the YAML 1.1 type repository
-// (yaml.org/type), by its regular expressions or by those of PyYAML's
-// resolver (lib/yaml/resolver.py), whichever reads more. The words of the
-// boolean and null types, .inf and .nan are taken in any letter case, a
-// superset of the three cases each lists.
+// where no mapping is merged, the value key "=", "0b_" and "2001-13-45"; Ruby's
+// safe_load a symbol, ":x"): s is one of the implicit types of the YAML 1.1
+// type repository (yaml.org/type), by its regular expressions, by those of
+// PyYAML's resolver (lib/yaml/resolver.py), or by those of Ruby's Psych
+// (lib/psych/scalar_scanner.rb: symbols, and numbers with commas), whichever
+// reads more. The words of the boolean and null types, .inf and .nan are taken
+// in any letter case, as Psych takes them.
 func readsAsOther(s string) bool {
 	if s == "" {
 		return true // null
 	}
 	switch c := s[0]; {
-	case c == '<' || c == '=' || c == '~' || c == '!' || c == '&' || c == '*':
-		// merge, value, null, and the yaml type's indicators
-		return s == "<<" || len(s) == 1
+	case c == '<' || c == '=' || c == '~':
+		return s == "<<" || len(s) == 1 // merge, value, null
+	case c == ':':
+		return len(s) > 1 // Psych's symbols
 	case c == '+' || c == '-' || c == '.' || c >= '0' && c <= '9':
 		for i := 0; i < len(s); i++ {
 			if !yaml11NumberBytes[s[i]] {
@@ -759,26 +761,28 @@ var yaml11Words = []string{"y", "yes", "n", "no", "true", "false", "on", "off", 
 
 // yaml11NumberBytes marks the bytes of yaml11Number's strings.
 var yaml11NumberBytes = func() (t [256]bool) {
-	for _, b := range []byte("0123456789+-._:eEbBxXaAcCdDfFiInNtTzZ \t") {
+	for _, b := range []byte("0123456789+-._:,eEbBxXaAcCdDfFiInNtTzZ \t") {
 		t[b] = true
 	}
 	return t
 }()
 
 // yaml11Number matches YAML 1.1's ints, floats and timestamps: each of the
-// repository's expressions and PyYAML's, or one that reads both. The float's
-// fraction may hold dots, as the repository's does, and underscores, as
-// PyYAML's does; PyYAML's exponent needs its sign.
+// repository's expressions, PyYAML's and Psych's, or one that reads all of
+// them. The float's fraction may hold dots, as the repository's does, and
+// underscores, as PyYAML's does; PyYAML's exponent needs its sign; Psych's
+// numbers may hold commas, its timestamps a year's sign and a zone without
+// its colon.
 var yaml11Number = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^(?:` +
 		// int: binary, octal, decimal, hexadecimal, base 60
-		`[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+` +
+		`[-+]?0b[0-1_,]+|[-+]?0[0-7_,]+|[-+]?(?:0|[1-9][0-9_,]*)|[-+]?0x[0-9a-fA-F_,]+|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+` +
 		// float: base 10, base 60, infinity, not a number
-		`|[-+]?(?:[0-9][0-9_]*)?\.[0-9._]*(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*` +
-		`|[-+]?\.(?i:inf)|\.(?i:nan)` +
+		`|[-+]?(?:[0-9][0-9_,]*)?\.[0-9._]*(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*` +
+		`|[-+]?\.(?i:inf|nan)` +
 		// timestamp
 		`|[0-9]{4}-[0-9]{2}-[0-9]{2}` +
-		`|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9]{1,2}(?::[0-9]{2})?))?` +
+		`|-?[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9]{1,2}:?(?:[0-9]{2})?))?` +
 		`)$`)
 })
 

@@ -97,11 +97,12 @@ func standIns(tree any) (swaps map[string]string, ok bool) {
 	swaps, used := map[string]string{}, map[string]bool{}
 	ok = true
 	for s := range all {
-		if !readsAsOther(s) || !resolvesToString(s) || isBase60Float(s) || !printableASCII(s) {
-			continue // yaml.v2 quotes it itself, in the same style
+		if !readsAsOther(s) || !resolvesToString(s) || isBase60Float(s) ||
+			strings.Contains(s, "\n") || !analyzeScalar(s).singleQuoted {
+			continue // yaml.v2 double-quotes it itself, or writes it literal
 		}
-		if strings.Contains(s, " ") {
-			ok = false
+		if strings.Contains(s, " ") || !printableASCII(s) {
+			ok = false // its stand-in would be written wider, or folded otherwise
 			continue
 		}
 		var siblings [][]string

@@ -32,6 +32,7 @@ var Tricky = []string{
 // implicit types of the YAML 1.1 type repository (yaml.org/type: bool, float,
 // int, merge, null, timestamp, value, yaml), by its regular expressions, by
 // PyYAML's resolver (lib/yaml/resolver.py), which differs from them in places,
+// by Ruby's Psych (lib/psych/scalar_scanner.rb: symbols, numbers with commas),
 // and by yaml.v2's and yaml.v3's resolve.go (0o octals, 1_000, 1e3, 0b1, and
 // the old booleans yaml.v3 quotes). Written plain, each of them is read as
 // something other than the string by at least one of those, or refused.
@@ -61,6 +62,10 @@ var Special = []string{
 	"2001-12-14 21:59:43 +05:30",
 	// merge, value, yaml
 	"<<", "=", "!", "&", "*", "<", "<<<", "==", "!!", "&a", "*a",
+	// Psych's symbols, numbers with commas, timestamps with a year's sign or a
+	// zone without its colon
+	":", "::", ":a", ":8080", ":'a'", "1,000", "-1,000", "1,0.5", "0,7", "0b1,0", "0x,1F", "1,", ",1",
+	"-2001-12-14 21:59:43", "2001-12-14 21:59:43 +0530", "2001-12-14 21:59:43+05:",
 }
 
 // Controls holds every C0 control character and DEL, alone and inside text, and
