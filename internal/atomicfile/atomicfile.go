@@ -134,9 +134,10 @@ func (b *Batch) Remove(path string) { b.removes = append(b.removes, path) }
 // itself renamed there), then it renames and removes; if any of these fails,
 // it puts back every file it kept and removes those it put where none was, so
 // that every path is as it was, and returns the error, saying so. Each file
-// is the old or the new one whenever it is read, and a reader of several
-// sees them change one after another, not at once (a directory's entries
-// cannot be changed at once). A writer killed during Commit leaves some
+// is the old or the new one whenever it is read (but for a file renamed to be
+// kept, which is missing until its new one is renamed in), and a reader of
+// several sees them change one after another, not at once (a directory's
+// entries cannot be changed at once). A writer killed during Commit leaves some
 // files changed and others not, and the kept ones under temporary names,
 // which RemoveStale removes.
 func (b *Batch) Commit() error {
