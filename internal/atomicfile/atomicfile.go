@@ -225,7 +225,7 @@ func keep(path string) (string, error) {
 	if err := os.Remove(name); err != nil {
 		return "", err
 	}
-	if err := os.Link(path, name); err == nil {
+	if err := link(path, name); err == nil {
 		return name, nil
 	}
 	if err := os.Rename(path, name); err != nil {
@@ -305,5 +305,9 @@ func escapeGlob(name string) string {
 	return b.String()
 }
 
-// rename is os.Rename, which tests replace to make a rename fail.
-var rename = os.Rename
+// rename and link are os.Rename and os.Link, which tests replace to make them
+// fail.
+var (
+	rename = os.Rename
+	link   = os.Link
+)

@@ -240,8 +240,19 @@ func TestRemoveStale(t *testing.T) {
 // TestBatchCommitFailingLastRenameChangesNothing: when the last rename of a
 // Commit fails, every file is as it was before it: those replaced hold their
 // old content (the very file, mode and all), those new are gone, and so is
-// every temporary file.
+// every temporary file; whether the files were kept as hard links or, on a
+// file system without them, renamed.
 func TestBatchCommitFailingLastRenameChangesNothing(t *testing.T) {
+	for _, links := range []bool{true, false} {
+		if !links {
+			link = func(string, string) error { return &os.LinkError{Op: "link", Err: os.ErrPermission} }
+		}
+		commitFailingLastRename(t)
+		link = os.Link
+	}
+}
+
+func commitFailingLastRename(t *testing.T) {
 	dir := t.TempDir()
 	a, b, c := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml"), filepath.Join(dir, "c.py")
 	for path, data := range map[string]string{a: "old a", c: "old c"} {
