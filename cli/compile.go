@@ -33,8 +33,8 @@ func compileCommand(flow *sdk.Flow) *ucli.Command {
 		Name:  "compile",
 		Usage: "write the flow for an orchestrator",
 		Description: "Compiles the flow and writes the target's files to standard output, or into DIR with -o DIR.\n" +
-			"Nothing is written unless the whole flow compiles. Warnings go to standard error; with --strict\n" +
-			"they are errors and nothing is written.",
+			"Nothing is written unless the whole flow compiles, and DIR's files of the flow change all together\n" +
+			"or not at all. Warnings go to standard error; with --strict they are errors and nothing is written.",
 		Flags: append([]ucli.Flag{
 			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Value: "job", Usage: "what to emit: " + strings.Join(targetNames(), ", ") + ", or all"},
 			&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Usage: "write files into `DIR`; - for standard output"},
@@ -213,12 +213,14 @@ func sideBySide(n int, emit func(i int)) {
 // writeFiles emits p for each chosen target and writes its files into dir,
 // each streamed to a temporary file as it is made (so no file is ever whole in
 // memory), renamed into place only once every target has been emitted and
-// written: a reader never sees a half-written file, nor part of a compile, and a
-// target that cannot express the flow, or an interrupt (SIGINT, SIGTERM) before
-// the renames, leaves dir as it was. Then it removes the files that chosen
+// written: a reader never sees a half-written file, and a target that cannot
+// express the flow, or an interrupt (SIGINT, SIGTERM) before the renames,
+// leaves dir as it was. With the renames it removes the files that chosen
 // targets wrote for the flow before and that are no longer part of its output (a
 // flow that no longer has DRA steps has no <flow>.claims.yaml), and only those:
-// nothing else in dir is touched.
+// nothing else in dir is touched. The renames and removals are all or nothing
+// (atomicfile.Batch.Commit): when one fails, every file is put back as it was,
+// so that dir never holds one target's new output beside another's old.
 func writeFiles(c *ucli.Context, dir string, p *plan.Flow, chosen []emit.Target) error {
 	_, statErr := os.Stat(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -285,13 +287,10 @@ func writeFiles(c *ucli.Context, dir string, p *plan.Flow, chosen []emit.Target)
 		return &exitError{code: ExitInterrupted, err: fmt.Errorf("compile interrupted: nothing written to %s", dir)}
 	}
 	paths := batch.Paths() // argo and airflow write the same <flow>.claims.yaml once
-	if err := batch.Commit(); err != nil {
-		return invalidErr(err)
-	}
-	committed = true
-	for _, path := range paths {
-		fmt.Fprintf(c.App.Writer, "wrote %s\n", path)
-	}
+	// The files the chosen targets wrote before that are no longer part of
+	// their output go with the renames, all or nothing.
+	type removal struct{ path, target string }
+	var removed []removal
 	for _, t := range chosen {
 		for _, name := range t.Outputs(p.Name) {
 			if written[name] {
@@ -299,13 +298,24 @@ func writeFiles(c *ucli.Context, dir string, p *plan.Flow, chosen []emit.Target)
 			}
 			written[name] = true // a name two targets share is removed once
 			path := filepath.Join(dir, name)
-			switch err := os.Remove(path); {
+			switch _, err := os.Lstat(path); {
 			case err == nil:
-				fmt.Fprintf(c.App.Writer, "removed %s: no longer part of the flow's %s output\n", path, t.Name())
+				batch.Remove(path)
+				removed = append(removed, removal{path, t.Name()})
 			case !errors.Is(err, fs.ErrNotExist):
 				return invalidErr(err)
 			}
 		}
+	}
+	if err := batch.Commit(); err != nil {
+		return invalidErr(fmt.Errorf("%w: fix that and compile again, or give -o another directory", err))
+	}
+	committed = true
+	for _, path := range paths {
+		fmt.Fprintf(c.App.Writer, "wrote %s\n", path)
+	}
+	for _, r := range removed {
+		fmt.Fprintf(c.App.Writer, "removed %s: no longer part of the flow's %s output\n", r.path, r.target)
 	}
 	return nil
 }

@@ -32,7 +32,9 @@ func YAML(header string, objects ...any) ([]byte, error) {
 // Each object is written in one pass over its value, as encoding/json sees it
 // (json tags, omitempty, MarshalJSON), in the form go.yaml.in/yaml/v2 gives the
 // same data: the bytes are those of marshaling the object to JSON, decoding that
-// into a generic tree, cleaning it and encoding the tree with yaml.v2.
+// into a generic tree, cleaning it and encoding the tree with yaml.v2, but that
+// strings a YAML 1.1 loader reads as another type are double-quoted (see the
+// package comment).
 func WriteYAML(w io.Writer, header string, objects ...any) error {
 	return WriteYAMLSeq(w, header, slices.Values(objects))
 }

@@ -197,10 +197,11 @@ func (e *emitter) plain(s string, ctx int) {
 }
 
 // str writes a string as yaml.v2's encoder does: literal when it has a line
-// break, plain unless it would read back as another type, else double-quoted;
-// then the emitter chooses what the value allows.
+// break, plain unless some loader would read it back as another type
+// (readsAsString), else double-quoted; then the emitter chooses what the value
+// allows.
 func (e *emitter) str(s string, ctx int) {
-	if bare(s) && resolvesToString(s) && !isBase60Float(s) {
+	if bare(s) && readsAsString(s) {
 		// What scalar and writePlain do for such a value in any context.
 		if !e.whitespace {
 			e.put(' ')
@@ -214,7 +215,7 @@ func (e *emitter) str(s string, ctx int) {
 	switch {
 	case strings.IndexByte(s, '\n') >= 0:
 		style = styleLiteral
-	case resolvesToString(s) && !isBase60Float(s):
+	case readsAsString(s):
 		style = stylePlain
 	}
 	e.scalar(s, style, ctx)
@@ -708,6 +709,82 @@ func isPrintable(s string, i int) bool {
 		b == 0xEE ||
 		b == 0xEF && !(b1 == 0xBB && b2 == 0xBF) && !(b1 == 0xBF && (b2 == 0xBE || b2 == 0xBF))
 }
+
+// readsAsString reports whether every YAML loader reads s, written plain,
+// back as the string s: yaml.v2 (resolvesToString; its encoder also quotes the
+// base 60 floats of YAML 1.1, isBase60Float), yaml.v3 (whose resolve reads what
+// yaml.v2's does, and 0o octals, which Go's ParseInt reads for yaml.v2 too) and
+// the loaders of YAML 1.1, PyYAML's and Ruby's among them (readsAsOther).
+// yaml.v2 writes the strings of readsAsOther plain; this writer double-quotes
+// them as yaml.v2 does a string it reads as another type.
+func readsAsString(s string) bool {
+	return resolvesToString(s) && !isBase60Float(s) && !readsAsOther(s)
+}
+
+// readsAsOther reports whether a loader of YAML 1.1 reads s, written plain, as
+// another type than a string, or refuses it (PyYAML refuses the merge key "<<"
+// where no mapping is merged, the value key "=", "0b_" and "2001-13-45"; Ruby's
+// safe_load a symbol, ":x"): s is one of the implicit types of the YAML 1.1
+// type repository (yaml.org/type), by its regular expressions, by those of
+// PyYAML's resolver (lib/yaml/resolver.py), or by those of Ruby's Psych
+// (lib/psych/scalar_scanner.rb: symbols, and numbers with commas), whichever
+// reads more. The words of the boolean and null types, .inf and .nan are taken
+// in any letter case, as Psych takes them.
+func readsAsOther(s string) bool {
+	if s == "" {
+		return true // null
+	}
+	switch c := s[0]; {
+	case c == '<' || c == '=' || c == '~':
+		return s == "<<" || len(s) == 1 // merge, value, null
+	case c == ':':
+		return len(s) > 1 // Psych's symbols
+	case c == '+' || c == '-' || c == '.' || c >= '0' && c <= '9':
+		for i := 0; i < len(s); i++ {
+			if !yaml11NumberBytes[s[i]] {
+				return false
+			}
+		}
+		return yaml11Number().MatchString(s)
+	case len(s) <= maxWord:
+		for _, w := range yaml11Words {
+			if strings.EqualFold(s, w) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// yaml11Words are the words of YAML 1.1's boolean and null types.
+var yaml11Words = []string{"y", "yes", "n", "no", "true", "false", "on", "off", "null"}
+
+// yaml11NumberBytes marks the bytes of yaml11Number's strings.
+var yaml11NumberBytes = func() (t [256]bool) {
+	for _, b := range []byte("0123456789+-._:,eEbBxXaAcCdDfFiInNtTzZ \t") {
+		t[b] = true
+	}
+	return t
+}()
+
+// yaml11Number matches YAML 1.1's ints, floats and timestamps: each of the
+// repository's expressions, PyYAML's and Psych's, or one that reads all of
+// them. The float's fraction may hold dots, as the repository's does, and
+// underscores, as PyYAML's does; PyYAML's exponent needs its sign; Psych's
+// numbers may hold commas, its timestamps a year's sign and a zone without
+// its colon.
+var yaml11Number = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:` +
+		// int: binary, octal, decimal, hexadecimal, base 60
+		`[-+]?0b[0-1_,]+|[-+]?0[0-7_,]+|[-+]?(?:0|[1-9][0-9_,]*)|[-+]?0x[0-9a-fA-F_,]+|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+` +
+		// float: base 10, base 60, infinity, not a number
+		`|[-+]?(?:[0-9][0-9_,]*)?\.[0-9._]*(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*` +
+		`|[-+]?\.(?i:inf|nan)` +
+		// timestamp
+		`|[0-9]{4}-[0-9]{2}-[0-9]{2}` +
+		`|-?[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9]{1,2}:?(?:[0-9]{2})?))?` +
+		`)$`)
+})
 
 // resolvesToString reports whether yaml.v2 reads s, written plain, back as a
 // string (its resolve): not a null, boolean, number or timestamp.

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,31 +21,185 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/manifoldflow/manifold/harness/yamlload"
 )
 
 // viaYAMLv2 is how YAML wrote objects before it wrote them in one pass: each
 // object to JSON, into a generic tree, cleaned, and through yaml.v2. YAML must
-// give the same bytes.
-func viaYAMLv2(header string, objects ...any) ([]byte, error) {
+// give the same bytes, but that it double-quotes the strings yaml.v2 writes
+// plain that a YAML 1.1 loader reads as another type (readsAsOther): so each
+// such string goes to yaml.v2 as a stand-in that yaml.v2 double-quotes itself
+// and writes as wide, ordered among the keys beside it as the string is, and
+// the stand-in's quoted form in yaml.v2's bytes is swapped back. exact is
+// false when a string has no stand-in (it holds a space, where a writer may
+// fold it): then the bytes cannot be compared, only what they load as.
+func viaYAMLv2(header string, objects ...any) (out []byte, exact bool, err error) {
 	var b bytes.Buffer
 	if header != "" {
 		fmt.Fprintf(&b, "# %s\n", header)
 	}
+	exact = true
 	for i, obj := range objects {
 		tree, err := clean(obj)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		out, err := yaml.Marshal(tree)
+		swaps, ok := standIns(tree)
+		exact = exact && ok
+		out, err := yaml.Marshal(swap(tree, swaps))
 		if err != nil {
-			return nil, err
+			return nil, false, err
+		}
+		for s, d := range swaps {
+			quoted := []byte(`"` + d + `"`)
+			if !bytes.Contains(out, quoted) {
+				return nil, false, fmt.Errorf("yaml.v2 does not double-quote the stand-in %q of %q", d, s)
+			}
+			out = bytes.ReplaceAll(out, quoted, []byte(`"`+s+`"`))
 		}
 		if i > 0 || header != "" {
 			b.WriteString("---\n")
 		}
 		b.Write(out)
 	}
-	return b.Bytes(), nil
+	return b.Bytes(), exact, nil
+}
+
+// standIns gives each string of tree that YAML double-quotes where yaml.v2
+// writes it plain a stand-in: a string yaml.v2 reads as another type, as long
+// and of characters written as they are, found nowhere in tree, and ordered as
+// the string is among the keys of every mapping it is a key of. ok is false
+// when a string has none.
+func standIns(tree any) (swaps map[string]string, ok bool) {
+	all := map[string]bool{}
+	var maps [][]string
+	var walk func(v any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case string:
+			all[t] = true
+		case []any:
+			for _, x := range t {
+				walk(x)
+			}
+		case map[string]any:
+			keys := make([]string, 0, len(t))
+			for k, x := range t {
+				all[k] = true
+				keys = append(keys, k)
+				walk(x)
+			}
+			maps = append(maps, keys)
+		}
+	}
+	walk(tree)
+	swaps, used := map[string]string{}, map[string]bool{}
+	ok = true
+	for s := range all {
+		if !readsAsOther(s) || !resolvesToString(s) || isBase60Float(s) ||
+			strings.Contains(s, "\n") || !analyzeScalar(s).singleQuoted {
+			continue // yaml.v2 double-quotes it itself, or writes it literal
+		}
+		if strings.Contains(s, " ") || !printableASCII(s) {
+			ok = false // its stand-in would be written wider, or folded otherwise
+			continue
+		}
+		var siblings [][]string
+		for _, keys := range maps {
+			if slices.Contains(keys, s) {
+				siblings = append(siblings, keys)
+			}
+		}
+		found := false
+		for d := range candidates(len(s)) {
+			if all[d] || used[d] || !sortsAs(d, s, siblings) {
+				continue
+			}
+			swaps[s], used[d], found = d, true, true
+			break
+		}
+		ok = ok && found
+	}
+	return swaps, ok
+}
+
+// candidates yields strings of n characters that yaml.v2 reads as a number, a
+// boolean or null.
+func candidates(n int) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for _, w := range strings.Fields("y Y n N ~ no No NO on On ON yes Yes YES off Off OFF true True TRUE null Null NULL false False FALSE") {
+			if len(w) == n && !yield(w) {
+				return
+			}
+		}
+		for _, prefix := range []string{"", "-", "+", "."} {
+			if len(prefix) >= n {
+				continue
+			}
+			for k := range 1000 {
+				d := prefix + strings.Repeat("0", max(0, n-len(prefix)-3)) + fmt.Sprintf("%0*d", min(3, n-len(prefix)), k)
+				if len(d) > n {
+					break
+				}
+				if !yield(d) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// sortsAs reports whether d orders against every other key of each of
+// siblings as s does.
+func sortsAs(d, s string, siblings [][]string) bool {
+	for _, keys := range siblings {
+		for _, k := range keys {
+			if k != s && keyCompare(d, k) != keyCompare(s, k) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7E || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// swap returns tree with its strings, keys and values, swapped as swaps says.
+func swap(tree any, swaps map[string]string) any {
+	if len(swaps) == 0 {
+		return tree
+	}
+	switch t := tree.(type) {
+	case string:
+		if d, ok := swaps[t]; ok {
+			return d
+		}
+		return t
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = swap(x, swaps)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			if d, ok := swaps[k]; ok {
+				k = d
+			}
+			out[k] = swap(x, swaps)
+		}
+		return out
+	}
+	return tree
 }
 
 // clean returns obj as a generic tree without nulls, empty noise or status.
@@ -120,7 +276,7 @@ func viaCleanJSON(obj any) ([]byte, error) {
 
 func sameAsYAMLv2(t *testing.T, objects ...any) {
 	t.Helper()
-	want, err := viaYAMLv2("h", objects...)
+	want, exact, err := viaYAMLv2("h", objects...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +284,9 @@ func sameAsYAMLv2(t *testing.T, objects ...any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+	if !exact {
+		loadsAsWritten(t, got, objects...)
+	} else if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("YAML differs from yaml.v2 (-want +got):\n%s", diff)
 	}
 	for _, obj := range objects {
@@ -142,6 +300,36 @@ func sameAsYAMLv2(t *testing.T, objects ...any) {
 		}
 		if diff := cmp.Diff(string(want), string(got)); diff != "" {
 			t.Errorf("JSON differs from encoding/json's of the cleaned tree (-want +got):\n%s", diff)
+		}
+	}
+}
+
+// loadsAsWritten checks that Kubernetes (sigs.k8s.io/yaml) and yaml.v3 read
+// data, YAML's stream of objects, as the objects JSON writes.
+func loadsAsWritten(t *testing.T, data []byte, objects ...any) {
+	t.Helper()
+	var want []any
+	for _, obj := range objects {
+		js, err := JSON(obj, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := yamlload.JSON(js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v != nil {
+			want = append(want, v)
+		}
+	}
+	for name, load := range map[string]func([]byte) ([]any, error){"kubernetes": yamlload.Kubernetes, "yaml.v3": yamlload.V3} {
+		got, err := load(data)
+		if err != nil {
+			t.Errorf("%s refuses what YAML wrote: %v\n%s", name, err, data)
+			continue
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s reads other objects than YAML wrote (-wrote +read):\n%s\n%s", name, diff, data)
 		}
 	}
 }
@@ -161,22 +349,25 @@ func placed(s string) map[string]any {
 	}
 }
 
-var tricky = []string{
-	"", " ", "a", "yes", "no", "on", "off", "y", "N", "~", "null", "true", "FALSE", "0755", "1e3", "1_000", "0x1F", "0b101", "-0b11",
-	"+1", "-", "- ", "- a", "-a", ": ", "a: b", "a:b", ":a", "?", "? a", "#", "a #b", "a#b", "*a", "&a", "!a", "|", ">", "'", "\"", "%", "@", "`",
-	"{", "}", "[a]", "a,b", "---", "...", "--- a", "2001-12-14", "2001-12-14t21:59:43.10-05:00", "2001-12-14 21:59:43.10", "1:20", "190:20:30.15",
-	".5", ".inf", "-.Inf", ".NaN", "+.5", "3.", "1.2.3", "<<", "a\nb", "a\n", "a\n\n", "\n", "\na", " a", "a ", "a \nb", "a\n b", "\ta", "a\tb",
-	"a\rb", "a\u0085b", "a\u2028b", "\u00a0", "é", "日本語", "😀", "a😀b", "\ufeffbom", "a\ufeff", "\x00", "\x07", "\x1b[0m", "\x7f", "\xff", "a\xffb",
-	"{{workflow.parameters.p}}", "{% raw %}", "$(echo hi)", `C:\path`, `say "hi"`, "it's",
-	strings.Repeat("word ", 40), strings.Repeat("x", 100) + " " + strings.Repeat("y", 100), strings.Repeat("a  b ", 30), "'" + strings.Repeat("q ", 60) + "'",
-	"{" + strings.Repeat(`"k": "v v", `, 20) + "}", strings.Repeat("line of text\n", 5), strings.Repeat("é ", 60), strings.Repeat("\x01 ", 50),
-	strings.Repeat("k", 128), strings.Repeat("k", 129),
-}
+// tricky are the strings of the fuzz corpus.
+var tricky = yamlload.Tricky
 
 func TestYAMLMatchesYAMLv2OnStrings(t *testing.T) {
-	for _, s := range tricky {
+	for _, s := range slices.Concat(tricky, yamlload.Special, yamlload.Controls()) {
 		sameAsYAMLv2(t, placed(s))
+		loadsAlike(t, placed(s))
 	}
+}
+
+// loadsAlike checks that Kubernetes and yaml.v3 read what YAML writes of obj
+// as the object JSON writes.
+func loadsAlike(t *testing.T, obj any) {
+	t.Helper()
+	data, err := YAML("h", obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loadsAsWritten(t, data, obj)
 }
 
 func TestYAMLMatchesYAMLv2OnRandomStrings(t *testing.T) {
@@ -189,6 +380,7 @@ func TestYAMLMatchesYAMLv2OnRandomStrings(t *testing.T) {
 			b[i] = runes[r.IntN(len(runes))]
 		}
 		sameAsYAMLv2(t, placed(string(b)))
+		loadsAlike(t, placed(string(b)))
 	}
 }
 
@@ -210,6 +402,7 @@ func FuzzYAMLMatchesYAMLv2(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		sameAsYAMLv2(t, placed(s))
+		loadsAlike(t, placed(s))
 	})
 }
 
@@ -339,4 +532,39 @@ func TestYAMLMatchesYAMLv2OnFieldNames(t *testing.T) {
 	n := names{Plain: "p", Yes: "y", Number: "n", Float: "f", Base60: "b", Colon: "c", Spaced: "s", Long: "l", Unicode: "u"}
 	n.Nested = map[string]any{"in": n, "list": []any{n, []any{n}}}
 	sameAsYAMLv2(t, n, []any{n})
+}
+
+// TestPyYAMLReadsWhatYAMLWrote: PyYAML's safe loader, its Python parser and
+// libyaml's, reads every tricky and special string and control character,
+// wherever placed puts it (a key among them), as the string it is.
+func TestPyYAMLReadsWhatYAMLWrote(t *testing.T) {
+	files, want := map[string][]byte{}, map[string][]any{}
+	for i, s := range slices.Concat(tricky, yamlload.Special, yamlload.Controls()) {
+		name := fmt.Sprintf("%d %q", i, s)
+		data, err := YAML("h", placed(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, err := JSON(placed(s), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := yamlload.JSON(js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name], want[name] = data, []any{v}
+	}
+	for name, byLoader := range yamlload.Python(t, files) {
+		for _, loader := range []string{"pyyaml", "libyaml"} {
+			r := byLoader[loader]
+			if r.Err != nil {
+				t.Errorf("%s: %s refuses what YAML wrote: %v", name, loader, r.Err)
+				continue
+			}
+			if diff := cmp.Diff(want[name], r.Docs); diff != "" {
+				t.Errorf("%s: %s reads another value than YAML wrote (-wrote +read):\n%s", name, loader, diff)
+			}
+		}
+	}
 }

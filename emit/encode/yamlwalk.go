@@ -909,7 +909,7 @@ func structFields(t reflect.Type) []fieldInfo {
 				}
 			}
 			f.noise = noise[f.name]
-			f.bareKey = len(f.name) <= maxSimpleKey && bare(f.name) && resolvesToString(f.name) && !isBase60Float(f.name)
+			f.bareKey = len(f.name) <= maxSimpleKey && bare(f.name) && readsAsString(f.name)
 			all = append(all, f)
 		}
 		delete(seen, t)

@@ -4,8 +4,12 @@
 package atomicfile
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -55,7 +59,7 @@ func writeTemp(path string, data []byte, sync bool) (string, error) {
 
 // createTemp makes a new temporary file beside path, with mode 0644.
 func createTemp(path string) (*os.File, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*"+tempSuffix)
+	tmp, err := os.CreateTemp(filepath.Dir(path), tempPattern(path))
 	if err != nil {
 		return nil, err
 	}
@@ -67,14 +71,20 @@ func createTemp(path string) (*os.File, error) {
 	return tmp, nil
 }
 
+// tempPattern is os.CreateTemp's pattern of the temporary files of path.
+func tempPattern(path string) string { return "." + filepath.Base(path) + ".*" + tempSuffix }
+
 // Batch writes files all or nothing, as far as a writer can, one at a time:
 // Create gives each file's temporary file, which the caller writes as its data
-// is made, so the data need never be whole; Commit
-// renames them all into place only when all are written; Abort removes them,
-// leaving every path as it was. The zero Batch is empty.
+// is made, so the data need never be whole; Remove names a file to remove with
+// them; Commit renames them all into place and removes those named only when
+// all are written, and puts every file back as it was if one of them fails;
+// Abort removes the temporary files, leaving every path as it was. The zero
+// Batch is empty.
 type Batch struct {
-	temps map[string]string // path → its temporary file
-	order []string
+	temps   map[string]string // path → its temporary file
+	order   []string
+	removes []string
 }
 
 // Create makes a temporary file beside path, for the caller to write and close
@@ -114,17 +124,114 @@ func (b *Batch) Join(other *Batch) {
 // Paths returns the paths added, in the order first added.
 func (b *Batch) Paths() []string { return append([]string(nil), b.order...) }
 
-// Commit renames every temporary file into place. On an error the files not yet
-// renamed are removed.
+// Remove names a file that Commit removes, with the renames: a path that is
+// not there when Commit runs is left so.
+func (b *Batch) Remove(path string) { b.removes = append(b.removes, path) }
+
+// Commit renames every temporary file into place and removes the files Remove
+// named, all or nothing: first it keeps each file that is there (a hard link
+// to it under a temporary name, or where the file system has none, the file
+// itself renamed there), then it renames and removes; if any of these fails,
+// it puts back every file it kept and removes those it put where none was, so
+// that every path is as it was, and returns the error, saying so. Each file
+// is the old or the new one whenever it is read (but for a file renamed to be
+// kept, which is missing until its new one is renamed in), and a reader of
+// several sees them change one after another, not at once (a directory's
+// entries cannot be changed at once). A writer killed during Commit leaves some
+// files changed and others not, and the kept ones under temporary names,
+// which RemoveStale removes.
 func (b *Batch) Commit() error {
 	defer b.Abort()
+	kept := map[string]string{} // path → the file it held, kept
+	var done []string           // paths renamed into or removed
+	undo := func(err error) error {
+		var errs []error
+		for _, path := range done {
+			if _, ok := kept[path]; !ok {
+				if rerr := os.Remove(path); rerr != nil && !os.IsNotExist(rerr) {
+					errs = append(errs, rerr)
+				}
+			}
+		}
+		for path, k := range kept {
+			if rerr := os.Rename(k, path); rerr != nil {
+				errs = append(errs, fmt.Errorf("%s is left as %s: %w", path, k, rerr))
+				continue
+			}
+			// A link to the file still at path is not renamed but left.
+			os.Remove(k)
+		}
+		if len(errs) > 0 {
+			return fmt.Errorf("%w; and putting the files back as they were failed: %w", err, errors.Join(errs...))
+		}
+		return fmt.Errorf("%w; every file is as it was", err)
+	}
+	for _, path := range slices.Concat(b.order, b.removes) {
+		if _, ok := kept[path]; ok {
+			continue
+		}
+		k, err := keep(path)
+		if err != nil {
+			return undo(err)
+		}
+		if k != "" {
+			kept[path] = k
+		}
+	}
 	for _, path := range b.order {
-		if err := os.Rename(b.temps[path], path); err != nil {
-			return err
+		if err := rename(b.temps[path], path); err != nil {
+			return undo(err)
 		}
 		delete(b.temps, path)
+		done = append(done, path)
+	}
+	for _, path := range b.removes {
+		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+			return undo(err)
+		}
+		done = append(done, path)
+	}
+	for _, k := range kept {
+		os.Remove(k)
 	}
 	return nil
+}
+
+// keep keeps the file at path under a new temporary name beside it, and
+// returns that name: a hard link to the file, or the file itself renamed
+// there where no hard link can be made. It returns "" when there is no file
+// at path, and an error when path is a directory or anything else but a file.
+func keep(path string) (string, error) {
+	fi, err := os.Lstat(path)
+	if os.IsNotExist(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if fi.IsDir() {
+		return "", fmt.Errorf("%s is a directory, where a file is to be written", path)
+	}
+	if !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0 {
+		return "", fmt.Errorf("%s is not a regular file (%v), where a file is to be written", path, fi.Mode().Type())
+	}
+	// A fresh name, of the temporary files' form, for the link.
+	tmp, err := os.CreateTemp(filepath.Dir(path), tempPattern(path))
+	if err != nil {
+		return "", err
+	}
+	name := tmp.Name()
+	tmp.Close()
+	if err := os.Remove(name); err != nil {
+		return "", err
+	}
+	if err := link(path, name); err == nil {
+		return name, nil
+	}
+	if err := os.Rename(path, name); err != nil {
+		return "", err
+	}
+	return name, nil
 }
 
 // Abort removes the temporary files not yet renamed.
@@ -132,7 +239,7 @@ func (b *Batch) Abort() {
 	for _, tmp := range b.temps {
 		os.Remove(tmp)
 	}
-	b.temps, b.order = nil, nil
+	b.temps, b.order, b.removes = nil, nil, nil
 }
 
 // IsTemp reports whether a file name is one of Write's temporary files.
@@ -197,3 +304,10 @@ func escapeGlob(name string) string {
 	}
 	return b.String()
 }
+
+// rename and link are os.Rename and os.Link, which tests replace to make them
+// fail.
+var (
+	rename = os.Rename
+	link   = os.Link
+)

@@ -236,3 +236,72 @@ func TestRemoveStale(t *testing.T) {
 		t.Errorf("%d files left, want 3: %v", len(entries), entries)
 	}
 }
+
+// TestBatchCommitFailingLastRenameChangesNothing: when the last rename of a
+// Commit fails, every file is as it was before it: those replaced hold their
+// old content (the very file, mode and all), those new are gone, and so is
+// every temporary file; whether the files were kept as hard links or, on a
+// file system without them, renamed.
+func TestBatchCommitFailingLastRenameChangesNothing(t *testing.T) {
+	for _, links := range []bool{true, false} {
+		if !links {
+			link = func(string, string) error { return &os.LinkError{Op: "link", Err: os.ErrPermission} }
+		}
+		commitFailingLastRename(t)
+		link = os.Link
+	}
+}
+
+func commitFailingLastRename(t *testing.T) {
+	dir := t.TempDir()
+	a, b, c := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml"), filepath.Join(dir, "c.py")
+	for path, data := range map[string]string{a: "old a", c: "old c"} {
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := map[string]os.FileInfo{}
+	for _, path := range []string{a, c} {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[path] = fi
+	}
+	var batch Batch
+	for _, f := range []struct{ path, data string }{{a, "new a"}, {b, "new b"}, {c, "new c"}} {
+		if err := add(&batch, f.path, f.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	renames := 0
+	rename = func(from, to string) error {
+		if to == c {
+			return &os.LinkError{Op: "rename", Old: from, New: to, Err: os.ErrPermission}
+		}
+		renames++
+		return os.Rename(from, to)
+	}
+	defer func() { rename = os.Rename }()
+	if err := batch.Commit(); err == nil {
+		t.Fatal("Commit succeeded though its last rename failed")
+	}
+	if renames < 2 {
+		t.Fatalf("%d renames before the failing one, want the first two files renamed first", renames)
+	}
+	for path, want := range map[string]string{a: "old a", c: "old c"} {
+		got, err := os.ReadFile(path)
+		if err != nil || string(got) != want {
+			t.Errorf("%s = %q (%v) after a failed Commit, want %q", filepath.Base(path), got, err, want)
+		}
+		if fi, err := os.Stat(path); err != nil || !os.SameFile(fi, before[path]) || fi.Mode() != before[path].Mode() {
+			t.Errorf("%s is not the file it was before the Commit", filepath.Base(path))
+		}
+	}
+	if _, err := os.Stat(b); !os.IsNotExist(err) {
+		t.Errorf("b.yaml, new, exists after a failed Commit: %v", err)
+	}
+	if names := list(t, dir); !slices.Equal(names, []string{"a.yaml", "c.py"}) {
+		t.Errorf("directory holds %q after a failed Commit, want only a.yaml and c.py", names)
+	}
+}
