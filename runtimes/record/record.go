@@ -209,7 +209,9 @@ func List(root string) ([]Record, error) {
 }
 
 // Read returns the run id under root and the state of each of its steps and items,
-// in the flow's order. Steps that never started are reported pending.
+// in the flow's order. Steps that never started are reported pending. A record
+// that no runner could have written (see ReadRecord) is an error that names its
+// file and field.
 func Read(root, id string) (*Record, []Task, error) {
 	if err := runid.Check(id); err != nil {
 		return nil, nil, err
@@ -222,6 +224,11 @@ func Read(root, id string) (*Record, []Task, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer r.Close()
 	var tasks []Task
 	for _, s := range rec.Steps {
 		n := max(s.Items, 1)
@@ -230,7 +237,7 @@ func Read(root, id string) (*Record, []Task, error) {
 			if s.Items > 0 {
 				index = i
 			}
-			t, err := ReadTask(dir, s.Name, index)
+			t, err := readTask(r, dir, s.Name, index)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -242,15 +249,24 @@ func Read(root, id string) (*Record, []Task, error) {
 
 // ReadRecord reads the run.json of run directory dir, reporting a run recorded as
 // running whose runner no longer holds the lock as abandoned. A run directory
-// without run.json is an error that wraps fs.ErrNotExist.
+// without run.json is an error that wraps fs.ErrNotExist. A run.json that no
+// runner could have written is an error that names the file and the field and
+// says what to do: one larger than any runner writes, not JSON, or holding a
+// flow or step name that compile refuses, a run ID other than its directory's
+// or one runid refuses, an unknown state or runtime, or more foreach items than
+// a flow may have.
 func ReadRecord(dir string) (*Record, error) {
-	data, err := os.ReadFile(filepath.Join(dir, runFile))
+	r, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
+	defer r.Close()
 	var rec Record
-	if err := json.Unmarshal(data, &rec); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, runFile), err)
+	if err := readJSON(r, dir, runFile, maxRecordBytes, &rec); err != nil {
+		return nil, err
+	}
+	if errs := rec.check(dir); len(errs) > 0 {
+		return nil, damagedError(dir, filepath.Join(dir, runFile), fieldErrors(errs))
 	}
 	if rec.State == Running && !locked(dir) {
 		rec.State = Abandoned
@@ -259,22 +275,40 @@ func ReadRecord(dir string) (*Record, error) {
 }
 
 // ReadTask reads the state.json of a step (index -1) or of item index of a
-// foreach step. A task without one has not started: it reads as pending.
+// foreach step. A task without one has not started: it reads as pending. A
+// state.json that is not the task's (another step or index, an unknown state,
+// more attempts than a step may make) is an error that names the file and the
+// field.
 func ReadTask(runDir, step string, index int) (Task, error) {
+	if err := checkTask(step, index); err != nil {
+		return Task{Step: step, State: Pending}, err
+	}
+	r, err := os.OpenRoot(runDir)
+	if err != nil {
+		return Task{Step: step, State: Pending}, err
+	}
+	defer r.Close()
+	return readTask(r, runDir, step, index)
+}
+
+// readTask is ReadTask within root, the run directory runDir opened.
+func readTask(root *os.Root, runDir, step string, index int) (Task, error) {
 	t := Task{Step: step, State: Pending}
 	if index >= 0 {
-		t.Index = &index
+		// Decoding writes through the pointer: it must not be index's own.
+		i := index
+		t.Index = &i
 	}
-	path := filepath.Join(StateDir(runDir, step, index), StateFile)
-	data, err := os.ReadFile(path)
+	rel := filepath.Join(StateDir("", step, index), StateFile)
+	err := readJSON(root, runDir, rel, maxTaskBytes, &t)
 	if errors.Is(err, fs.ErrNotExist) {
-		return t, nil
+		return Task{Step: step, State: Pending, Index: t.Index}, nil
 	}
 	if err != nil {
 		return t, err
 	}
-	if err := json.Unmarshal(data, &t); err != nil {
-		return t, fmt.Errorf("%s: %w", path, err)
+	if errs := t.check(step, index); len(errs) > 0 {
+		return t, damagedError(runDir, filepath.Join(runDir, rel), fieldErrors(errs))
 	}
 	return t, nil
 }
