@@ -231,13 +231,25 @@ func Read(root, id string) (*Record, []Task, error) {
 	defer r.Close()
 	var tasks []Task
 	for _, s := range rec.Steps {
-		n := max(s.Items, 1)
-		for i := range n {
-			index := -1
-			if s.Items > 0 {
-				index = i
+		if s.Items == 0 {
+			t, err := readTask(r, dir, s.Name, -1)
+			if err != nil {
+				return nil, nil, err
 			}
-			t, err := readTask(r, dir, s.Name, index)
+			tasks = append(tasks, t)
+			continue
+		}
+		// Only the items that have a state directory are read.
+		started, err := startedItems(r, s.Name, s.Items)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := range s.Items {
+			if !started[i] {
+				tasks = append(tasks, Task{Step: s.Name, Index: new(i), State: Pending})
+				continue
+			}
+			t, err := readTask(r, dir, s.Name, i)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -245,6 +257,30 @@ func Read(root, id string) (*Record, []Task, error) {
 		}
 	}
 	return rec, tasks, nil
+}
+
+// startedItems says which of the items of foreach step have a state directory
+// in the run directory opened as root.
+func startedItems(root *os.Root, step string, items int) ([]bool, error) {
+	started := make([]bool, items)
+	f, err := root.Open(StateDir("", step, -1))
+	if errors.Is(err, fs.ErrNotExist) {
+		return started, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		if i, err := strconv.Atoi(name); err == nil && i >= 0 && i < items && strconv.Itoa(i) == name {
+			started[i] = true
+		}
+	}
+	return started, nil
 }
 
 // ReadRecord reads the run.json of run directory dir, reporting a run recorded as
