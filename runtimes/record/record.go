@@ -211,9 +211,10 @@ func List(root string) ([]Record, error) {
 // Read returns the run id under root and the state of each of its steps and items,
 // in the flow's order. Steps that never started are reported pending. A record
 // that no runner could have written (see ReadRecord) is an error that names its
-// file and field.
+// file and field. An engine's run (Argo, Airflow) is recorded under the engine's
+// run ID, which runid.CheckStore holds to, and is read by it.
 func Read(root, id string) (*Record, []Task, error) {
-	if err := runid.Check(id); err != nil {
+	if err := runid.CheckStore(id); err != nil {
 		return nil, nil, err
 	}
 	dir := filepath.Join(root, id)

@@ -167,6 +167,10 @@ func TestReadValid(t *testing.T) {
 	if err != nil || rec.ID != id || len(rec.Steps) != 2 {
 		t.Errorf("ReadRecord = %+v, %v", rec, err)
 	}
+	rec, tasks, err := record.Read(root, id)
+	if err != nil || rec.ID != id || len(tasks) != 4 {
+		t.Errorf("Read(%s) = %+v, %v, %v", id, rec, tasks, err)
+	}
 	// A run of this machine has a run ID that Check takes.
 	root, _ = writeRun(t, id, `{"flow": "f", "id": "`+id+`", "state": "failed", "steps": [{"name": "a"}]}`)
 	_, err = record.ReadRecord(filepath.Join(root, id))
