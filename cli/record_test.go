@@ -61,3 +61,35 @@ func TestDamagedRecordStaysInRun(t *testing.T) {
 		}
 	}
 }
+
+// TestRunsListNamesDamaged: runs list lists the runs it can read, and names
+// each damaged record on stderr, with what to do, instead of leaving it out
+// unsaid.
+func TestRunsListNamesDamaged(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for id, runJSON := range map[string]string{
+		"good": `{"flow": "quiet", "id": "good", "state": "succeeded", "start": "2026-01-02T03:04:05Z", "steps": [{"name": "one"}]}`,
+		"bad":  `{"flow": "quiet", "id": "bad", "state": "succeeded", "start": "2026-01-02T03:04:05Z", "steps": [{"name": "one", "items": 2000000}]}`,
+	} {
+		dir := filepath.Join(record.DefaultRoot, id)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "run.json"), []byte(runJSON), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	quiet := sdk.NewFlow("quiet", sdk.Image("registry.example.com/quiet:v1")).Step("one", sdk.Command("true"))
+	var stdout, stderr bytes.Buffer
+	if code := cli.Run(context.Background(), quiet, []string{"quiet", "runs", "list"}, &stdout, &stderr); code != cli.ExitOK {
+		t.Fatalf("runs list: exit status %d; stderr:\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "\ngood ") || strings.Contains(stdout.String(), "bad") {
+		t.Errorf("runs list printed:\n%s\nwant the good run alone", stdout.String())
+	}
+	for _, want := range []string{"warning: ", filepath.Join(record.DefaultRoot, "bad", "run.json"), "steps[0].items", "delete the run directory"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("runs list: stderr %q: want it to name %q", stderr.String(), want)
+		}
+	}
+}

@@ -184,28 +184,42 @@ func StateDir(runDir, step string, index int) string {
 }
 
 // List returns the runs under root, oldest first (run IDs sort by their start). A
-// missing root holds no runs. Runs whose run.json cannot be read are left out.
+// missing root holds no runs. Runs whose run.json cannot be read are left out:
+// Scan says why.
 func List(root string) ([]Record, error) {
+	runs, _, err := Scan(root)
+	return runs, err
+}
+
+// Scan is List that also returns, for each run directory whose run.json is
+// there but cannot be read (see ReadRecord), the error that says so. A
+// directory without run.json is no run.
+func Scan(root string) ([]Record, []error, error) {
 	entries, err := os.ReadDir(root)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var runs []Record
+	var damaged []error
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
 		}
 		rec, err := ReadRecord(filepath.Join(root, e.Name()))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
 		if err != nil {
+			damaged = append(damaged, err)
 			continue
 		}
 		runs = append(runs, *rec)
 	}
 	sort.Slice(runs, func(i, j int) bool { return runs[i].ID < runs[j].ID })
-	return runs, nil
+	return runs, damaged, nil
 }
 
 // Read returns the run id under root and the state of each of its steps and items,
