@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -27,13 +28,22 @@ const (
 // workflow's name, an Airflow DAG run's ID), which runid.CheckStore holds to.
 var engineRuntimes = map[string]bool{"argo": true, "airflow": true}
 
-// runtimes are the values of Record.Runtime.
-var runtimes = map[string]bool{"": true, "kube": true, "argo": true, "airflow": true}
+// runtimes are the values of Record.Runtime: "" for this machine.
+var runtimes = []string{"", "kube", "argo", "airflow"}
 
 // states are the known States.
-var states = map[State]bool{
-	Pending: true, Running: true, Retrying: true, Succeeded: true, Failed: true, Skipped: true,
-	Interrupted: true, Abandoned: true, Queued: true,
+var states = []State{Pending, Queued, Running, Retrying, Succeeded, Failed, Skipped, Interrupted, Abandoned}
+
+// checkState refuses a State not among states.
+func checkState(at *field.Path, s State) field.ErrorList {
+	if slices.Contains(states, s) {
+		return nil
+	}
+	names := make([]string, len(states))
+	for i, s := range states {
+		names[i] = string(s)
+	}
+	return field.ErrorList{field.NotSupported(at, s, names)}
 }
 
 // damagedError says that a file of a run directory is not a record that a
@@ -108,11 +118,9 @@ func (rec *Record) check(dir string) field.ErrorList {
 	} else if err := checkID(rec.ID); err != nil {
 		errs = append(errs, field.Invalid(idPath, rec.ID, err.Error()))
 	}
-	if !states[rec.State] {
-		errs = append(errs, field.NotSupported(field.NewPath("state"), rec.State, stateNames()))
-	}
-	if !runtimes[rec.Runtime] {
-		errs = append(errs, field.NotSupported(field.NewPath("runtime"), rec.Runtime, []string{"", "kube", "argo", "airflow"}))
+	errs = append(errs, checkState(field.NewPath("state"), rec.State)...)
+	if !slices.Contains(runtimes, rec.Runtime) {
+		errs = append(errs, field.NotSupported(field.NewPath("runtime"), rec.Runtime, runtimes))
 	}
 	if rec.As != "" && rec.As != "job" && rec.As != "jobset" {
 		errs = append(errs, field.NotSupported(field.NewPath("as"), rec.As, []string{"job", "jobset"}))
@@ -163,9 +171,7 @@ func (t *Task) check(step string, index int) field.ErrorList {
 		}
 		errs = append(errs, field.Invalid(field.NewPath("index"), t.Index, "must be "+want))
 	}
-	if !states[t.State] {
-		errs = append(errs, field.NotSupported(field.NewPath("state"), t.State, stateNames()))
-	}
+	errs = append(errs, checkState(field.NewPath("state"), t.State)...)
 	if t.Attempts < 0 || t.Attempts > compile.MaxRetry+1 {
 		errs = append(errs, field.Invalid(field.NewPath("attempts"), t.Attempts, fmt.Sprintf("must be from 0 to %d attempts", compile.MaxRetry+1)))
 	}
@@ -181,12 +187,4 @@ func checkTask(step string, index int) error {
 		return fmt.Errorf("step %s: index %d: a foreach item's index is 0 or more, -1 for a step without items", step, index)
 	}
 	return nil
-}
-
-func stateNames() []string {
-	names := make([]string, 0, len(states))
-	for _, s := range []State{Pending, Queued, Running, Retrying, Succeeded, Failed, Skipped, Interrupted, Abandoned} {
-		names = append(names, string(s))
-	}
-	return names
 }
