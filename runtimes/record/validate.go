@@ -52,6 +52,9 @@ func damagedError(dir, path, what string) error {
 	return fmt.Errorf("%s: %s: the run's record is damaged; delete the run directory %s (or move it away) to go on without it", path, what, dir)
 }
 
+// maxShown bounds the part of a value that an error shows.
+const maxShown = 64
+
 // fieldErrors words errs for damagedError: the first few, and how many more.
 func fieldErrors(errs field.ErrorList) string {
 	const most = 3
@@ -60,6 +63,12 @@ func fieldErrors(errs field.ErrorList) string {
 		if i == most {
 			words = append(words, fmt.Sprintf("and %d more", len(errs)-most))
 			break
+		}
+		if v, ok := e.BadValue.(string); ok && len(v) > maxShown {
+			// A record's value can be as long as its file: show its start.
+			short := *e
+			short.BadValue = strings.ToValidUTF8(v[:maxShown], "") + "…"
+			e = &short
 		}
 		words = append(words, e.Error())
 	}

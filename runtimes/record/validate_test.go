@@ -176,3 +176,14 @@ func TestReadValid(t *testing.T) {
 	_, err = record.ReadRecord(filepath.Join(root, id))
 	wantBad(t, err, "run.json", "id")
 }
+
+// TestReadLongValue: an error shows the start of a long value, not all of it.
+func TestReadLongValue(t *testing.T) {
+	long := strings.Repeat("A", 1<<20)
+	root, dir := writeRun(t, "r1", `{"flow": "`+long+`", "id": "r1", "state": "succeeded", "steps": [{"name": "a"}]}`)
+	_, _, err := record.Read(root, "r1")
+	wantBad(t, err, filepath.Join(dir, "run.json"), "flow")
+	if len(err.Error()) > 2000 {
+		t.Errorf("an error of %d bytes: %.200s…", len(err.Error()), err)
+	}
+}
