@@ -109,7 +109,7 @@ func readJSON(root *os.Root, dir, rel string, limit int64, v any) error {
 		if errors.As(err, &typeErr) && typeErr.Field != "" {
 			return damagedError(dir, path, fmt.Sprintf("%s: Invalid value: JSON %s, where the record holds %s", typeErr.Field, typeErr.Value, typeErr.Type))
 		}
-		return damagedError(dir, path, "not a whole JSON object ("+err.Error()+")")
+		return damagedError(dir, path, "not a record as runners write it ("+err.Error()+")")
 	}
 	return nil
 }
