@@ -302,10 +302,10 @@ func startedItems(root *os.Root, step string, items int) ([]bool, error) {
 // running whose runner no longer holds the lock as abandoned. A run directory
 // without run.json is an error that wraps fs.ErrNotExist. A run.json that no
 // runner could have written is an error that names the file and the field and
-// says what to do: one larger than any runner writes, not JSON, or holding a
-// flow or step name that compile refuses, a run ID other than its directory's
-// or one runid refuses, an unknown state or runtime, or more foreach items than
-// a flow may have.
+// says what to do: one larger, or of more values, than any runner writes, not
+// JSON, or holding a flow or step name that compile refuses, a run ID other
+// than its directory's or one runid refuses, an unknown state or runtime, or
+// more foreach items than a flow may have.
 func ReadRecord(dir string) (*Record, error) {
 	r, err := os.OpenRoot(dir)
 	if err != nil {
@@ -313,7 +313,7 @@ func ReadRecord(dir string) (*Record, error) {
 	}
 	defer r.Close()
 	var rec Record
-	if err := readJSON(r, dir, runFile, maxRecordBytes, &rec); err != nil {
+	if err := readJSON(r, dir, runFile, maxRecordBytes, maxRecordValues, &rec); err != nil {
 		return nil, err
 	}
 	if errs := rec.check(dir); len(errs) > 0 {
@@ -351,7 +351,7 @@ func readTask(root *os.Root, runDir, step string, index int) (Task, error) {
 		t.Index = &i
 	}
 	rel := filepath.Join(StateDir("", step, index), StateFile)
-	err := readJSON(root, runDir, rel, maxTaskBytes, &t)
+	err := readJSON(root, runDir, rel, maxTaskBytes, maxTaskValues, &t)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Task{Step: step, State: Pending, Index: t.Index}, nil
 	}

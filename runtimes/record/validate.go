@@ -18,10 +18,15 @@ import (
 )
 
 // What a run directory's files may hold, far above what any runner writes: a
-// file larger than this is refused before it is read.
+// file larger than this, or of more JSON values, is refused before it is
+// decoded. A run.json holds a few values for each step (a flow has at most
+// compile.MaxTasks), a state.json one for each pod of a step's last attempt
+// (at most compile.MaxNodes).
 const (
-	maxRecordBytes = 32 << 20
-	maxTaskBytes   = 16 << 20
+	maxRecordBytes  = 32 << 20
+	maxRecordValues = 8 * compile.MaxTasks
+	maxTaskBytes    = 16 << 20
+	maxTaskValues   = 2*compile.MaxNodes + 100
 )
 
 // Runtimes that name their runs: their run IDs are the engine's (an Argo
@@ -55,13 +60,17 @@ func damagedError(dir, path, what string) error {
 // maxShown bounds the part of a value that an error shows.
 const maxShown = 64
 
-// fieldErrors words errs for damagedError: the first few, and how many more.
+// mostErrors is how many of a record's errors its error shows; the checks stop
+// at one more.
+const mostErrors = 3
+
+// fieldErrors words errs for damagedError: the first few, and that there are
+// more.
 func fieldErrors(errs field.ErrorList) string {
-	const most = 3
-	words := make([]string, 0, most+1)
+	words := make([]string, 0, mostErrors+1)
 	for i, e := range errs {
-		if i == most {
-			words = append(words, fmt.Sprintf("and %d more", len(errs)-most))
+		if i == mostErrors {
+			words = append(words, "and more")
 			break
 		}
 		if v, ok := e.BadValue.(string); ok && len(v) > maxShown {
@@ -77,9 +86,10 @@ func fieldErrors(errs field.ErrorList) string {
 
 // readJSON decodes the file rel of run directory dir, opened through root so
 // that no path leaves the directory, into v; a file larger than limit is
-// refused before it is read. A missing file is an error that wraps
+// refused before it is read, and one of more than maxValues JSON values
+// before it is decoded. A missing file is an error that wraps
 // fs.ErrNotExist.
-func readJSON(root *os.Root, dir, rel string, limit int64, v any) error {
+func readJSON(root *os.Root, dir, rel string, limit int64, maxValues int, v any) error {
 	path := filepath.Join(dir, rel)
 	f, err := root.Open(rel)
 	if err != nil {
@@ -104,6 +114,9 @@ func readJSON(root *os.Root, dir, rel string, limit int64, v any) error {
 	if int64(len(data)) > limit {
 		return tooLarge
 	}
+	if n := jsonValues(data, maxValues); n > maxValues {
+		return damagedError(dir, path, fmt.Sprintf("more than the %d values a runner writes", maxValues))
+	}
 	if err := json.Unmarshal(data, v); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) && typeErr.Field != "" {
@@ -112,6 +125,35 @@ func readJSON(root *os.Root, dir, rel string, limit int64, v any) error {
 		return damagedError(dir, path, "not a record as runners write it ("+err.Error()+")")
 	}
 	return nil
+}
+
+// jsonValues counts, without decoding data, the values of the JSON text it
+// holds (each element of an array, each member of an object, and each array
+// and object itself), from what separates and opens them outside strings; it
+// stops counting past limit.
+func jsonValues(data []byte, limit int) int {
+	n := 1
+	inString, escaped := false, false
+	for _, c := range data {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ',' || c == '[' || c == '{':
+			if n++; n > limit {
+				return n
+			}
+		}
+	}
+	return n
 }
 
 // check says what in rec, the run.json of run directory dir, no runner writes.
@@ -140,12 +182,21 @@ func (rec *Record) check(dir string) field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("artifacts", "url"), a.URL, "must be an s3:// URL, or the mount path of a volume claim"))
 	}
 	stepsPath := field.NewPath("steps")
+	if len(rec.Steps) > compile.MaxTasks {
+		return append(errs, field.TooMany(stepsPath, len(rec.Steps), compile.MaxTasks))
+	}
 	seen := make(map[string]bool, len(rec.Steps))
 	tasks := 0
 	for i, s := range rec.Steps {
+		if len(errs) > mostErrors {
+			return errs
+		}
 		at := stepsPath.Index(i)
 		errs = append(errs, compile.CheckStepName(at.Child("name"), s.Name)...)
 		for j, after := range s.After {
+			if len(errs) > mostErrors {
+				return errs
+			}
 			if !seen[after] {
 				errs = append(errs, field.NotFound(at.Child("after").Index(j), after))
 			}

@@ -4,9 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/runtimes/record"
 )
 
@@ -185,5 +187,67 @@ func TestReadLongValue(t *testing.T) {
 	wantBad(t, err, filepath.Join(dir, "run.json"), "flow")
 	if len(err.Error()) > 2000 {
 		t.Errorf("an error of %d bytes: %.200s…", len(err.Error()), err)
+	}
+}
+
+// TestReadDenseFile: a file within the size bound but packed with values
+// (millions of steps, an after list of millions, millions of params or pods),
+// or with a million errors, is refused without making them all.
+func TestReadDenseFile(t *testing.T) {
+	const head = `"flow": "f", "id": "r1", "state": "succeeded"`
+	// Some 12 MiB of item, within the size bound of either file.
+	dense := func(item string) string { return strings.Repeat(item+",", (12<<20)/(len(item)+1)) + item }
+	for _, tt := range []struct {
+		name, run, state, field string
+	}{
+		{"steps", `{` + head + `, "steps": [` + dense(`{"name":"a"}`) + `]}`, "", "values"},
+		{"after", `{` + head + `, "steps": [{"name": "a"}, {"name": "b", "after": [` + dense(`"a"`) + `]}]}`, "", "values"},
+		{"unknown after", `{` + head + `, "steps": [{"name": "a", "after": [` + strings.Repeat(`"b",`, 1<<19) + `"b"]}]}`, "", "steps[0].after[0]"},
+		{"params", `{` + head + `, "params": {` + dense(`"a":""`) + `}, "steps": [{"name": "a"}]}`, "", "values"},
+		{"pods", `{` + head + `, "steps": [{"name": "a"}]}`, `{"step": "a", "state": "failed", "pods": [` + dense(`""`) + `]}`, "values"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root, dir := writeRun(t, "r1", tt.run)
+			file := filepath.Join(dir, "run.json")
+			if tt.state != "" {
+				file = filepath.Join(record.StateDir(dir, "a", -1), "state.json")
+				if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(file, []byte(tt.state), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			_, _, err := record.Read(root, "r1")
+			runtime.ReadMemStats(&after)
+			wantBad(t, err, file, tt.field)
+			if n := after.TotalAlloc - before.TotalAlloc; n > 64<<20 {
+				t.Errorf("reading the record allocated %d MiB; want under 64 MiB", n>>20)
+			}
+		})
+	}
+}
+
+// TestReadLargest: the largest record a flow makes, compile.MaxTasks steps
+// each after the one before, reads back.
+func TestReadLargest(t *testing.T) {
+	root, dir := mkdir(t, "r1")
+	rec := record.Record{Flow: "f", ID: "r1", State: record.Succeeded, Params: map[string]string{"epochs": "3"}}
+	for i := range compile.MaxTasks {
+		s := record.StepInfo{Name: "step-" + strconv.Itoa(i)}
+		if i > 0 {
+			s.After = []string{rec.Steps[i-1].Name}
+		}
+		rec.Steps = append(rec.Steps, s)
+	}
+	if err := record.WriteRecord(dir, rec); err != nil {
+		t.Fatal(err)
+	}
+	got, tasks, err := record.Read(root, "r1")
+	if err != nil || len(got.Steps) != compile.MaxTasks || len(tasks) != compile.MaxTasks {
+		t.Fatalf("Read: %v", err)
 	}
 }
