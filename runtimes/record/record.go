@@ -342,24 +342,29 @@ func ReadTask(runDir, step string, index int) (Task, error) {
 	return readTask(r, runDir, step, index)
 }
 
-// readTask is ReadTask within root, the run directory runDir opened.
+// readTask is ReadTask within root, the run directory runDir opened. On an
+// error it returns the task as pending, nothing of what the file held.
 func readTask(root *os.Root, runDir, step string, index int) (Task, error) {
-	t := Task{Step: step, State: Pending}
+	pending := Task{Step: step, State: Pending}
 	if index >= 0 {
-		// Decoding writes through the pointer: it must not be index's own.
+		pending.Index = &index
+	}
+	t := pending
+	if index >= 0 {
+		// Decoding writes through the pointer: it must not be pending's.
 		i := index
 		t.Index = &i
 	}
 	rel := filepath.Join(StateDir("", step, index), StateFile)
 	err := readJSON(root, runDir, rel, maxTaskBytes, maxTaskValues, &t)
 	if errors.Is(err, fs.ErrNotExist) {
-		return Task{Step: step, State: Pending, Index: t.Index}, nil
+		return pending, nil
 	}
 	if err != nil {
-		return t, err
+		return pending, err
 	}
 	if errs := t.check(step, index); len(errs) > 0 {
-		return t, damagedError(runDir, filepath.Join(runDir, rel), fieldErrors(errs))
+		return pending, damagedError(runDir, filepath.Join(runDir, rel), fieldErrors(errs))
 	}
 	return t, nil
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/runtimes/record"
 )
@@ -137,6 +139,12 @@ func TestReadDamagedTask(t *testing.T) {
 			}
 			_, _, err := record.Read(root, "r1")
 			wantBad(t, err, state, tt.field)
+			// ReadTask returns nothing of what the file held.
+			task, err := record.ReadTask(dir, "fan", 1)
+			wantBad(t, err, state, tt.field)
+			if want := (record.Task{Step: "fan", Index: new(1), State: record.Pending}); !cmp.Equal(want, task) {
+				t.Errorf("ReadTask = %+v, %v; want the task as pending", task, err)
+			}
 		})
 	}
 }
