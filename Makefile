@@ -89,7 +89,7 @@ bench-load:
 # harness/fuzzlist checks that this list names every Fuzz function.
 FUZZ = ./compile:FuzzCompile ./compile:FuzzLoadConfig ./emit:FuzzFlowOptions \
 	./emit:FuzzArgoTemplating ./emit/encode:FuzzYAMLMatchesYAMLv2 ./emit/job:FuzzEmitRoundTrip \
-	./emit/airflow:FuzzQuote ./emit/airflow:FuzzAppendIndented
+	./emit/airflow:FuzzQuote ./emit/airflow:FuzzAppendIndented ./runtimes/record:FuzzRead
 FUZZTIME ?= 30s
 
 # Run each fuzz target for FUZZTIME (make fuzz FUZZTIME=10m). A failure writes

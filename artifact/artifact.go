@@ -103,22 +103,35 @@ func (d Dir) Put(_ context.Context, key string, data []byte) error {
 	return atomicfile.WriteSync(p, data)
 }
 
-// Get reads the file of key.
+// Get reads the file of key, within the directory: no link in it reaches a
+// file outside.
 func (d Dir) Get(_ context.Context, key string) ([]byte, error) {
-	p, err := d.path(key)
+	if err := CheckKey(key); err != nil {
+		return nil, err
+	}
+	r, err := os.OpenRoot(string(d))
 	if err != nil {
 		return nil, err
 	}
-	return os.ReadFile(p)
+	defer r.Close()
+	return r.ReadFile(filepath.FromSlash(key))
 }
 
-// List returns the artifacts in the directory of key dir.
+// List returns the artifacts in the directory of key dir, within the
+// directory, as Get reads them.
 func (d Dir) List(_ context.Context, dir string) ([]Entry, error) {
-	p, err := d.path(dir)
+	if err := CheckKey(dir); err != nil {
+		return nil, err
+	}
+	r, err := os.OpenRoot(string(d))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
-	files, err := os.ReadDir(p)
+	defer r.Close()
+	files, err := fs.ReadDir(r.FS(), dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -37,9 +37,12 @@ func runsCommand(flow *sdk.Flow) *ucli.Command {
 						}
 						return targetRunsList(c, flow)
 					}
-					runs, err := record.List(record.DefaultRoot)
+					runs, damaged, err := record.Scan(record.DefaultRoot)
 					if err != nil {
 						return invalidErr(err)
+					}
+					for _, err := range damaged {
+						fmt.Fprintf(c.App.ErrWriter, "warning: %s\n", err)
 					}
 					rows := [][]string{{"RUN", "FLOW", "STATE", "STARTED", "DURATION", "WHERE"}}
 					for _, r := range runs {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -150,20 +150,25 @@ func (t *Task) StderrPath() string {
 
 // Stdout returns what every attempt of the task wrote to its standard output,
 // as the record keeps it.
-func (t *Task) Stdout() ([]byte, error) { return t.log(t.StdoutPath()) }
+func (t *Task) Stdout() ([]byte, error) { return t.log(record.StdoutLog) }
 
 // Stderr returns what every attempt of the task wrote to its standard error.
-func (t *Task) Stderr() ([]byte, error) { return t.log(t.StderrPath()) }
+func (t *Task) Stderr() ([]byte, error) { return t.log(record.StderrLog) }
 
-func (t *Task) log(path string) ([]byte, error) {
+// log reads the task's log name, within the run directory.
+func (t *Task) log(name string) ([]byte, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
-	data, err := os.ReadFile(path)
+	f, err := record.OpenLog(t.run.Dir, t.Step, t.index(), name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	return data, err
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 // Attempt is one attempt of a task.
@@ -211,13 +216,13 @@ func (t *Task) Attempts() ([]Attempt, error) {
 		return as, nil
 	}
 	for _, stream := range []struct {
-		path string
+		name string
 		out  func(*Attempt) *[]byte
 	}{
-		{t.StdoutPath(), func(a *Attempt) *[]byte { return &a.Stdout }},
-		{t.StderrPath(), func(a *Attempt) *[]byte { return &a.Stderr }},
+		{record.StdoutLog, func(a *Attempt) *[]byte { return &a.Stdout }},
+		{record.StderrLog, func(a *Attempt) *[]byte { return &a.Stderr }},
 	} {
-		data, err := t.log(stream.path)
+		data, err := t.log(stream.name)
 		if err != nil {
 			return nil, err
 		}

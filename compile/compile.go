@@ -30,6 +30,15 @@ import (
 // those suffixes room within the 63 that Kubernetes allows.
 const MaxNameLength = 40
 
+// MaxTasks bounds the tasks of a flow: its steps, a foreach step counting once
+// per item. A run records each task, and runs show, logs and resuming read
+// them all back; a run's record is held to the same bound when it is read.
+const MaxTasks = 100_000
+
+// MaxRetry bounds sdk.Retry: a task makes at most MaxRetry+1 attempts, and a
+// run's record is held to that when it is read.
+const MaxRetry = 10_000
+
 // Options are the inputs of a compile besides the flow.
 type Options struct {
 	// Config holds manifold.toml's defaults.
@@ -142,6 +151,14 @@ func Compile(f *sdk.Flow, o Options) (*plan.Flow, field.ErrorList) {
 		steps = append(steps, s)
 	}
 
+	tasks := 0
+	for i := range steps {
+		tasks += max(len(steps[i].Foreach), 1)
+	}
+	if tasks > MaxTasks {
+		errs = append(errs, field.Invalid(stepsPath, tasks, fmt.Sprintf("the flow has %d tasks (steps, a foreach step counting once per item), more than the %d a run can record: split the foreach items over several runs or flows", tasks, MaxTasks)))
+	}
+
 	ordered, orderErrs := order(steps, stepsPath)
 	errs = append(errs, orderErrs...)
 	if len(errs) > 0 {
@@ -218,6 +235,14 @@ func checkSchedule(at *field.Path, s string) field.ErrorList {
 	}
 	return nil
 }
+
+// CheckFlowName says what is wrong with a flow's name, at path at: the rule
+// Compile holds flows to, and a run's record when it is read.
+func CheckFlowName(at *field.Path, name string) field.ErrorList { return checkName(at, name, "flow") }
+
+// CheckStepName says what is wrong with a step's name, at path at: the rule
+// Compile holds steps to, and a run's record when it is read.
+func CheckStepName(at *field.Path, name string) field.ErrorList { return checkName(at, name, "step") }
 
 // checkName gives one error for a name that breaks any of the name rules, which
 // says every rule it breaks.

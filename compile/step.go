@@ -361,8 +361,8 @@ func failure(r *resolved, s *plan.Step) field.ErrorList {
 	var errs field.ErrorList
 	if r.retry.set {
 		s.Retry = r.retry.v
-		if r.retry.v < 0 || r.retry.v > math.MaxInt32 {
-			errs = append(errs, field.Invalid(r.retry.at, r.retry.v, "must be 0 or more retries; leave out sdk.Retry for none"))
+		if r.retry.v < 0 || r.retry.v > MaxRetry {
+			errs = append(errs, field.Invalid(r.retry.at, r.retry.v, fmt.Sprintf("must be from 0 to %d retries; leave out sdk.Retry for none", MaxRetry)))
 		}
 	}
 	if r.retryBackoff.set {

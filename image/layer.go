@@ -266,15 +266,13 @@ func cachedLayer(dir, key string, build func(io.Writer) (*storedLayer, error)) (
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, false, err
 	}
-	tmp, err := os.CreateTemp(dir, "."+key+".*.tmp")
+	var batch atomicfile.Batch
+	defer batch.Abort()
+	tmp, err := batch.Create(data)
 	if err != nil {
 		return nil, false, err
 	}
-	defer os.Remove(tmp.Name())
 	l, err := build(tmp)
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -289,7 +287,7 @@ func cachedLayer(dir, key string, build func(io.Writer) (*storedLayer, error)) (
 	if err := atomicfile.Write(meta, js); err != nil {
 		return nil, false, err
 	}
-	if err := os.Rename(tmp.Name(), data); err != nil {
+	if err := batch.Commit(); err != nil {
 		return nil, false, err
 	}
 	l, err = openStored(data, meta)

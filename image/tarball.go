@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/manifoldflow/manifold/internal/atomicfile"
 )
 
 // DigestTag returns the tag that names digest d in repo: REPOSITORY:sha256-<hex>.
@@ -49,30 +51,24 @@ func (t Tarball) Publish(_ context.Context, r *Result) (Published, error) {
 }
 
 // writeTarball writes the tarball through a temporary file in the same
-// directory, renamed into place, so that a reader never sees half of one.
-func writeTarball(path string, refs map[name.Reference]v1.Image) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// directory, renamed into place, so that a reader never sees half of one. A
+// tarball it replaces keeps its mode; a new one gets the umask's.
+func writeTarball(path string, refs map[name.Reference]v1.Image) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	var b atomicfile.Batch
+	defer b.Abort()
+	f, err := b.Create(path)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
 	if err := tarball.MultiRefWrite(refs, f); err != nil {
+		f.Close()
 		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return err
 	}
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return os.Rename(f.Name(), path)
+	return b.Commit()
 }

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -18,8 +20,9 @@ import (
 // what a killed writer may leave behind (see RemoveTemps).
 const tempSuffix = ".tmp"
 
-// Write writes data to path through a temporary file renamed into place, with mode
-// 0644. It survives a killed writer, not a power loss: see WriteSync.
+// Write writes data to path through a temporary file renamed into place. A file
+// it replaces keeps its mode; a new one gets the mode os.Create gives (0666
+// less the umask). It survives a killed writer, not a power loss: see WriteSync.
 func Write(path string, data []byte) error { return write(path, data, false) }
 
 // WriteSync is Write with the data flushed to the disk before the rename, so the
@@ -35,9 +38,9 @@ func write(path string, data []byte, sync bool) error {
 	return os.Rename(tmp, path)
 }
 
-// writeTemp writes data, with mode 0644, to a new temporary file beside path
-// (flushed to the disk when sync is set) and returns its name; on an error it
-// leaves no file.
+// writeTemp writes data to a new temporary file beside path, with the mode path
+// is to have (flushed to the disk when sync is set), and returns its name; on
+// an error it leaves no file.
 func writeTemp(path string, data []byte, sync bool) (string, error) {
 	tmp, err := createTemp(path)
 	if err != nil {
@@ -57,16 +60,30 @@ func writeTemp(path string, data []byte, sync bool) (string, error) {
 	return tmp.Name(), nil
 }
 
-// createTemp makes a new temporary file beside path, with mode 0644.
+// createTemp makes a new temporary file beside path with the mode path is to
+// have: the mode of the file it replaces, else the one os.Create gives a new
+// file (0666 less the umask, which the system applies as it creates the file,
+// so the umask is never read or changed).
 func createTemp(path string) (*os.File, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), tempPattern(path))
+	dir, base := filepath.Split(path)
+	var tmp *os.File
+	var err error
+	for range 10000 {
+		name := filepath.Join(dir, "."+base+"."+strconv.FormatUint(uint64(rand.Uint32()), 10)+tempSuffix)
+		tmp, err = os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return nil, err
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+		if err := tmp.Chmod(fi.Mode().Perm()); err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+			return nil, err
+		}
 	}
 	return tmp, nil
 }

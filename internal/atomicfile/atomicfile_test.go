@@ -185,26 +185,6 @@ func add(b *Batch, path, data string) error {
 	return f.Close()
 }
 
-// TestCreateMode: a created file is 0644 once committed, whatever the umask
-// lets CreateTemp give.
-func TestCreateMode(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "f")
-	var b Batch
-	if err := add(&b, path, "x"); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi.Mode().Perm() != 0o644 {
-		t.Errorf("mode %v, want 0644", fi.Mode().Perm())
-	}
-}
-
 // TestRemoveStale: only the old temporary files of the path named go, even when
 // its name holds characters that a glob pattern reads.
 func TestRemoveStale(t *testing.T) {

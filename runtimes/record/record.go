@@ -184,34 +184,51 @@ func StateDir(runDir, step string, index int) string {
 }
 
 // List returns the runs under root, oldest first (run IDs sort by their start). A
-// missing root holds no runs. Runs whose run.json cannot be read are left out.
+// missing root holds no runs. Runs whose run.json cannot be read are left out:
+// Scan says why.
 func List(root string) ([]Record, error) {
+	runs, _, err := Scan(root)
+	return runs, err
+}
+
+// Scan is List that also returns, for each run directory whose run.json is
+// there but cannot be read (see ReadRecord), the error that says so. A
+// directory without run.json is no run.
+func Scan(root string) ([]Record, []error, error) {
 	entries, err := os.ReadDir(root)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var runs []Record
+	var damaged []error
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
 		}
 		rec, err := ReadRecord(filepath.Join(root, e.Name()))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
 		if err != nil {
+			damaged = append(damaged, err)
 			continue
 		}
 		runs = append(runs, *rec)
 	}
 	sort.Slice(runs, func(i, j int) bool { return runs[i].ID < runs[j].ID })
-	return runs, nil
+	return runs, damaged, nil
 }
 
 // Read returns the run id under root and the state of each of its steps and items,
-// in the flow's order. Steps that never started are reported pending.
+// in the flow's order. Steps that never started are reported pending. A record
+// that no runner could have written (see ReadRecord) is an error that names its
+// file and field. An engine's run (Argo, Airflow) is recorded under the engine's
+// run ID, which runid.CheckStore holds to, and is read by it.
 func Read(root, id string) (*Record, []Task, error) {
-	if err := runid.Check(id); err != nil {
+	if err := runid.CheckStore(id); err != nil {
 		return nil, nil, err
 	}
 	dir := filepath.Join(root, id)
@@ -222,15 +239,32 @@ func Read(root, id string) (*Record, []Task, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer r.Close()
 	var tasks []Task
 	for _, s := range rec.Steps {
-		n := max(s.Items, 1)
-		for i := range n {
-			index := -1
-			if s.Items > 0 {
-				index = i
+		if s.Items == 0 {
+			t, err := readTask(r, dir, s.Name, -1)
+			if err != nil {
+				return nil, nil, err
 			}
-			t, err := ReadTask(dir, s.Name, index)
+			tasks = append(tasks, t)
+			continue
+		}
+		// Only the items that have a state directory are read.
+		started, err := startedItems(r, s.Name, s.Items)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := range s.Items {
+			if !started[i] {
+				tasks = append(tasks, Task{Step: s.Name, Index: new(i), State: Pending})
+				continue
+			}
+			t, err := readTask(r, dir, s.Name, i)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -240,17 +274,50 @@ func Read(root, id string) (*Record, []Task, error) {
 	return rec, tasks, nil
 }
 
-// ReadRecord reads the run.json of run directory dir, reporting a run recorded as
-// running whose runner no longer holds the lock as abandoned. A run directory
-// without run.json is an error that wraps fs.ErrNotExist.
-func ReadRecord(dir string) (*Record, error) {
-	data, err := os.ReadFile(filepath.Join(dir, runFile))
+// startedItems says which of the items of foreach step have a state directory
+// in the run directory opened as root.
+func startedItems(root *os.Root, step string, items int) ([]bool, error) {
+	started := make([]bool, items)
+	f, err := root.Open(StateDir("", step, -1))
+	if errors.Is(err, fs.ErrNotExist) {
+		return started, nil
+	}
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		if i, err := strconv.Atoi(name); err == nil && i >= 0 && i < items && strconv.Itoa(i) == name {
+			started[i] = true
+		}
+	}
+	return started, nil
+}
+
+// ReadRecord reads the run.json of run directory dir, reporting a run recorded as
+// running whose runner no longer holds the lock as abandoned. A run directory
+// without run.json is an error that wraps fs.ErrNotExist. A run.json that no
+// runner could have written is an error that names the file and the field and
+// says what to do: one larger, or of more values, than any runner writes, not
+// JSON, or holding a flow or step name that compile refuses, a run ID other
+// than its directory's or one runid refuses, an unknown state or runtime, or
+// more foreach items than a flow may have.
+func ReadRecord(dir string) (*Record, error) {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
 	var rec Record
-	if err := json.Unmarshal(data, &rec); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, runFile), err)
+	if err := readJSON(r, dir, runFile, maxRecordBytes, maxRecordValues, &rec); err != nil {
+		return nil, err
+	}
+	if errs := rec.check(dir); len(errs) > 0 {
+		return nil, damagedError(dir, filepath.Join(dir, runFile), fieldErrors(errs))
 	}
 	if rec.State == Running && !locked(dir) {
 		rec.State = Abandoned
@@ -259,22 +326,45 @@ func ReadRecord(dir string) (*Record, error) {
 }
 
 // ReadTask reads the state.json of a step (index -1) or of item index of a
-// foreach step. A task without one has not started: it reads as pending.
+// foreach step. A task without one has not started: it reads as pending. A
+// state.json that is not the task's (another step or index, an unknown state,
+// more attempts than a step may make) is an error that names the file and the
+// field.
 func ReadTask(runDir, step string, index int) (Task, error) {
-	t := Task{Step: step, State: Pending}
-	if index >= 0 {
-		t.Index = &index
+	if err := checkTask(step, index); err != nil {
+		return Task{Step: step, State: Pending}, err
 	}
-	path := filepath.Join(StateDir(runDir, step, index), StateFile)
-	data, err := os.ReadFile(path)
+	r, err := os.OpenRoot(runDir)
+	if err != nil {
+		return Task{Step: step, State: Pending}, err
+	}
+	defer r.Close()
+	return readTask(r, runDir, step, index)
+}
+
+// readTask is ReadTask within root, the run directory runDir opened. On an
+// error it returns the task as pending, nothing of what the file held.
+func readTask(root *os.Root, runDir, step string, index int) (Task, error) {
+	pending := Task{Step: step, State: Pending}
+	if index >= 0 {
+		pending.Index = &index
+	}
+	t := pending
+	if index >= 0 {
+		// Decoding writes through the pointer: it must not be pending's.
+		i := index
+		t.Index = &i
+	}
+	rel := filepath.Join(StateDir("", step, index), StateFile)
+	err := readJSON(root, runDir, rel, maxTaskBytes, maxTaskValues, &t)
 	if errors.Is(err, fs.ErrNotExist) {
-		return t, nil
+		return pending, nil
 	}
 	if err != nil {
-		return t, err
+		return pending, err
 	}
-	if err := json.Unmarshal(data, &t); err != nil {
-		return t, fmt.Errorf("%s: %w", path, err)
+	if errs := t.check(step, index); len(errs) > 0 {
+		return pending, damagedError(runDir, filepath.Join(runDir, rel), fieldErrors(errs))
 	}
 	return t, nil
 }
