@@ -247,7 +247,7 @@ func TestConfig(t *testing.T) {
 
 func TestExecRunsTheCommand(t *testing.T) {
 	flow := sdk.NewFlow("exec", image, sdk.Param("greeting", "hi")).
-		Step("write", sdk.Command("sh", "-c", `echo "$(MANIFOLD_PARAM_GREETING) from $MANIFOLD_ITEM"; printf '"%s"' "$MANIFOLD_ITEM" > "$MANIFOLD_ARTIFACTS/item.json"`),
+		Step("write", sdk.Command("sh", "-c", `echo "$MANIFOLD_PARAM_GREETING from $MANIFOLD_ITEM"; printf '"%s"' "$MANIFOLD_ITEM" > "$MANIFOLD_ARTIFACTS/item.json"`),
 			sdk.Foreach("one", "two")).
 		Step("fail", sdk.Command("sh", "-c", "echo giving up >&2; exit 4"), sdk.After("write"))
 	run := flowtest.Run(t, flow, flowtest.Exec("write", "fail"))

@@ -63,7 +63,7 @@ var realFlows = []struct {
 // from it; an artifact written by one pod into the shared volume is read by the
 // next (hello's greeting; foreach's plan and each item's result, joined by
 // report); the steps' output is streamed from their containers' logs; hello's
-// Command step runs busybox with the kubelet expanding $(MANIFOLD_PARAM_NAME).
+// Command step runs busybox, whose shell reads $MANIFOLD_PARAM_NAME.
 func TestRealNodeRunKube(t *testing.T) {
 	c := simcluster.Shared(t)
 	node := c.RealNode(t)
