@@ -394,6 +394,10 @@ func TestRunRefuses(t *testing.T) {
 			`flowtest.Config("testdata/none.toml"): no such file`},
 		"bad config": {[]flowtest.Option{flowtest.Stub("train"), flowtest.Config("testdata/bad.toml")},
 			"flowtest: testdata/bad.toml: unknown keys retries;"},
+		"items of a step without Foreach": {[]flowtest.Option{flowtest.Stub("train"), flowtest.Items("train", "a", "b")},
+			`flowtest.Items("train"): step train of flow refuse has no sdk.Foreach, so items would make it a foreach step it is not; give Items to a step declared with sdk.Foreach`},
+		"items of no step": {[]flowtest.Option{flowtest.Stub("train"), flowtest.Items("trian", "a")},
+			`flowtest.Items("trian"): flow refuse has no step "trian"; its steps are prepare, train`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := report(t, func(tb testing.TB) { flowtest.Run(tb, cmd, tt.opts...) })
