@@ -175,7 +175,7 @@ func compileParams(declared []sdk.ParamSpec, given map[string]string, errs field
 		if v, ok := given[d.Name]; ok {
 			value = v
 		}
-		errs = append(errs, checkText(at, value)...)
+		errs = append(errs, CheckParamValue(d.Name, value)...)
 		out = append(out, plan.Param{Name: d.Name, Value: value, Env: envName})
 	}
 	var unknown []string

@@ -397,7 +397,14 @@ func checkText(at *field.Path, s string) field.ErrorList {
 	if utf8.ValidString(s) {
 		return nil
 	}
-	return field.ErrorList{field.Invalid(at, strings.ToValidUTF8(s, "\uFFFD"), "must be UTF-8 text; it holds bytes that are not")}
+	return field.ErrorList{field.Invalid(at, strings.ToValidUTF8(s, "\uFFFD"), "must be UTF-8 text; it holds bytes that are not (shown as \uFFFD), which no target carries as they are: write the value in UTF-8")}
+}
+
+// CheckParamValue checks a value given to param name where no compile sees it
+// (trigger's --param, the variables of a step's container), as the compile
+// checks every value: it must be UTF-8 text. Its errors are at params[name].
+func CheckParamValue(name, value string) field.ErrorList {
+	return checkText(field.NewPath("params").Key(name), value)
 }
 
 func checkObjectName(at *field.Path, name string) field.ErrorList {
