@@ -265,6 +265,7 @@ func (e stepEnv) pod(r *resolved, s *plan.Step) field.ErrorList {
 	s.Annotations = sortedPairs(annotations)
 
 	mounts := map[string]bool{}
+	volumeAt := map[string]int{} // the volume first mounted at each path
 	shm := "sdk.SharedMemory already mounts /dev/shm"
 	if s.EFAWiring != nil {
 		shm = "sdk.EFAWiring mounts a memory-backed /dev/shm (sdk.SharedMemory sets its size)"
@@ -283,7 +284,11 @@ func (e stepEnv) pod(r *resolved, s *plan.Step) field.ErrorList {
 		case e.artifactVolume && v.Path == plan.ArtifactVolumePath:
 			errs = append(errs, field.Forbidden(it.at.Child("path"), "the flow's artifact volume is mounted at "+plan.ArtifactVolumePath+"; choose another path"))
 		case mounts[v.Path]:
-			errs = append(errs, field.Duplicate(it.at.Child("path"), v.Path))
+			first := r.volumes[volumeAt[v.Path]]
+			errs = append(errs, fieldErr(field.ErrorTypeDuplicate, it.at.Child("path"), v.Path,
+				fmt.Sprintf("%s (claim %s) is mounted at %s already: mount claim %s at another path, or leave one of them out", first.at, first.v.Claim, v.Path, v.Claim)))
+		default:
+			volumeAt[v.Path] = i
 		}
 		mounts[v.Path] = true
 		s.Volumes = append(s.Volumes, plan.Volume{Name: fmt.Sprintf("pvc-%d", i), Claim: v.Claim, Path: v.Path})
