@@ -240,7 +240,7 @@ func lintCredentials(p *plan.Flow) []Warning {
 		}
 		for j := range s.Command {
 			if c, ok := credential.InArgs(s.Command, j); ok {
-				add(at.Child("command").Index(j), s.Command[j], c, "a command line is written into every target's files and shown to anyone who can read the pod; give the secret to the step as a variable with sdk.SecretEnv(name, secret, key) and write $(name) in the command")
+				add(at.Child("command").Index(j), s.Command[j], c, "a command line is written into every target's files and shown to anyone who can read the pod; give the secret to the step as a variable with sdk.SecretEnv(name, secret, key) and write $(name) in the command (\"$name\" in a shell's script)")
 			}
 		}
 		for j, it := range s.Foreach {
