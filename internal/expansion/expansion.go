@@ -5,12 +5,16 @@
 // shell's script.
 package expansion
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // Expand returns s with each $(NAME) replaced as the kubelet replaces it
 // (k8s.io/kubernetes third_party/forked/golang/expansion): by mapping's value
 // when mapping has NAME, else kept as written; $$ becomes $; a "$(" without a
-// ")" after it and a $ before any other byte are kept.
+// ")" after it is kept, and so is a $ before any other rune (the kubelet reads
+// that rune, so a byte that is not UTF-8 after a $ becomes U+FFFD).
 func Expand(s string, mapping func(name string) (string, bool)) string {
 	if !strings.Contains(s, "$") {
 		return s
@@ -40,7 +44,9 @@ func Expand(s string, mapping func(name string) (string, bool)) string {
 			}
 			i += 2 + end
 		default:
-			b.WriteByte('$')
+			r, size := utf8.DecodeRuneInString(s[i+1:])
+			b.WriteString("$" + string(r))
+			i += size
 		}
 	}
 	return b.String()
