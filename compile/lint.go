@@ -118,14 +118,19 @@ var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true
 
 // shellScript returns the index in argv of the script a shell's -c runs, or
 // -1 when argv runs no shell with -c. The shell may be given by a path
-// (/bin/sh), through env (env bash) or busybox (busybox sh); its options come
+// (/bin/sh), through env (env bash, env -i A=1 bash) or busybox (busybox sh); its options come
 // before the script, -c alone or among others (-ec, -euxc), -o and -O with
 // their argument, long ones (--norc), up to --.
 func shellScript(argv []string) int {
 	i := 0
 	base := func() string { return path.Base(argv[i]) }
 	for i < len(argv) && (base() == "env" || base() == "busybox") {
+		env := base() == "env"
 		i++
+		// env's options and NAME=VALUE assignments before the program.
+		for env && i < len(argv) && (strings.HasPrefix(argv[i], "-") || strings.Contains(argv[i], "=")) {
+			i++
+		}
 	}
 	if i == len(argv) || !shells[base()] {
 		return -1

@@ -121,8 +121,9 @@ func TestLintShellScripts(t *testing.T) {
 	}, {
 		name: "ksh and ash through env",
 		flow: param().Step("a", sdk.Command("/usr/bin/env", "ksh", "-c", "echo $(MANIFOLD_PARAM_NAME)")).
-			Step("b", sdk.Command("ash", "-xc", "echo $(MANIFOLD_PARAM_NAME)")),
-		want: map[string][]string{"steps[a].command[3]": {`"$MANIFOLD_PARAM_NAME"`}, "steps[b].command[2]": {`"$MANIFOLD_PARAM_NAME"`}},
+			Step("b", sdk.Command("ash", "-xc", "echo $(MANIFOLD_PARAM_NAME)")).
+			Step("c", sdk.Command("env", "-i", "LANG=C", "bash", "--norc", "-c", "echo $(MANIFOLD_PARAM_NAME)")),
+		want: map[string][]string{"steps[a].command[3]": {`"$MANIFOLD_PARAM_NAME"`}, "steps[b].command[2]": {`"$MANIFOLD_PARAM_NAME"`}, "steps[c].command[6]": {`"$MANIFOLD_PARAM_NAME"`}},
 	}, {
 		name: "the variable read by the shell is safe",
 		flow: param().Step("echo", sdk.Command("sh", "-c", `echo "hello, $MANIFOLD_PARAM_NAME"`)),
