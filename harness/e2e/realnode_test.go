@@ -92,6 +92,27 @@ func TestRealNodeRunKube(t *testing.T) {
 	}
 }
 
+// TestRealNodeParamIsData: a name param that a shell would run, were it
+// written into the script, reaches hello's Command step in a real busybox
+// container, through `run --kube --param`, as data: the step prints it as
+// given, on one line, and greet puts it as given.
+func TestRealNodeParamIsData(t *testing.T) {
+	c := simcluster.Shared(t)
+	node := c.RealNode(t)
+	bins := exampletest.Build(t)
+	reg, err := c.Registry(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.PushBusybox(t, "busybox:1.37")
+	name := `x"; echo INJECTED-$(id -un); echo "`
+	store := pvcStore(t, c)
+	store.args = append(store.args, "--param", "name="+name)
+	realRun(t, c, node, bins["hello"], "hello", "job", reg.Host,
+		[]string{`(?m)echo +\| ` + regexp.QuoteMeta("hello, "+name+", from a Command step") + `$`},
+		map[string]any{"greet/greeting.json": "hello, " + name}, store)
+}
+
 // realStore is an artifact store of a run on the real node: the namespace made
 // for the run, what the run's manifold.toml and command line add for it, and
 // read, which returns the JSON files it holds by path below it.
