@@ -44,7 +44,7 @@ func checkCommand(flow *sdk.Flow) *ucli.Command {
 		Flags: append([]ucli.Flag{
 			&ucli.StringFlag{Name: "kubeconfig", Usage: "the kubeconfig `FILE` (default: $KUBECONFIG, then ~/.kube/config)"},
 			&ucli.StringFlag{Name: "context", Usage: "the kubeconfig `CONTEXT` (default: its current context)"},
-			&ucli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: "the `NAMESPACE` of steps without their own, where the dry run asks (default: the context's, or default)"},
+			namespaceFlag("the `NAMESPACE` of steps without their own, where the dry run asks (default: the context's, or default)"),
 			&ucli.StringFlag{Name: "as", Value: kube.AsJob, Usage: "dry-run each step as a `KIND`: job or jobset, as run --kube --as would create it"},
 			&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "print a `FORMAT`: table or json"},
 			&ucli.BoolFlag{Name: "rbac", Usage: "print the Role (and ClusterRole) a user needs for run --kube of the flow, as YAML, and ask no cluster"},

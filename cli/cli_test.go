@@ -69,6 +69,13 @@ var tcpFlow = sdk.NewFlow("tcpflow", sdk.Image("registry.example.com/tcp:v1")).
 	Step("finetune", sdk.Command("torchrun", "tune.py"), sdk.After("pretrain"),
 		sdk.InstanceType("p5.48xlarge"), sdk.GPU(8), sdk.EFAAll())
 
+// shellFlow compiles, with a warning: its first step's shell script holds
+// $(MANIFOLD_PARAM_NAME), which the kubelet writes into the script's text; its
+// second reads the variable in the shell.
+var shellFlow = sdk.NewFlow("shellflow", sdk.Image("busybox:1.37"), sdk.Param("name", "world")).
+	Step("unsafe", sdk.Command("sh", "-c", `echo "hello, $(MANIFOLD_PARAM_NAME)"`)).
+	Step("safe", sdk.Command("sh", "-c", `echo "hello, $MANIFOLD_PARAM_NAME"`), sdk.After("unsafe"))
+
 func prepare(ctx *sdk.Context) error {
 	shards := []string{"shard-000", "shard-001", "shard-002"}
 	fmt.Printf("prepared %d shards for %s epochs\n", len(shards), ctx.Param("epochs"))
@@ -171,6 +178,7 @@ func TestMain(m *testing.M) {
 		"fanflow":    flowMain(fanFlow),
 		"badflow":    flowMain(badFlow),
 		"tcpflow":    flowMain(tcpFlow),
+		"shellflow":  flowMain(shellFlow),
 		"claimflow":  func() { flowMain(claimFlow())() },
 		"manyflow":   func() { flowMain(manyWarningsFlow())() },
 		"panicflow":  flowMain(panicFlow),

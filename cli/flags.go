@@ -19,7 +19,7 @@ import (
 // flowFlags are the flags of every command that compiles the flow.
 func flowFlags() []ucli.Flag {
 	return []ucli.Flag{
-		&ucli.StringSliceFlag{Name: "param", Aliases: []string{"p"}, Usage: "set a flow param, `NAME=VALUE` (repeatable)"},
+		paramFlag(),
 		&ucli.StringSliceFlag{Name: "set", Usage: "override a step option, `STEP.OPTION=VALUE`, such as train.efa=4, or train.trainium=0 for none (repeatable); options: " + strings.Join(compile.SetOptions(), ", ")},
 		&ucli.StringFlag{Name: "config", Usage: "read defaults from `FILE` (default: " + compile.ConfigFile + " in the working directory, if present)"},
 		&ucli.StringFlag{Name: "artifacts", Usage: "keep artifacts on a cluster in `STORE`: s3://bucket/prefix, or pvc://CLAIM for a ReadWriteMany volume (replaces sdk.ArtifactVolume and manifold.toml's artifacts)"},
@@ -100,13 +100,48 @@ func options(c *ucli.Context, flow *sdk.Flow) (compile.Options, error) {
 	return o, nil
 }
 
-// paramFlags parses --param NAME=VALUE flags.
+// paramFlag is --param (-p), NAME=VALUE, repeatable.
+func paramFlag() ucli.Flag {
+	return &ucli.GenericFlag{Name: "param", Aliases: []string{"p"}, Value: &paramList{}, Usage: "set a flow param, `NAME=VALUE` (repeatable)"}
+}
+
+// paramList holds --param's values as given, byte for byte. (urfave/cli's
+// string slices pass a flag's values on to its aliases through JSON, which
+// makes every byte that is not UTF-8 U+FFFD, and the value another.)
+type paramList struct{ values []string }
+
+// aliasCopy is what urfave/cli hands an alias of --param (Serialize): the
+// alias shares the paramList, which holds every value already. A command line
+// cannot hold its NUL byte.
+const aliasCopy = "\x00"
+
+func (l *paramList) Set(v string) error {
+	if v != aliasCopy {
+		l.values = append(l.values, v)
+	}
+	return nil
+}
+
+func (l *paramList) String() string { return "" }
+
+// Serialize is what urfave/cli sets --param's aliases to.
+func (l *paramList) Serialize() string { return aliasCopy }
+
+// paramFlags parses --param NAME=VALUE flags. A value that is not UTF-8 is
+// refused at its param's path, before anything is compiled or asked.
 func paramFlags(c *ucli.Context) (map[string]string, error) {
 	var params map[string]string
-	for _, kv := range c.StringSlice("param") {
+	l, _ := c.Generic("param").(*paramList)
+	if l == nil {
+		return nil, nil
+	}
+	for _, kv := range l.values {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
 			return nil, usageErr("--param %q: write NAME=VALUE", kv)
+		}
+		if errs := compile.CheckParamValue(k, v); len(errs) > 0 {
+			return nil, invalidErr(errs.ToAggregate())
 		}
 		if params == nil {
 			params = map[string]string{}

@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	ucli "github.com/urfave/cli/v2"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/manifoldflow/manifold/compile"
@@ -45,8 +46,20 @@ func clusterFlags(usage string) []ucli.Flag {
 	return []ucli.Flag{
 		&ucli.StringFlag{Name: "kubeconfig", Usage: usage + "the kubeconfig `FILE` (default: $KUBECONFIG, then ~/.kube/config)"},
 		&ucli.StringFlag{Name: "context", Usage: usage + "the kubeconfig `CONTEXT` (default: its current context)"},
-		&ucli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: usage + "the `NAMESPACE` of steps without their own (default: the context's, or default)"},
+		namespaceFlag(usage + "the `NAMESPACE` of steps without their own (default: the context's, or default)"),
 	}
+}
+
+// namespaceFlag is --namespace (-n), which refuses a value that names no
+// namespace the API server could hold, before the cluster is asked anything.
+func namespaceFlag(usage string) *ucli.StringFlag {
+	return &ucli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: usage,
+		Action: func(_ *ucli.Context, ns string) error {
+			if msgs := apivalidation.ValidateNamespaceName(ns, false); len(msgs) > 0 {
+				return usageErr("--namespace %q: %s; give the name of a namespace, such as ml", ns, strings.Join(msgs, "; "))
+			}
+			return nil
+		}}
 }
 
 // limitFlags are the flags that limit the requests made to the API server;

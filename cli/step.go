@@ -10,6 +10,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
@@ -36,7 +37,7 @@ func stepCommand(flow *sdk.Flow) *ucli.Command {
 			"The flow is not compiled again here: the container was made from a compiled flow, and\n" +
 			"manifold.toml and --set, which shaped its pod, are not in the container.",
 		Flags: []ucli.Flag{
-			&ucli.StringSliceFlag{Name: "param", Aliases: []string{"p"}, Usage: "set a flow param, `NAME=VALUE` (repeatable)"},
+			paramFlag(),
 		},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() != 1 {
@@ -102,6 +103,11 @@ func stepContext(spec sdk.FlowSpec, step *sdk.StepDecl, given map[string]string)
 	for _, name := range slices.Sorted(maps.Keys(given)) {
 		if !declared[name] {
 			return cfg, usageErr("--param %s: flow %s declares no such param", name, spec.Name)
+		}
+	}
+	for _, p := range spec.Params {
+		if errs := compile.CheckParamValue(p.Name, cfg.Params[p.Name]); len(errs) > 0 {
+			return cfg, invalidErr(fmt.Errorf("step %s: %w", step.Name, errs.ToAggregate()))
 		}
 	}
 	if dir := os.Getenv(EnvRunDir); dir != "" {

@@ -126,7 +126,7 @@ func Compile(f *sdk.Flow, o Options) (*plan.Flow, field.ErrorList) {
 	env.classes, classErrs = o.Config.DeviceClasses.deviceClasses()
 	errs = append(errs, classErrs...)
 
-	seen := map[string]bool{}
+	seen := map[string]int{} // the index of each step name's first step
 	var steps []plan.Step
 	for i := range spec.Steps {
 		d := &spec.Steps[i]
@@ -135,11 +135,12 @@ func Compile(f *sdk.Flow, o Options) (*plan.Flow, field.ErrorList) {
 			at = stepsPath.Index(i)
 		}
 		errs = append(errs, checkName(at.Child("name"), d.Name, "step")...)
-		if seen[d.Name] {
-			errs = append(errs, field.Duplicate(at, d.Name))
+		if first, ok := seen[d.Name]; ok {
+			errs = append(errs, fieldErr(field.ErrorTypeDuplicate, at.Child("name"), d.Name,
+				fmt.Sprintf("%s and %s are both named %q: rename one of them", stepsPath.Index(first), stepsPath.Index(i), d.Name)))
 			continue
 		}
-		seen[d.Name] = true
+		seen[d.Name] = i
 		var override sdk.StepSpec
 		override.Apply(o.Overrides[d.Name]...)
 		r := merge(d.Name, at, []layer{{spec: &override, path: at, name: same}, {spec: &d.Spec, path: at, name: same}, flowLayer, configLayer})
@@ -184,7 +185,7 @@ func compileParams(declared []sdk.ParamSpec, given map[string]string, errs field
 		}
 		envName := plan.ParamEnv(d.Name)
 		if other, ok := byEnv[envName]; ok {
-			errs = append(errs, fieldErr(field.ErrorTypeDuplicate, at, d.Name, fmt.Sprintf("params %q and %q would both be the variable %s", other, d.Name, envName)))
+			errs = append(errs, fieldErr(field.ErrorTypeDuplicate, at, d.Name, fmt.Sprintf("params %q and %q would both be the variable %s: rename one of them", other, d.Name, envName)))
 			continue
 		}
 		byEnv[envName] = d.Name
@@ -192,7 +193,7 @@ func compileParams(declared []sdk.ParamSpec, given map[string]string, errs field
 		if v, ok := given[d.Name]; ok {
 			value = v
 		}
-		errs = append(errs, checkText(at, value)...)
+		errs = append(errs, CheckParamValue(d.Name, value)...)
 		out = append(out, plan.Param{Name: d.Name, Value: value, Env: envName})
 	}
 	var unknown []string

@@ -92,9 +92,10 @@ func TestNameErrors(t *testing.T) {
 			want: field.ErrorList{field.Required(field.NewPath("steps").Index(1).Child("name"), "")},
 		},
 		{
-			name: "duplicate step",
-			flow: sdk.NewFlow("f", sdk.Image(img)).Step("a", sdk.Command("true")).Step("b", sdk.Command("true")).Step("a", sdk.Command("false")),
-			want: field.ErrorList{field.Duplicate(stepAt("a"), nil)},
+			name:    "duplicate step",
+			flow:    sdk.NewFlow("f", sdk.Image(img)).Step("a", sdk.Command("true")).Step("b", sdk.Command("true")).Step("a", sdk.Command("false")),
+			want:    field.ErrorList{field.Duplicate(stepAt("a").Child("name"), nil)},
+			details: []string{`steps[0] and steps[2] are both named "a": rename one of them`},
 		},
 	})
 }
@@ -486,14 +487,16 @@ func TestParamErrors(t *testing.T) {
 			want: field.ErrorList{field.NotFound(params.Key("a"), nil), field.NotFound(params.Key("z"), nil)},
 		},
 		{
-			name: "dash and underscore collide",
-			flow: withParams(sdk.Param("a-b", "1"), sdk.Param("a_b", "2")),
-			want: field.ErrorList{field.Duplicate(params.Key("a_b"), nil)},
+			name:    "dash and underscore collide",
+			flow:    withParams(sdk.Param("a-b", "1"), sdk.Param("a_b", "2")),
+			want:    field.ErrorList{field.Duplicate(params.Key("a_b"), nil)},
+			details: []string{`params "a-b" and "a_b" would both be the variable MANIFOLD_PARAM_A_B: rename one of them`},
 		},
 		{
-			name: "case collides",
-			flow: withParams(sdk.Param("epochs", "1"), sdk.Param("EPOCHS", "2")),
-			want: field.ErrorList{field.Duplicate(params.Key("EPOCHS"), nil)},
+			name:    "case collides",
+			flow:    withParams(sdk.Param("epochs", "1"), sdk.Param("EPOCHS", "2")),
+			want:    field.ErrorList{field.Duplicate(params.Key("EPOCHS"), nil)},
+			details: []string{"rename one of them"},
 		},
 		{
 			name: "starts with a digit",

@@ -2,12 +2,15 @@ package compile
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/manifoldflow/manifold/catalog"
+	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/internal/credential"
+	"github.com/manifoldflow/manifold/internal/expansion"
 	"github.com/manifoldflow/manifold/plan"
 )
 
@@ -24,7 +27,8 @@ type Warning struct {
 func (w Warning) Error() string { return w.Field + ": " + w.Detail }
 
 // Lint returns p's warnings, step by step: EFA that the pod will not use,
-// multi-node steps whose traffic takes the slow road, and values that look like
+// multi-node steps whose traffic takes the slow road, a step's variables
+// written as $(NAME) into a shell's script (lintShell), and values that look like
 // credentials (an AWS key, a private key, a token) written where every target's
 // files, the run records and anyone who can read the pod see them. A warning
 // never holds such a value: at most the prefix its kind shares (AKIA…).
@@ -32,6 +36,7 @@ func Lint(p *plan.Flow) []Warning {
 	var out []Warning
 	for i := range p.Steps {
 		out = append(out, lintStep(&p.Steps[i])...)
+		out = append(out, lintShell(p, &p.Steps[i])...)
 	}
 	return append(out, lintCredentials(p)...)
 }
@@ -67,6 +72,91 @@ func lintStep(s *plan.Step) []Warning {
 			s.Nodes, plan.LabelInstanceFamily)
 	}
 	return out
+}
+
+// lintShell warns of the script of a shell's -c (sh -c SCRIPT, bash -euc
+// SCRIPT, busybox sh -c SCRIPT…) that holds a $(NAME) of one of the step's
+// variables: the kubelet, and the local runtime as it does, replaces it with
+// the value in the script's text before the shell parses it, so a param, a
+// foreach item or any variable holding a quote, a ; or a $(…) runs as
+// commands. The shell reads the variable itself when the script says "$NAME".
+func lintShell(p *plan.Flow, s *plan.Step) []Warning {
+	if s.Body != plan.BodyCommand {
+		return nil
+	}
+	at := shellScript(s.Command)
+	if at < 0 || !strings.Contains(s.Command[at], "$(") {
+		return nil
+	}
+	// The variables of the step's pod, as every target gives them, and those
+	// a runtime adds.
+	vars := map[string]bool{plan.EnvRunDir: true, plan.EnvArtifacts: true, plan.EnvTraceParent: true}
+	var item *emit.Item
+	if len(s.Foreach) > 0 {
+		item = emit.ItemAt(s, 0)
+	}
+	for _, e := range emit.Env(p, s, emit.PodOptions{Item: item}) {
+		vars[e.Name] = true
+	}
+	var refs, safe []string
+	for _, name := range expansion.References(s.Command[at]) {
+		if vars[name] {
+			refs = append(refs, "$("+name+")")
+			safe = append(safe, `"$`+name+`"`)
+		}
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	return []Warning{{Field: field.NewPath("steps").Key(s.Name).Child("command").Index(at).String(),
+		Detail: fmt.Sprintf("the shell's script holds %s, which the kubelet replaces with the value before the shell parses the script, so a value holding a quote, a ; or a $(…) runs as commands; write %s in the script, which the shell reads from the variable as data",
+			strings.Join(refs, ", "), strings.Join(safe, ", "))}}
+}
+
+// shells are the programs whose -c runs a script given as an argument.
+var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ash": true, "ksh": true, "mksh": true}
+
+// shellScript returns the index in argv of the script a shell's -c runs, or
+// -1 when argv runs no shell with -c. The shell may be given by a path
+// (/bin/sh), through env (env bash, env -i A=1 bash) or busybox (busybox sh); its options come
+// before the script, -c alone or among others (-ec, -euxc), -o and -O with
+// their argument, long ones (--norc), up to --.
+func shellScript(argv []string) int {
+	i := 0
+	base := func() string { return path.Base(argv[i]) }
+	for i < len(argv) && (base() == "env" || base() == "busybox") {
+		env := base() == "env"
+		i++
+		// env's options and NAME=VALUE assignments before the program.
+		for env && i < len(argv) && (strings.HasPrefix(argv[i], "-") || strings.Contains(argv[i], "=")) {
+			i++
+		}
+	}
+	if i == len(argv) || !shells[base()] {
+		return -1
+	}
+	script := false
+	for i++; i < len(argv); i++ {
+		a := argv[i]
+		if a == "--" {
+			i++
+			break
+		}
+		if len(a) < 2 || (a[0] != '-' && a[0] != '+') {
+			break
+		}
+		if strings.HasPrefix(a, "--") {
+			continue
+		}
+		script = script || (a[0] == '-' && strings.ContainsRune(a[1:], 'c'))
+		if strings.ContainsAny(a[1:], "oO") {
+			i++ // the option's argument
+		}
+	}
+	if !script || i >= len(argv) {
+		return -1
+	}
+	return i
 }
 
 // ownEnv returns the value of the step's own plain variable name.
@@ -155,7 +245,7 @@ func lintCredentials(p *plan.Flow) []Warning {
 		}
 		for j := range s.Command {
 			if c, ok := credential.InArgs(s.Command, j); ok {
-				add(at.Child("command").Index(j), s.Command[j], c, "a command line is written into every target's files and shown to anyone who can read the pod; give the secret to the step as a variable with sdk.SecretEnv(name, secret, key) and write $(name) in the command")
+				add(at.Child("command").Index(j), s.Command[j], c, "a command line is written into every target's files and shown to anyone who can read the pod; give the secret to the step as a variable with sdk.SecretEnv(name, secret, key) and write $(name) in the command (\"$name\" in a shell's script)")
 			}
 		}
 		for j, it := range s.Foreach {

@@ -89,6 +89,84 @@ func TestLint(t *testing.T) {
 	}
 }
 
+func TestLintShellScripts(t *testing.T) {
+	param := func() *sdk.Flow {
+		return sdk.NewFlow("f", sdk.Image(img), sdk.Param("name", "world"), sdk.Param("max-len", "8"))
+	}
+	for _, tc := range []struct {
+		name string
+		flow *sdk.Flow
+		// want maps each warning's field to phrases its detail must hold.
+		want map[string][]string
+	}{{
+		name: "a param in sh -c's script",
+		flow: param().Step("echo", sdk.Command("sh", "-c", `echo "hello, $(MANIFOLD_PARAM_NAME)"`)),
+		want: map[string][]string{"steps[echo].command[2]": {"$(MANIFOLD_PARAM_NAME)", `"$MANIFOLD_PARAM_NAME"`}},
+	}, {
+		name: "two references in one script, one warning",
+		flow: param().Step("echo", sdk.Command("/bin/bash", "-euc", `echo $(MANIFOLD_PARAM_NAME) $(MANIFOLD_PARAM_MAX_LEN) $(MANIFOLD_PARAM_NAME)`)),
+		want: map[string][]string{"steps[echo].command[2]": {`"$MANIFOLD_PARAM_NAME"`, `"$MANIFOLD_PARAM_MAX_LEN"`}},
+	}, {
+		name: "busybox sh with options before -c",
+		flow: param().Step("echo", sdk.Command("busybox", "sh", "-e", "-o", "pipefail", "-c", "echo $(MANIFOLD_PARAM_NAME)")),
+		want: map[string][]string{"steps[echo].command[6]": {`"$MANIFOLD_PARAM_NAME"`}},
+	}, {
+		name: "the item and index of a foreach step",
+		flow: sdk.NewFlow("f", sdk.Image(img)).Step("fan", sdk.Foreach("a", "b"), sdk.Command("dash", "-c", "sync $(MANIFOLD_ITEM) $(MANIFOLD_INDEX)")),
+		want: map[string][]string{"steps[fan].command[2]": {`"$MANIFOLD_ITEM"`, `"$MANIFOLD_INDEX"`}},
+	}, {
+		name: "the step's own variables and a Secret's",
+		flow: one(sdk.Env("TARGET", "x"), sdk.SecretEnv("TOKEN", "api", "token"), sdk.Command("zsh", "-c", "push $(TARGET) $(TOKEN)")),
+		want: map[string][]string{"steps[s].command[2]": {`"$TARGET"`, `"$TOKEN"`}},
+	}, {
+		name: "ksh and ash through env",
+		flow: param().Step("a", sdk.Command("/usr/bin/env", "ksh", "-c", "echo $(MANIFOLD_PARAM_NAME)")).
+			Step("b", sdk.Command("ash", "-xc", "echo $(MANIFOLD_PARAM_NAME)")).
+			Step("c", sdk.Command("env", "-i", "LANG=C", "bash", "--norc", "-c", "echo $(MANIFOLD_PARAM_NAME)")),
+		want: map[string][]string{"steps[a].command[3]": {`"$MANIFOLD_PARAM_NAME"`}, "steps[b].command[2]": {`"$MANIFOLD_PARAM_NAME"`}, "steps[c].command[6]": {`"$MANIFOLD_PARAM_NAME"`}},
+	}, {
+		name: "the variable read by the shell is safe",
+		flow: param().Step("echo", sdk.Command("sh", "-c", `echo "hello, $MANIFOLD_PARAM_NAME"`)),
+	}, {
+		name: "an argument after the script is the shell's $1, not its text",
+		flow: param().Step("echo", sdk.Command("sh", "-c", `echo "$1"`, "sh", "$(MANIFOLD_PARAM_NAME)")),
+	}, {
+		name: "a reference outside a shell is one argument",
+		flow: param().Step("echo", sdk.Command("echo", "-c", "$(MANIFOLD_PARAM_NAME)")),
+	}, {
+		name: "a shell without -c runs a file",
+		flow: param().Step("echo", sdk.Command("sh", "run.sh", "$(MANIFOLD_PARAM_NAME)")),
+	}, {
+		name: "a command substitution and an escaped reference are the shell's",
+		flow: param().Step("echo", sdk.Command("sh", "-c", "echo $(date) $$(MANIFOLD_PARAM_NAME) $(MANIFOLD_ITEM)")),
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := mustCompile(t, tc.flow, compile.Options{})
+			got := map[string]string{}
+			for _, w := range compile.Lint(p) {
+				got[w.Field] = w.Detail
+			}
+			var want, fields []string
+			for k := range tc.want {
+				want = append(want, k)
+			}
+			for k := range got {
+				fields = append(fields, k)
+			}
+			if diff := cmp.Diff(want, fields, cmpopts.SortSlices(func(a, b string) bool { return a < b }), cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("warnings (-want +got):\n%s\ngot: %v", diff, got)
+			}
+			for field, phrases := range tc.want {
+				for _, phrase := range phrases {
+					if !strings.Contains(got[field], phrase) {
+						t.Errorf("%s: %q does not say %q", field, got[field], phrase)
+					}
+				}
+			}
+		})
+	}
+}
+
 // Credentials made up for these tests, in the shapes of real ones.
 const (
 	keyID     = "AKIA" + "Z7Q4M2XK9PLR3TWB"

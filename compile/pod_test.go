@@ -193,7 +193,6 @@ func TestPodErrors(t *testing.T) {
 		{name: "volume unclean path", flow: one(sdk.Volume("data", "/data/../etc")), want: field.ErrorList{field.Invalid(vol(0, "path"), nil, "")}},
 		{name: "volume path with colon", flow: one(sdk.Volume("data", "/data:ro")), want: field.ErrorList{field.Invalid(vol(0, "path"), nil, "")}},
 		{name: "volume claim", flow: one(sdk.Volume("Bad_Claim", "/data")), want: field.ErrorList{field.Invalid(vol(0, "claim"), nil, "")}},
-		{name: "two volumes on one path", flow: one(sdk.Volume("a", "/data"), sdk.Volume("b", "/data")), want: field.ErrorList{field.Duplicate(vol(1, "path"), nil)}},
 		{name: "shared memory and a volume at /dev/shm", flow: one(sdk.SharedMemory("1Gi"), sdk.Volume("shm", "/dev/shm")), want: field.ErrorList{field.Forbidden(vol(0, "path"), "")}},
 		{name: "port zero", flow: one(sdk.Port(0)), want: field.ErrorList{field.Invalid(sAt("port"), nil, "")}},
 		{name: "port too high", flow: one(sdk.Port(70000)), want: field.ErrorList{field.Invalid(sAt("port"), nil, "")}},
@@ -275,4 +274,11 @@ func TestRunAsNonRootWhereKnown(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestVolumePathDuplicate: a second volume at a path names the field, the
+// volume mounted there first, and what to do.
+func TestVolumePathDuplicate(t *testing.T) {
+	errs := wantErrs(t, one(sdk.Volume("a", "/data"), sdk.Volume("b", "/data")), compile.Options{}, field.ErrorList{field.Duplicate(sAt("volumes").Index(1).Child("path"), nil)})
+	wantDetail(t, errs, 0, "volumes[0] (claim a) is mounted at /data already: mount claim b at another path, or leave one of them out")
 }

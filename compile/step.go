@@ -265,6 +265,7 @@ func (e stepEnv) pod(r *resolved, s *plan.Step) field.ErrorList {
 	s.Annotations = sortedPairs(annotations)
 
 	mounts := map[string]bool{}
+	volumeAt := map[string]int{} // the volume first mounted at each path
 	shm := "sdk.SharedMemory already mounts /dev/shm"
 	if s.EFAWiring != nil {
 		shm = "sdk.EFAWiring mounts a memory-backed /dev/shm (sdk.SharedMemory sets its size)"
@@ -283,7 +284,11 @@ func (e stepEnv) pod(r *resolved, s *plan.Step) field.ErrorList {
 		case e.artifactVolume && v.Path == plan.ArtifactVolumePath:
 			errs = append(errs, field.Forbidden(it.at.Child("path"), "the flow's artifact volume is mounted at "+plan.ArtifactVolumePath+"; choose another path"))
 		case mounts[v.Path]:
-			errs = append(errs, field.Duplicate(it.at.Child("path"), v.Path))
+			first := r.volumes[volumeAt[v.Path]]
+			errs = append(errs, fieldErr(field.ErrorTypeDuplicate, it.at.Child("path"), v.Path,
+				fmt.Sprintf("%s (claim %s) is mounted at %s already: mount claim %s at another path, or leave one of them out", first.at, first.v.Claim, v.Path, v.Claim)))
+		default:
+			volumeAt[v.Path] = i
 		}
 		mounts[v.Path] = true
 		s.Volumes = append(s.Volumes, plan.Volume{Name: fmt.Sprintf("pvc-%d", i), Claim: v.Claim, Path: v.Path})
@@ -397,7 +402,14 @@ func checkText(at *field.Path, s string) field.ErrorList {
 	if utf8.ValidString(s) {
 		return nil
 	}
-	return field.ErrorList{field.Invalid(at, strings.ToValidUTF8(s, "\uFFFD"), "must be UTF-8 text; it holds bytes that are not")}
+	return field.ErrorList{field.Invalid(at, strings.ToValidUTF8(s, "\uFFFD"), "must be UTF-8 text; it holds bytes that are not (shown as \uFFFD), which no target carries as they are: write the value in UTF-8")}
+}
+
+// CheckParamValue checks a value given to param name where no compile sees it
+// (trigger's --param, the variables of a step's container), as the compile
+// checks every value: it must be UTF-8 text. Its errors are at params[name].
+func CheckParamValue(name, value string) field.ErrorList {
+	return checkText(field.NewPath("params").Key(name), value)
 }
 
 func checkObjectName(at *field.Path, name string) field.ErrorList {

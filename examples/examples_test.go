@@ -102,9 +102,11 @@ func TestNeuronTrainRunSteps(t *testing.T) {
 	}
 }
 
+// TestEveryExampleValidates: every example is valid, every target takes it,
+// and it has no warning (--strict): examples are what users copy.
 func TestEveryExampleValidates(t *testing.T) {
 	for name, bin := range exampletest.Build(t) {
-		cmd := exec.Command(bin, "validate")
+		cmd := exec.Command(bin, "validate", "--strict")
 		cmd.Dir = t.TempDir()
 		out, err := cmd.CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "flow "+name+" is valid") {

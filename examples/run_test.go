@@ -35,7 +35,7 @@ func TestHelloRuns(t *testing.T) {
 	if got := artifact[string](t, runDir, "shout", "shout"); got != "HELLO, MANIFOLD!" {
 		t.Errorf("shout = %q", got)
 	}
-	// The Command step's $(MANIFOLD_PARAM_NAME) is expanded as on Kubernetes.
+	// The Command step's shell reads the param from its variable, as on Kubernetes.
 	log, err := os.ReadFile(filepath.Join(runDir, "_steps", "echo", "stdout.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +46,26 @@ func TestHelloRuns(t *testing.T) {
 	for _, want := range []string{"greet | hello, manifold\n", "shout | HELLO, MANIFOLD!\n", "echo  | hello, manifold, from a Command step\n", "run test succeeded in "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestHelloParamIsData: a param's value reaches the Command step's shell as
+// data, whatever it holds; the script reads the variable, so no quote, `;` or
+// $(…) in the value is parsed by the shell.
+func TestHelloParamIsData(t *testing.T) {
+	for _, name := range hostileNames {
+		runDir, out := run(t, "hello", "--param", "name="+name)
+		log, err := os.ReadFile(filepath.Join(runDir, "_steps", "echo", "stdout.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff("hello, "+name+", from a Command step\n", string(log)); diff != "" {
+			t.Errorf("param %q: echo printed (-want +got):\n%s", name, diff)
+		}
+		// A line of the step's own, as an injected command prints it.
+		if strings.Contains(out, "| INJECTED") {
+			t.Errorf("param %q ran in the shell:\n%s", name, out)
 		}
 	}
 }

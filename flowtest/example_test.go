@@ -50,7 +50,7 @@ var hello = sdk.NewFlow("hello", image, sdk.Param("name", "world")).
 		return ctx.Put("shout", strings.ToUpper(msg)+"!")
 	}), sdk.After("greet")).
 	Step("echo", sdk.After("shout"),
-		sdk.Command("sh", "-c", "echo \"hello, $(MANIFOLD_PARAM_NAME), from a Command step\""))
+		sdk.Command("sh", "-c", `echo "hello, $MANIFOLD_PARAM_NAME, from a Command step"`))
 
 // A test of a flow runs it, checks that it succeeded, and reads what its steps
 // put. Exec runs the Command step as the run command would.

@@ -104,7 +104,9 @@ func Set(overrides ...string) Option {
 }
 
 // Items replaces the foreach items of step: the run makes one unit per item
-// given, as if the step were declared with sdk.Foreach(items...).
+// given, as if the step were declared with sdk.Foreach(items...). Run refuses
+// Items of a step declared without sdk.Foreach: they would make it a foreach
+// step that the flow does not have.
 func Items(step string, items ...string) Option {
 	return optionFunc(func(c *config) { c.items[step] = append([]string{}, items...) })
 }
@@ -160,8 +162,23 @@ func (c *config) compileOptions(flow *sdk.Flow) (compile.Options, []string) {
 		}
 		o.Overrides[step] = append(o.Overrides[step], opt)
 	}
+	// Items replace a foreach step's items; they do not make a step a foreach.
+	spec := flow.Spec()
+	declared := map[string]*sdk.StepSpec{}
+	var names []string
+	for i := range spec.Steps {
+		declared[spec.Steps[i].Name] = &spec.Steps[i].Spec
+		names = append(names, spec.Steps[i].Name)
+	}
 	for _, step := range slices.Sorted(maps.Keys(c.items)) {
-		o.Overrides[step] = append(o.Overrides[step], sdk.Foreach(c.items[step]...))
+		switch s := declared[step]; {
+		case s == nil:
+			problems = append(problems, fmt.Sprintf("flowtest.Items(%q): flow %s has no step %q; its steps are %s", step, spec.Name, step, strings.Join(names, ", ")))
+		case s.Foreach == nil:
+			problems = append(problems, fmt.Sprintf("flowtest.Items(%q): step %s of flow %s has no sdk.Foreach, so items would make it a foreach step it is not; give Items to a step declared with sdk.Foreach", step, step, spec.Name))
+		default:
+			o.Overrides[step] = append(o.Overrides[step], sdk.Foreach(c.items[step]...))
+		}
 	}
 	path := c.cfgPath
 	if !c.cfgGiven {
@@ -195,11 +212,6 @@ func (c *config) bodies(flow *sdk.Flow, f *plan.Flow) (map[string]func(*sdk.Cont
 	}
 	unknown := func(what, step string) {
 		problems = append(problems, fmt.Sprintf("%s: flow %s has no step %q; its steps are %s", what, f.Name, step, strings.Join(names, ", ")))
-	}
-	for _, step := range slices.Sorted(maps.Keys(c.items)) {
-		if steps[step] == nil {
-			unknown(fmt.Sprintf("flowtest.Items(%q)", step), step)
-		}
 	}
 	for _, step := range c.stubOrder {
 		if _, stubbed := c.stubs[step]; stubbed && steps[step] == nil {

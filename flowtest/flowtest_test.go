@@ -247,7 +247,7 @@ func TestConfig(t *testing.T) {
 
 func TestExecRunsTheCommand(t *testing.T) {
 	flow := sdk.NewFlow("exec", image, sdk.Param("greeting", "hi")).
-		Step("write", sdk.Command("sh", "-c", `echo "$(MANIFOLD_PARAM_GREETING) from $MANIFOLD_ITEM"; printf '"%s"' "$MANIFOLD_ITEM" > "$MANIFOLD_ARTIFACTS/item.json"`),
+		Step("write", sdk.Command("sh", "-c", `echo "$MANIFOLD_PARAM_GREETING from $MANIFOLD_ITEM"; printf '"%s"' "$MANIFOLD_ITEM" > "$MANIFOLD_ARTIFACTS/item.json"`),
 			sdk.Foreach("one", "two")).
 		Step("fail", sdk.Command("sh", "-c", "echo giving up >&2; exit 4"), sdk.After("write"))
 	run := flowtest.Run(t, flow, flowtest.Exec("write", "fail"))
@@ -394,6 +394,10 @@ func TestRunRefuses(t *testing.T) {
 			`flowtest.Config("testdata/none.toml"): no such file`},
 		"bad config": {[]flowtest.Option{flowtest.Stub("train"), flowtest.Config("testdata/bad.toml")},
 			"flowtest: testdata/bad.toml: unknown keys retries;"},
+		"items of a step without Foreach": {[]flowtest.Option{flowtest.Stub("train"), flowtest.Items("train", "a", "b")},
+			`flowtest.Items("train"): step train of flow refuse has no sdk.Foreach, so items would make it a foreach step it is not; give Items to a step declared with sdk.Foreach`},
+		"items of no step": {[]flowtest.Option{flowtest.Stub("train"), flowtest.Items("trian", "a")},
+			`flowtest.Items("trian"): flow refuse has no step "trian"; its steps are prepare, train`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := report(t, func(tb testing.TB) { flowtest.Run(tb, cmd, tt.opts...) })

@@ -54,6 +54,9 @@ func (o run) String() string        { return "Run(func)" }
 
 // Command makes the step run argv in its image. Kubernetes expands $(VAR) in argv
 // from the step's environment, so $(MANIFOLD_PARAM_EPOCHS) reads a flow param.
+// A shell's script (sh -c SCRIPT) reads the variable instead,
+// "$MANIFOLD_PARAM_EPOCHS": $(VAR) is expanded into the script's text before
+// the shell parses it, so a value holding a quote or a ; would run as commands.
 func Command(argv ...string) StepOption { return command(append([]string(nil), argv...)) }
 
 type command []string

@@ -24,7 +24,7 @@ var flow = sdk.NewFlow("hello",
 	// user (65532), the step's pod meets Pod Security's restricted level.
 	Step("echo", sdk.After("shout"),
 		sdk.Image("busybox:1.37"), sdk.RunAsUser(65532),
-		sdk.Command("sh", "-c", "echo \"hello, $(MANIFOLD_PARAM_NAME), from a Command step\""))
+		sdk.Command("sh", "-c", `echo "hello, $MANIFOLD_PARAM_NAME, from a Command step"`))
 
 // greet writes a greeting for the name param.
 func greet(ctx *sdk.Context) error {

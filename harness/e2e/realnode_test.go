@@ -63,7 +63,7 @@ var realFlows = []struct {
 // from it; an artifact written by one pod into the shared volume is read by the
 // next (hello's greeting; foreach's plan and each item's result, joined by
 // report); the steps' output is streamed from their containers' logs; hello's
-// Command step runs busybox with the kubelet expanding $(MANIFOLD_PARAM_NAME).
+// Command step runs busybox, whose shell reads $MANIFOLD_PARAM_NAME.
 func TestRealNodeRunKube(t *testing.T) {
 	c := simcluster.Shared(t)
 	node := c.RealNode(t)
@@ -90,6 +90,27 @@ func TestRealNodeRunKube(t *testing.T) {
 			realRun(t, c, node, bins[ex.flow], ex.flow, as, reg.Host, ex.out, ex.put, s3Store(t, c, srv, "real-"+as))
 		})
 	}
+}
+
+// TestRealNodeParamIsData: a name param that a shell would run, were it
+// written into the script, reaches hello's Command step in a real busybox
+// container, through `run --kube --param`, as data: the step prints it as
+// given, on one line, and greet puts it as given.
+func TestRealNodeParamIsData(t *testing.T) {
+	c := simcluster.Shared(t)
+	node := c.RealNode(t)
+	bins := exampletest.Build(t)
+	reg, err := c.Registry(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.PushBusybox(t, "busybox:1.37")
+	name := `x"; echo INJECTED-$(id -un); echo "`
+	store := pvcStore(t, c)
+	store.args = append(store.args, "--param", "name="+name)
+	realRun(t, c, node, bins["hello"], "hello", "job", reg.Host,
+		[]string{`(?m)echo +\| ` + regexp.QuoteMeta("hello, "+name+", from a Command step") + `$`},
+		map[string]any{"greet/greeting.json": "hello, " + name}, store)
 }
 
 // realStore is an artifact store of a run on the real node: the namespace made

@@ -7,14 +7,13 @@ package podenv
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-var reference = regexp.MustCompile(`\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)`)
+	"github.com/manifoldflow/manifold/internal/expansion"
+)
 
 // Resolve returns the environment of container c of a pod with metadata meta, as
 // NAME=VALUE. replace gives, by name, values used instead of the container's own
@@ -31,14 +30,9 @@ func Resolve(meta metav1.ObjectMeta, c corev1.Container, replace map[string]stri
 				return nil, fmt.Errorf("variable %s: %w", e.Name, err)
 			}
 		} else {
-			v = reference.ReplaceAllStringFunc(v, func(m string) string {
-				if m == "$$" {
-					return "$"
-				}
-				if val, ok := vars[m[2:len(m)-1]]; ok {
-					return val
-				}
-				return m
+			v = expansion.Expand(v, func(name string) (string, bool) {
+				val, ok := vars[name]
+				return val, ok
 			})
 		}
 		if r, ok := replace[e.Name]; ok {

@@ -84,7 +84,7 @@ with DAG(
         cmds=[
             "sh",
             "-c",
-            "echo \"hello, $(MANIFOLD_PARAM_NAME), from a Command step\"",
+            "echo \"hello, $MANIFOLD_PARAM_NAME, from a Command step\"",
         ],
         env_vars=[
             k8s.V1EnvVar(name="MANIFOLD_PARAM_NAME", value="{{ params['name'] }}"),
