@@ -11,8 +11,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/yaml"
 
+	"github.com/manifoldflow/manifold/emit/encode"
 	"github.com/manifoldflow/manifold/placement"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runid"
@@ -245,7 +245,7 @@ func RBAC(f *plan.Flow, o Options) ([]byte, error) {
 	fmt.Fprintf(&b, "# The ClusterRole is optional: without it the run skips the checks it grants, with a note.\n")
 	fmt.Fprintf(&b, "#   kubectl create clusterrolebinding %s --clusterrole %s --user USER\n", name, name)
 	write := func(kind, ns string, cluster bool) error {
-		head, err := yaml.Marshal(map[string]any{
+		head, err := encode.YAML("", map[string]any{
 			"apiVersion": rbacv1.SchemeGroupVersion.String(), "kind": kind,
 			"metadata": metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{plan.LabelFlow: f.Name}},
 		})

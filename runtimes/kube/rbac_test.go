@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/manifoldflow/manifold/harness/simcluster"
+	"github.com/manifoldflow/manifold/harness/yamlload"
 	"github.com/manifoldflow/manifold/runtimes/kube"
 	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
@@ -291,5 +293,34 @@ func TestRBACRole(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRBACLoadsAlike checks that the printed RBAC, whose namespace and flow
+// label are values a YAML 1.1 loader reads as a date or a number when plain,
+// loads as the same objects in Kubernetes' loader, yaml.v3 and PyYAML.
+func TestRBACLoadsAlike(t *testing.T) {
+	p := compileFlow(t, rbacFlow())
+	files := map[string][]byte{}
+	for _, ns := range []string{"2001-12-14", "2001-13-45", "2001-1-1", "1e3", "0777", "on"} {
+		data, err := kube.RBAC(p, kube.Options{Namespace: ns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[ns+".yaml"] = data
+	}
+	for name, results := range yamlload.All(t, files) {
+		want := results["kubernetes"]
+		if want.Err != nil {
+			t.Fatalf("%s: Kubernetes refuses it: %v", name, want.Err)
+		}
+		for _, loader := range yamlload.Loaders[1:] {
+			got := results[loader]
+			if got.Err != nil {
+				t.Errorf("%s: %s refuses it: %v", name, loader, got.Err)
+			} else if diff := cmp.Diff(want.Docs, got.Docs); diff != "" {
+				t.Errorf("%s: %s reads it otherwise than Kubernetes (-kubernetes +%s):\n%s", name, loader, loader, diff)
+			}
+		}
 	}
 }
