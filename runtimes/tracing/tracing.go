@@ -21,6 +21,9 @@
 //	    item NAME[i]         one foreach item
 //	      attempt N          one attempt of the step or item
 //
+// What a trace says passes through credential.Redact, as every output does: a
+// foreach item or an error that looks like a credential is withheld.
+//
 // A span's attributes say which step, item and attempt it is, how it ended
 // (manifold.result, manifold.exit_code, manifold.exit_reason), the node it ran
 // on, how long it waited for a queue's admission (manifold.queue_seconds) and
@@ -51,6 +54,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/manifoldflow/manifold/internal/credential"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/record"
 )
@@ -273,7 +277,7 @@ func (r *Run) unit(s *plan.Step, index int, label string, now time.Time) *unit {
 		name = "item " + label
 		attrs = append(attrs, attribute.Int(AttrIndex, index))
 		if index < len(s.Foreach) {
-			attrs = append(attrs, attribute.String(AttrItem, clip(s.Foreach[index], 256)))
+			attrs = append(attrs, attribute.String(AttrItem, clip(credential.Redact("", s.Foreach[index]), 256)))
 		}
 	}
 	ctx, sp := r.t.Start(parent, name, trace.WithTimestamp(now), trace.WithAttributes(attrs...))
@@ -383,7 +387,7 @@ func ending(t record.Task) []attribute.KeyValue {
 		attrs = append(attrs, attribute.Int(AttrExitCode, *t.ExitCode))
 	}
 	if reason := exitReason(t); reason != "" {
-		attrs = append(attrs, attribute.String(AttrReason, reason))
+		attrs = append(attrs, attribute.String(AttrReason, credential.Redact("", reason)))
 	}
 	if t.Node != "" {
 		attrs = append(attrs, attribute.String(AttrNode, t.Node))
@@ -414,7 +418,7 @@ func status(s trace.Span, state record.State, msg string) {
 		if msg == "" {
 			msg = string(state)
 		}
-		s.SetStatus(codes.Error, clip(msg, 1024))
+		s.SetStatus(codes.Error, clip(credential.Redact("", msg), 1024))
 	}
 }
 

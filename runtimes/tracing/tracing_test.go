@@ -2,8 +2,11 @@ package tracing_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,5 +119,44 @@ func TestQueueAndPending(t *testing.T) {
 	}
 	if want := []string{"queued", "admitted", "running"}; !slices.Equal(attempt.Events, want) {
 		t.Errorf("events %v; want %v", attempt.Events, want)
+	}
+}
+
+// TestNoCredentialInTrace: a foreach item, an error and a reason that look
+// like credentials are withheld from the spans, as from every output.
+func TestNoCredentialInTrace(t *testing.T) {
+	rcv := otlptest.New(t)
+	rcv.Env(t)
+	tr, err := tracing.FromEnv(t.Context())
+	if err != nil || tr == nil {
+		t.Fatalf("tracing.FromEnv = %v, %v", tr, err)
+	}
+	const token = "ghp_" + "R4nd0mT0k3nV4lu3Th4tIsThirtySixCh4r5"
+	step := &plan.Step{Name: "fetch", Foreach: []string{"https://reader:itempass-42@data.example.com/a", token}}
+	run := tr.Begin(&plan.Flow{Name: "secretive", Steps: []plan.Step{*step}}, "r1", "kube")
+	for i := range step.Foreach {
+		before := record.Task{Step: "fetch", Index: new(i), State: record.Pending}
+		after := before
+		after.Attempts, after.State = 1, record.Running
+		run.Changed(step, i, "fetch["+strconv.Itoa(i)+"]", before, after, record.Running)
+		before, after.State = after, record.Failed
+		after.Error, after.Reason = "GET https://reader:errpass-42@data.example.com/a: 403", "token "+token
+		run.Changed(step, i, "fetch["+strconv.Itoa(i)+"]", before, after, record.Running)
+	}
+	run.End(record.Failed, errors.New("fetch failed: Authorization: Bearer runtoken-42"))
+	if err := tr.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	spans := rcv.Spans()
+	if len(spans) < 5 {
+		t.Fatalf("%d spans: %v", len(spans), spans)
+	}
+	for _, s := range spans {
+		text := fmt.Sprint(s.Attrs, s.Message, s.Events)
+		for _, secret := range []string{"itempass-42", "errpass-42", token, "runtoken-42"} {
+			if strings.Contains(text, secret) {
+				t.Errorf("span %s holds %q: %s", s.Name, secret, text)
+			}
+		}
 	}
 }
