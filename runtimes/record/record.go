@@ -319,11 +319,6 @@ func Resumable(prev *Record, flow string, params map[string]string) error {
 }
 
 // Shown is a param's value (or, with name "", a foreach item) as output prints
-// it: withheld when it looks like a credential. The record keeps it as given, as
-// resuming compares params.
-func Shown(name, value string) string {
-	if c, ok := credential.Detect(name, value); ok {
-		return c.Withheld()
-	}
-	return value
-}
+// it: credential.Redact's, every credential in it withheld. The record keeps it
+// as given, as resuming compares params.
+func Shown(name, value string) string { return credential.Redact(name, value) }
