@@ -14,6 +14,7 @@ import (
 
 	emitairflow "github.com/manifoldflow/manifold/emit/airflow"
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runid"
 	"github.com/manifoldflow/manifold/runtimes/dag"
 	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/runtimes/record"
@@ -108,6 +109,10 @@ func (c *Client) Follow(ctx context.Context, f *plan.Flow, dagID, runID string, 
 	}
 	if o.Stderr == nil {
 		o.Stderr = io.Discard
+	}
+	// The run's ID is Airflow's, and names the record's directory.
+	if err := runid.CheckStore(runID); err != nil {
+		return nil, fmt.Errorf("following run %s of DAG %s: %w", runID, dagID, err)
 	}
 	root, err := filepath.Abs(o.Root)
 	if err != nil {

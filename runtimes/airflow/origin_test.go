@@ -5,12 +5,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/manifoldflow/manifold/harness/testflows"
 )
 
 // seen is what a server got of the credentials: the sign-in bodies and
@@ -157,5 +160,24 @@ func TestPathSegments(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("paths sent (-want +got):\n%s", diff)
+	}
+}
+
+// TestFollowRefusesAPathAsRunID: a run ID that cannot name one directory
+// (Airflow takes a / in one, when its allowed_run_id_pattern lets it) is
+// refused before a record is written.
+func TestFollowRefusesAPathAsRunID(t *testing.T) {
+	c, err := New(Config{URL: "http://127.0.0.1:1", Token: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	f := testflows.Compile(t, flow)
+	_, err = c.Follow(t.Context(), f, "deployflow", "a/../../b", FollowOptions{Root: root})
+	if err == nil || !strings.Contains(err.Error(), "cannot name a directory") {
+		t.Errorf("Follow of run a/../../b: %v; want it refused", err)
+	}
+	if entries, _ := os.ReadDir(root); len(entries) > 0 {
+		t.Errorf("Follow of run a/../../b wrote %v", entries)
 	}
 }
