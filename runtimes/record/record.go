@@ -280,19 +280,24 @@ func ReadTask(runDir, step string, index int) (Task, error) {
 }
 
 // WriteRecord writes rec as the run.json of run directory dir, which must exist,
-// replacing the previous one at once.
+// replacing the previous one at once; its Cluster and Error withhold what looks
+// like a credential (credential.Redact).
 func WriteRecord(dir string, rec Record) error {
+	// What a record prints withholds credentials, as every output does.
+	rec.Cluster, rec.Error = credential.Redact("", rec.Cluster), credential.Redact("", rec.Error)
 	return writeJSON(filepath.Join(dir, runFile), rec)
 }
 
 // WriteTask writes t as the state.json of its step or item in run directory
 // runDir, making its state directory when needed and replacing the previous
-// state.json at once.
+// state.json at once; its Error and Reason withhold what looks like a
+// credential (credential.Redact).
 func WriteTask(runDir string, t Task) error {
 	dir := StateDir(runDir, t.Step, t.index())
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	t.Error, t.Reason = credential.Redact("", t.Error), credential.Redact("", t.Reason)
 	return writeJSON(filepath.Join(dir, StateFile), t)
 }
 
