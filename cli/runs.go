@@ -115,7 +115,12 @@ func showRun(out io.Writer, rec *record.Record, tasks []record.Task) error {
 	if rec.Runtime != "" {
 		fmt.Fprintln(out, clusterLine(rec))
 	}
-	fmt.Fprintf(out, "started %s, took %s\n", rec.Start.Local().Format(time.DateTime), span(rec.State, rec.Start, rec.End))
+	if rec.Start.IsZero() {
+		// A DAG run Airflow has queued and not started.
+		fmt.Fprintln(out, "not started")
+	} else {
+		fmt.Fprintf(out, "started %s, took %s\n", rec.Start.Local().Format(time.DateTime), span(rec.State, rec.Start, rec.End))
+	}
 	var params []string
 	for _, name := range slices.Sorted(maps.Keys(rec.Params)) {
 		params = append(params, name+"="+credential.Redact(name, rec.Params[name]))
