@@ -23,7 +23,7 @@ func TestNoCredentialInOutputs(t *testing.T) {
 	const password = "s3cret-pw-42"
 	jwt := "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ0cmFpbmVyIn0.c2lnbmF0dXJlLW9mLXRoZS10b2tlbg"
 	itemURL := "https://reader:itempass-42@data.example.com/shard"
-	secrets := []string{password, jwt, "itempass-42"}
+	secrets := []string{password, jwt, "itempass-42", "logpass-42"}
 	f := testflows.Compile(t, sdk.NewFlow("secretive", sdk.Image("registry.example.com/s:v1")).
 		Step("a", sdk.Command("true")).
 		Step("b", sdk.Command("true"), sdk.After("a"), sdk.Foreach("shard-a", jwt, itemURL)))
@@ -41,12 +41,21 @@ func TestNoCredentialInOutputs(t *testing.T) {
 			_ = json.NewEncoder(w).Encode(map[string]string{"access_token": "t1"})
 		case strings.HasSuffix(r.URL.Path, "/taskInstances"):
 			tis := []TaskInstance{{TaskID: "a", MapIndex: -1, State: &ok, TryNumber: 1}}
+			failed := "failed"
 			for i := range 3 {
-				tis = append(tis, TaskInstance{TaskID: "b", MapIndex: i, State: &ok, TryNumber: 1})
+				state := &ok
+				if i == 2 {
+					state = &failed
+				}
+				tis = append(tis, TaskInstance{TaskID: "b", MapIndex: i, State: state, TryNumber: 1})
 			}
 			_ = json.NewEncoder(w).Encode(map[string]any{"task_instances": tis, "total_entries": len(tis)})
+		case strings.HasSuffix(r.URL.Path, "/taskInstances/b/logs/1"):
+			// The failed item's log quotes a URL with its password.
+			_, _ = w.Write([]byte(`{"content": ["fetching https://reader:logpass-42@data.example.com/shard",
+				{"event": "failed", "level": "error", "error_detail": [{"exc_type": "HTTPError", "exc_value": "GET https://reader:logpass-42@data.example.com/shard: 403"}]}]}`))
 		case strings.HasSuffix(r.URL.Path, "/dagRuns/r1"):
-			_ = json.NewEncoder(w).Encode(map[string]any{"dag_run_id": "r1", "dag_id": "secretive", "state": "success"})
+			_ = json.NewEncoder(w).Encode(map[string]any{"dag_run_id": "r1", "dag_id": "secretive", "state": "failed"})
 		default:
 			w.WriteHeader(http.StatusNotFound)
 		}
@@ -66,13 +75,17 @@ func TestNoCredentialInOutputs(t *testing.T) {
 	}
 	root := t.TempDir()
 	var out strings.Builder
-	if _, err := c.Follow(t.Context(), f, "secretive", "r1", FollowOptions{Root: root, Stdout: &out, Stderr: &out, Tracer: tr}); err != nil {
-		t.Fatalf("Follow: %v", err)
+	_, ferr := c.Follow(t.Context(), f, "secretive", "r1", FollowOptions{Root: root, Stdout: &out, Stderr: &out, Tracer: tr})
+	if ferr == nil || !strings.Contains(ferr.Error(), "b[2]") {
+		t.Fatalf("Follow: %v; want b[2] failed", ferr)
 	}
 	if err := tr.Shutdown(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	outputs := map[string]string{"the view": out.String(), "URL()": c.URL()}
+	outputs := map[string]string{"the view": out.String(), "URL()": c.URL(), "the follow's error": ferr.Error()}
+	if !strings.Contains(out.String(), "https://reader:xxxxx@data.example.com/shard: 403") {
+		t.Errorf("the view does not say why b[2] failed, the password withheld:\n%s", out.String())
+	}
 	runJSON, err := os.ReadFile(filepath.Join(root, "r1", "run.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +116,7 @@ func TestNoCredentialInOutputs(t *testing.T) {
 	} else if _, err := c2.DAG(t.Context(), "secretive"); err != nil {
 		outputs["the error of a sign-in to an Airflow gone"] = err.Error()
 	}
-	if want := 6 + len(spans); len(outputs) != want {
+	if want := 7 + len(spans); len(outputs) != want {
 		t.Errorf("%d outputs, want %d: an error was not made", len(outputs), want)
 	}
 	for what, text := range outputs {
