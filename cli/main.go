@@ -48,6 +48,7 @@ import (
 	"github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/emit/jobset"
+	"github.com/manifoldflow/manifold/internal/credential"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -88,11 +89,11 @@ func Run(ctx context.Context, flow *sdk.Flow, args []string, stdout, stderr io.W
 		return ExitOK
 	case errors.As(err, &ex):
 		if ex.err != nil {
-			fmt.Fprintln(stderr, "error:", ex.err)
+			fmt.Fprintln(stderr, "error:", credential.RedactError(ex.err))
 		}
 		return ex.code
 	default:
-		fmt.Fprintln(stderr, "error:", err)
+		fmt.Fprintln(stderr, "error:", credential.RedactError(err))
 		return ExitUsage
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/manifoldflow/manifold/internal/credential"
 	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -102,28 +103,36 @@ func where(rec *record.Record) string {
 	if rec.Runtime == "" {
 		return "local"
 	}
-	w := cmp.Or(rec.Context, rec.Cluster, rec.Runtime)
+	w := cmp.Or(rec.Context, credential.Redact("", rec.Cluster), rec.Runtime)
 	if rec.Namespace != "" {
 		w += "/" + rec.Namespace
 	}
 	return w
 }
 
+// showRun prints a run's record and tasks, every value through
+// credential.Redact, as every output passes: a record may hold what looks like
+// a credential (a param, a foreach item, an error quoting one).
 func showRun(out io.Writer, rec *record.Record, tasks []record.Task) error {
 	fmt.Fprintf(out, "run %s of flow %s: %s\n", rec.ID, rec.Flow, rec.State)
 	if rec.Runtime != "" {
 		fmt.Fprintln(out, clusterLine(rec))
 	}
-	fmt.Fprintf(out, "started %s, took %s\n", rec.Start.Local().Format(time.DateTime), span(rec.State, rec.Start, rec.End))
+	if rec.Start.IsZero() {
+		// A DAG run Airflow has queued and not started.
+		fmt.Fprintln(out, "not started")
+	} else {
+		fmt.Fprintf(out, "started %s, took %s\n", rec.Start.Local().Format(time.DateTime), span(rec.State, rec.Start, rec.End))
+	}
 	var params []string
 	for _, name := range slices.Sorted(maps.Keys(rec.Params)) {
-		params = append(params, name+"="+record.Shown(name, rec.Params[name]))
+		params = append(params, name+"="+credential.Redact(name, rec.Params[name]))
 	}
 	if len(params) > 0 {
 		fmt.Fprintf(out, "params %s\n", strings.Join(params, " "))
 	}
 	if rec.Error != "" {
-		fmt.Fprintf(out, "error: %s\n", rec.Error)
+		fmt.Fprintf(out, "error: %s\n", credential.Redact("", rec.Error))
 	}
 	fmt.Fprintln(out)
 	// NODE and REASON are a cluster's; a column shows only when a task has it.
@@ -146,14 +155,14 @@ func showRun(out io.Writer, rec *record.Record, tasks []record.Task) error {
 		if !t.Start.IsZero() {
 			dur = span(t.State, t.Start, t.End)
 		}
-		row := []string{t.Label(), record.Shown("", t.Item), string(t.State), strconv.Itoa(t.Attempts), dur, exit}
+		row := []string{t.Label(), credential.Redact("", t.Item), string(t.State), strconv.Itoa(t.Attempts), dur, exit}
 		if nodes {
 			row = append(row, t.Node)
 		}
 		if reasons {
-			row = append(row, t.Reason)
+			row = append(row, credential.Redact("", t.Reason))
 		}
-		rows = append(rows, append(row, t.Error))
+		rows = append(rows, append(row, credential.Redact("", t.Error)))
 	}
 	return writeTable(out, rows)
 }
@@ -167,7 +176,7 @@ func clusterLine(rec *record.Record) string {
 		line = "on Airflow"
 	}
 	if rec.Cluster != "" {
-		line += " " + rec.Cluster
+		line += " " + credential.Redact("", rec.Cluster)
 	}
 	if rec.Context != "" {
 		line += " (context " + rec.Context + ")"

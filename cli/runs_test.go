@@ -158,7 +158,10 @@ func TestRunsShowWithholdsCredentials(t *testing.T) {
 	start := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 	rec := record.Record{Flow: "quiet", ID: "run-1", State: record.Succeeded, Start: start, End: start.Add(time.Second),
 		Params: map[string]string{"api-token": token, "epochs": "3"},
-		Steps:  []record.StepInfo{{Name: "fan", Items: 2}}}
+		Steps:  []record.StepInfo{{Name: "fan", Items: 2}},
+		// A record written before URLs lost their passwords.
+		Runtime: "airflow", Cluster: "http://admin:urlpass-42@airflow.internal:8080",
+		Error: "fan[1] failed: Authorization: Bearer errtoken-42"}
 	dir := filepath.Join(record.DefaultRoot, rec.ID)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -167,7 +170,11 @@ func TestRunsShowWithholdsCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, item := range []string{"shard-a", jwt} {
-		if err := record.WriteTask(dir, record.Task{Step: "fan", Index: new(i), Item: item, State: record.Succeeded, Attempts: 1}); err != nil {
+		task := record.Task{Step: "fan", Index: new(i), Item: item, State: record.Succeeded, Attempts: 1}
+		if i == 1 {
+			task.State, task.Reason, task.Error = record.Failed, "Error", "GET https://u:taskpass-42@data.example.com/x: 403"
+		}
+		if err := record.WriteTask(dir, task); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -177,12 +184,41 @@ func TestRunsShowWithholdsCredentials(t *testing.T) {
 		t.Fatalf("runs show: exit status %d; stderr:\n%s", code, stderr.String())
 	}
 	out := stdout.String()
-	if strings.Contains(out, token) || strings.Contains(out, jwt) {
-		t.Errorf("runs show prints a credential:\n%s", out)
+	for _, secret := range []string{token, jwt, "urlpass-42", "errtoken-42", "taskpass-42"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("runs show prints the credential %q:\n%s", secret, out)
+		}
 	}
-	for _, want := range []string{"api-token=(withheld)", "epochs=3", "shard-a", "eyJ… (withheld)"} {
+	for _, want := range []string{"api-token=(withheld)", "epochs=3", "shard-a", "eyJ… (withheld)", "http://admin:xxxxx@airflow.internal:8080", "https://u:xxxxx@data.example.com/x"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("runs show does not print %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestErrorsWithholdCredentials: an error of a command against an Airflow
+// whose URL holds a password does not print the password.
+func TestErrorsWithholdCredentials(t *testing.T) {
+	t.Chdir(t.TempDir())
+	config := filepath.Join(t.TempDir(), "airflow.toml")
+	if err := os.WriteFile(config, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("MANIFOLD_AIRFLOW_CONFIG", config)
+	for _, name := range []string{"MANIFOLD_AIRFLOW_URL", "MANIFOLD_AIRFLOW_TOKEN", "MANIFOLD_AIRFLOW_USERNAME", "MANIFOLD_AIRFLOW_PASSWORD"} {
+		t.Setenv(name, "")
+	}
+	quiet := sdk.NewFlow("quiet", sdk.Image("registry.example.com/quiet:v1")).Step("a", sdk.Command("true"))
+	// Nothing listens on port 1 of loopback.
+	for _, url := range []string{"http://admin:clipass-42@127.0.0.1:1", "http://admin:clipass-42@bad host:1"} {
+		var stdout, stderr bytes.Buffer
+		code := cli.Run(context.Background(), quiet, []string{"quiet", "runs", "list", "--target", "airflow", "--airflow-url", url}, &stdout, &stderr)
+		if code == cli.ExitOK || !strings.Contains(stderr.String(), "error:") {
+			t.Errorf("runs list against %s: exit status %d, stderr %q; want an error", url, code, stderr.String())
+		}
+		if out := stdout.String() + stderr.String(); strings.Contains(out, "clipass-42") {
+			t.Errorf("runs list against %s prints the URL's password:\n%s", url, out)
+		}
+		t.Logf("%s", stderr.String())
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/manifoldflow/manifold/internal/credential"
 	"github.com/manifoldflow/manifold/runtimes/tracing"
 )
 
@@ -28,7 +29,7 @@ func startTracing(c *ucli.Context) (*tracing.Tracer, func(), error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context), traceFlush)
 		defer cancel()
 		if err := tr.Shutdown(ctx); err != nil {
-			fmt.Fprintf(c.App.ErrWriter, "sending the run's trace: %v\n", err)
+			fmt.Fprintf(c.App.ErrWriter, "sending the run's trace: %v\n", credential.RedactError(err))
 		}
 	}, nil
 }

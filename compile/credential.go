@@ -9,7 +9,7 @@ import (
 )
 
 // redactErrors withholds, from the errors a compile returns, every value that
-// looks like a credential: an error prints its value, and a credential in a label
+// looks like a credential (credential.Redact, the rule of every output): an error prints its value, and a credential in a label
 // is both invalid and secret. The field path stands for the name the value is
 // given to (steps[s].env[AWS_SECRET_ACCESS_KEY]).
 func redactErrors(errs field.ErrorList) field.ErrorList {
@@ -18,10 +18,11 @@ func redactErrors(errs field.ErrorList) field.ErrorList {
 		if !ok {
 			continue
 		}
-		if c, ok := credential.Detect(e.Field, v); ok {
-			e.BadValue = c.Withheld()
-			e.Detail = strings.ReplaceAll(e.Detail, v, c.Withheld())
+		if red := credential.Redact(e.Field, v); red != v {
+			e.BadValue = red
+			e.Detail = strings.ReplaceAll(e.Detail, v, red)
 		}
+		e.Detail = credential.Redact("", e.Detail)
 	}
 	return errs
 }

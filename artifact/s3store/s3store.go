@@ -37,6 +37,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/manifoldflow/manifold/artifact"
+	"github.com/manifoldflow/manifold/internal/credential"
 )
 
 // Defaults of Options.
@@ -163,7 +164,7 @@ func New(ctx context.Context, url string, o Options) (*Store, error) {
 func CheckEndpoint(endpoint string) error {
 	u, err := url.Parse(endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return fmt.Errorf("S3 endpoint %q: write the server's URL, such as http://minio.storage:9000", endpoint)
+		return fmt.Errorf("S3 endpoint %q: write the server's URL, such as http://minio.storage:9000, without a user or password", credential.Redact("", endpoint))
 	}
 	return nil
 }

@@ -460,9 +460,11 @@ func TestParseURL(t *testing.T) {
 			t.Errorf("ParseURL(%q) succeeded", bad)
 		}
 	}
-	for _, bad := range []string{"minio:9000", "ftp://x", "http://", "http://h/?q=1"} {
+	for _, bad := range []string{"minio:9000", "ftp://x", "http://", "http://h/?q=1", "http://u:endpass-42@minio:9000"} {
 		if err := CheckEndpoint(bad); err == nil {
 			t.Errorf("CheckEndpoint(%q) succeeded", bad)
+		} else if strings.Contains(err.Error(), "endpass-42") {
+			t.Errorf("CheckEndpoint(%q) = %v: prints the password", bad, err)
 		}
 	}
 }

@@ -42,6 +42,9 @@ type ServerOptions struct {
 	// Env is more environment for the scheduler (and so for its tasks) and
 	// the DAG processor, such as the variables Policy reads.
 	Env []string
+	// Config is more configuration of every component and of the CLI (CLI),
+	// as AIRFLOW__SECTION__KEY=value settings.
+	Config []string
 }
 
 // PolicyE2E returns the path of the end-to-end tests' cluster policies
@@ -68,6 +71,9 @@ type Server struct {
 
 	procs []*exec.Cmd
 	logs  map[string]string
+	// python and env run the CLI, over the components' database.
+	python string
+	env    []string
 }
 
 // StartServer starts a Server for t, and stops it when t ends.
@@ -122,6 +128,7 @@ func StartServer(t testing.TB, o ServerOptions) *Server {
 		"AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_SEC=1",
 		"AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE=False",
 	)
+	env = append(env, o.Config...)
 	if o.Kubeconfig != "" {
 		conn, err := json.Marshal(map[string]any{
 			"conn_type": "kubernetes",
@@ -132,6 +139,7 @@ func StartServer(t testing.TB, o ServerOptions) *Server {
 		}
 		env = append(env, "AIRFLOW_CONN_KUBERNETES_DEFAULT="+string(conn))
 	}
+	s.python, s.env = python, env
 	migrate := exec.Command(python, "-m", "airflow", "db", "migrate")
 	migrate.Env = env
 	if out, err := migrate.CombinedOutput(); err != nil {
@@ -168,6 +176,20 @@ func StartServer(t testing.TB, o ServerOptions) *Server {
 	s.Started = time.Since(began)
 	t.Logf("Airflow started at %s in %s (home %s)", s.URL, s.Started.Round(100*time.Millisecond), home)
 	return s
+}
+
+// CLI runs Airflow's own command line (python -m airflow args...) over the
+// Server's database and configuration, and returns what it printed; it fails
+// t when the command fails.
+func (s *Server) CLI(t testing.TB, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(s.python, append([]string{"-m", "airflow"}, args...)...)
+	cmd.Env = s.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("airflow %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }
 
 // waitHealthy waits until the API server answers that the database, the

@@ -30,26 +30,31 @@ var credentialShapes = sync.OnceValue(func() []credentialShape {
 	return []credentialShape{
 		// AWS access key IDs: AKIA (long-term keys) or ASIA (temporary ones) and 16
 		// uppercase letters or digits.
-		{regexp.MustCompile(`(?:^|[^A-Za-z0-9])(AKIA|ASIA)[A-Z0-9]{16}(?:$|[^A-Za-z0-9])`), "an AWS access key ID", "${1}…", 0},
-		// PEM private keys of any algorithm (RSA, EC, OPENSSH, ENCRYPTED, PKCS#8).
-		{regexp.MustCompile(`-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY-----`), "a private key (a PEM block)", "-----BEGIN …PRIVATE KEY-----", 0},
+		{re: regexp.MustCompile(`(?:^|[^A-Za-z0-9])(AKIA|ASIA)([A-Z0-9]{16})(?:$|[^A-Za-z0-9])`), kind: "an AWS access key ID", shown: "${1}…", secret: 2},
+		// PEM private keys of any algorithm (RSA, EC, OPENSSH, ENCRYPTED, PKCS#8),
+		// the block withheld through its END line, or to the end of the text.
+		{re: regexp.MustCompile(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----((?s:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|.*))`), kind: "a private key (a PEM block)", shown: "-----BEGIN …PRIVATE KEY-----", secret: 1},
 		// GitHub tokens: personal (ghp_), OAuth (gho_), user-to-server (ghu_),
 		// server-to-server (ghs_) and refresh (ghr_) tokens, and fine-grained ones.
-		{regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(gh[pousr]_)[A-Za-z0-9]{36,}(?:$|[^A-Za-z0-9_])`), "a GitHub token", "${1}…", 0},
-		{regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(github_pat_)[A-Za-z0-9_]{40,}`), "a GitHub token", "${1}…", 0},
+		{re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(gh[pousr]_)([A-Za-z0-9]{36,})(?:$|[^A-Za-z0-9_])`), kind: "a GitHub token", shown: "${1}…", secret: 2},
+		{re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(github_pat_)([A-Za-z0-9_]{40,})`), kind: "a GitHub token", shown: "${1}…", secret: 2},
 		// Slack bot, user, app, refresh and legacy tokens.
-		{regexp.MustCompile(`(?:^|[^A-Za-z0-9])(xox[baprs]-)[A-Za-z0-9-]{10,}`), "a Slack token", "${1}…", 0},
+		{re: regexp.MustCompile(`(?:^|[^A-Za-z0-9])(xox[baprs]-)([A-Za-z0-9-]{10,})`), kind: "a Slack token", shown: "${1}…", secret: 2},
 		// Hugging Face access tokens, which ML steps use to fetch gated models.
-		{regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(hf_)[A-Za-z0-9]{30,}(?:$|[^A-Za-z0-9_])`), "a Hugging Face token", "${1}…", 0},
+		{re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(hf_)([A-Za-z0-9]{30,})(?:$|[^A-Za-z0-9_])`), kind: "a Hugging Face token", shown: "${1}…", secret: 2},
 		// JSON Web Tokens: a JSON header and payload, base64url-encoded, and a signature.
-		{regexp.MustCompile(`(?:^|[^A-Za-z0-9_-])(eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+`), "a JSON Web Token", "${1}…", 0},
+		{re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_-])(eyJ)([A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+)`), kind: "a JSON Web Token", shown: "${1}…", secret: 2},
 		// HTTP credentials: a bearer token, or any Authorization header with a value.
-		{regexp.MustCompile(`(?i)(?:^|[^A-Za-z0-9])bearer\s+(\S+)`), "a bearer token", "Bearer …", 1},
-		{regexp.MustCompile(`(?i)authorization\s*:\s*(?:[A-Za-z]+\s+)?(\S+)`), "an Authorization header", "Authorization: …", 1},
-		// A URL that holds a password: https://user:password@host.
-		{regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@$]+:([^/\s@$({][^/\s@]*)@`), "a URL with a password", "", 0},
+		{re: regexp.MustCompile(`(?i)(?:^|[^A-Za-z0-9])bearer\s+(\S+)`), kind: "a bearer token", shown: "Bearer …", literal: 1, secret: 1},
+		{re: regexp.MustCompile(`(?i)authorization\s*:\s*(?:[A-Za-z]+\s+)?(\S+)`), kind: "an Authorization header", shown: "Authorization: …", literal: 1, secret: 1},
+		// A URL that holds a password: https://user:password@host. Redact writes
+		// xxxxx in its place, as url.URL.Redacted does.
+		{re: regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@$]+:([^/\s@$({][^/\s@]*)@`), kind: "a URL with a password", shown: "", secret: 1, mask: urlMask},
 	}
 })
+
+// urlMask is what stands for a URL's password, as url.URL.Redacted writes it.
+const urlMask = "xxxxx"
 
 // A credentialShape is a credential's shape: its pattern, what it is, and what
 // of it is shown.
@@ -60,6 +65,11 @@ type credentialShape struct {
 	// literal, when not 0, is the submatch that holds the credential itself,
 	// which must be a value and not a reference to one.
 	literal int
+	// secret is the submatch that Redact withholds: the credential less the
+	// prefix that every credential of the kind shares.
+	secret int
+	// mask is what Redact writes in the secret's place, "… (withheld)" when "".
+	mask string
 }
 
 // literal reports whether a token is a value, not a reference to one or a word:
@@ -132,8 +142,16 @@ func keyLike(v string) bool {
 // name is the variable or flag the value is given to, "" for none: under a name
 // such as AWS_SECRET_ACCESS_KEY or HF_TOKEN, a key-like value counts too.
 func Detect(name, value string) (Credential, bool) {
+	if c, ok := detectShape(value); ok {
+		return c, true
+	}
+	return detectByName(name, value)
+}
+
+// detectShape is Detect by the shapes of credentials alone.
+func detectShape(value string) (Credential, bool) {
 	if len(value) < minShape || !hinted(value) {
-		return detectByName(name, value)
+		return Credential{}, false
 	}
 	for _, shape := range credentialShapes() {
 		m := shape.re.FindStringSubmatchIndex(value)
@@ -146,7 +164,7 @@ func Detect(name, value string) (Credential, bool) {
 		shown := string(shape.re.ExpandString(nil, shape.shown, value, m))
 		return Credential{Kind: shape.kind, Shown: shown}, true
 	}
-	return detectByName(name, value)
+	return Credential{}, false
 }
 
 // minShape is the length of the shortest value a shape matches: a URL with a

@@ -16,6 +16,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -31,9 +32,12 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/gentype"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/manifoldflow/manifold/internal/credential"
 )
 
 // codecs are the scheme of the package's API groups, its codec factory and
@@ -59,6 +63,29 @@ type schemeCodecs struct {
 // Scheme returns the scheme of the API groups the package's clients use.
 func Scheme() *runtime.Scheme { return codecs().scheme }
 
+// HTTPClientFor is rest.HTTPClientFor(c), following no redirect to another
+// origin than the API server's (credential.CheckRedirect): client-go's
+// transport sets the kubeconfig's token on every request it sends, a
+// redirected one too, wherever it goes. Every client of this package, and the
+// dynamic one (NewDynamic), is made over it.
+func HTTPClientFor(c *rest.Config) (*http.Client, error) {
+	hc, err := rest.HTTPClientFor(c)
+	if err != nil {
+		return nil, err
+	}
+	hc.CheckRedirect = credential.CheckRedirect
+	return hc, nil
+}
+
+// NewDynamic makes client-go's dynamic client from c, over HTTPClientFor.
+func NewDynamic(c *rest.Config) (*dynamic.DynamicClient, error) {
+	hc, err := HTTPClientFor(c)
+	if err != nil {
+		return nil, err
+	}
+	return dynamic.NewForConfigAndClient(c, hc)
+}
+
 // Clientset is a client of the core, batch, apps, authorization, scheduling
 // and resource (DRA) API groups, and of the API server's version and
 // discovery.
@@ -70,7 +97,7 @@ type Clientset struct {
 // client-go's: one HTTP client shared by the API groups, each with its own
 // REST client.
 func NewForConfig(c *rest.Config) (*Clientset, error) {
-	hc, err := rest.HTTPClientFor(c)
+	hc, err := HTTPClientFor(c)
 	if err != nil {
 		return nil, err
 	}

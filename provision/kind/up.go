@@ -156,7 +156,7 @@ func connect(rc *rest.Config) (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	dyn, err := dynamic.NewForConfig(rc)
+	dyn, err := kubeclient.NewDynamic(rc)
 	if err != nil {
 		return nil, err
 	}

@@ -38,6 +38,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/manifoldflow/manifold/internal/credential"
 )
 
 // The environment that configures a Client; each overrides the config file.
@@ -137,15 +139,27 @@ func New(cfg Config) (*Client, error) {
 	}
 	u, err := url.Parse(strings.TrimSuffix(cfg.URL, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("Airflow URL %q: give the API server's http:// or https:// address, such as http://localhost:8080", cfg.URL)
+		return nil, fmt.Errorf("Airflow URL %q: give the API server's http:// or https:// address, such as http://localhost:8080", credential.Redact("", cfg.URL))
+	}
+	// A user and password in the URL (http://user:password@host) sign in, unless
+	// others are given; the client's URL, which errors, the display and the
+	// run's record print, holds neither.
+	if u.User != nil {
+		if pw, ok := u.User.Password(); ok && cfg.Token == "" && cfg.Username == "" && cfg.Password == "" {
+			cfg.Username, cfg.Password = u.User.Username(), pw
+		}
+		u.User = nil
 	}
 	if cfg.Token == "" && (cfg.Username == "" || cfg.Password == "") {
 		return nil, fmt.Errorf("no Airflow credentials: set %s, or %s and %s, or put them in %s", EnvToken, EnvUsername, EnvPassword, ConfigPath())
 	}
-	return &Client{base: u, cfg: cfg, http: &http.Client{Timeout: time.Minute}, token: cfg.Token}, nil
+	// Neither the password nor the token goes to another origin: a redirect to
+	// one is refused (credential.CheckRedirect).
+	hc := &http.Client{Timeout: time.Minute, CheckRedirect: credential.CheckRedirect}
+	return &Client{base: u, cfg: cfg, http: hc, token: cfg.Token}, nil
 }
 
-// URL returns the API server's base URL.
+// URL returns the API server's base URL, without a user or password.
 func (c *Client) URL() string { return c.base.String() }
 
 // APIError is an answer of the API other than success.
@@ -256,9 +270,23 @@ func serverError(status int) bool {
 	return false
 }
 
+// send makes one request of the API: method on path (escaped, as path makes
+// it) with query and body (JSON, unless nil), decoding the JSON answer into out
+// (unless nil). Its errors hold no credential (credential.RedactError).
 func (c *Client) send(ctx context.Context, method, path string, query url.Values, body, out any, token string) error {
+	return credential.RedactError(c.sendRaw(ctx, method, path, query, body, out, token))
+}
+
+func (c *Client) sendRaw(ctx context.Context, method, path string, query url.Values, body, out any, token string) error {
 	u := *c.base
-	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	// RawPath keeps each segment's escapes as path wrote them (a / inside a
+	// run ID stays %2F); Path is the same path unescaped, as url.URL wants.
+	u.RawPath = strings.TrimSuffix(c.base.EscapedPath(), "/") + path
+	raw, err := url.PathUnescape(u.RawPath)
+	if err != nil {
+		return fmt.Errorf("Airflow %s %s: %w", method, path, err)
+	}
+	u.Path = raw
 	u.RawQuery = query.Encode()
 	var rd io.Reader
 	if body != nil {
@@ -280,6 +308,10 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := c.http.Do(req)
+	var re *credential.RedirectError
+	if errors.As(err, &re) {
+		return fmt.Errorf("Airflow at %s: %w", c.base, re)
+	}
 	if err != nil {
 		return fmt.Errorf("Airflow at %s: %w", c.base, err)
 	}
@@ -320,13 +352,16 @@ func detail(data []byte) string {
 	return s
 }
 
-// path joins the segments of an API path, escaping each.
+// path joins the segments of an API path, escaping each (a / within one too),
+// as send takes it.
 func path(segments ...string) string {
 	var b strings.Builder
 	b.WriteString("/api/v2")
 	for _, s := range segments {
 		b.WriteByte('/')
-		b.WriteString(url.PathEscape(s))
+		// A + is escaped too: some servers and proxies read it as a space, and
+		// Airflow's own run IDs hold one (manual__2026-01-01T00:00:00+00:00).
+		b.WriteString(strings.ReplaceAll(url.PathEscape(s), "+", "%2B"))
 	}
 	return b.String()
 }

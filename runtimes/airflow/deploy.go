@@ -163,7 +163,7 @@ func (c *Client) source(ctx context.Context, id string) (string, error) {
 	var s struct {
 		Content *string `json:"content"`
 	}
-	if err := c.call(ctx, http.MethodGet, "/api/v2/dagSources/"+url.PathEscape(id), nil, nil, &s); err != nil || s.Content == nil {
+	if err := c.call(ctx, http.MethodGet, path("dagSources", id), nil, nil, &s); err != nil || s.Content == nil {
 		return "", err
 	}
 	return *s.Content, nil

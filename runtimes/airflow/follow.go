@@ -13,7 +13,9 @@ import (
 	"time"
 
 	emitairflow "github.com/manifoldflow/manifold/emit/airflow"
+	"github.com/manifoldflow/manifold/internal/credential"
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runid"
 	"github.com/manifoldflow/manifold/runtimes/dag"
 	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/runtimes/record"
@@ -108,6 +110,10 @@ func (c *Client) Follow(ctx context.Context, f *plan.Flow, dagID, runID string, 
 	}
 	if o.Stderr == nil {
 		o.Stderr = io.Discard
+	}
+	// The run's ID is Airflow's, and names the record's directory.
+	if err := runid.CheckStore(runID); err != nil {
+		return nil, fmt.Errorf("following run %s of DAG %s: %w", runID, dagID, err)
 	}
 	root, err := filepath.Abs(o.Root)
 	if err != nil {
@@ -444,7 +450,9 @@ func (fl *follower) failure(ctx context.Context, u *unit, ti *TaskInstance, show
 		return msg
 	}
 	if log.Exception != "" {
-		msg += ": " + log.Exception
+		// What the view, the record and the trace say of the failure
+		// withholds what looks like a credential, as every output does.
+		msg += ": " + credential.Redact("", log.Exception)
 	}
 	dir := record.StateDir(fl.r.Dir, u.Step.Name, u.Index)
 	if err := os.MkdirAll(dir, 0o755); err == nil {
@@ -465,7 +473,7 @@ func (fl *follower) failure(ctx context.Context, u *unit, ti *TaskInstance, show
 	lines := log.Tail(logTail)
 	fmt.Fprintf(fl.o.Stderr, "last %s of the log of %s, try %d (logs --target airflow %s %s prints it all):\n", display.Count(len(lines), "line"), u.Label, ti.TryNumber, fl.r.ID, u.Step.Name)
 	for _, l := range lines {
-		fmt.Fprintln(fl.o.Stderr, display.Prefixed(u.Label, len(u.Label), l))
+		fmt.Fprintln(fl.o.Stderr, display.Prefixed(u.Label, len(u.Label), credential.Redact("", l)))
 	}
 	return msg
 }

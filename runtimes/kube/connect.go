@@ -58,7 +58,7 @@ func (c *cluster) follow(limit time.Duration) error {
 	if err != nil {
 		return err
 	}
-	dyn, err := dynamic.NewForConfig(rc)
+	dyn, err := kubeclient.NewDynamic(rc)
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func connect(ctx context.Context, o Options) (*cluster, error) {
 	if c.client, err = kubeclient.NewForConfig(rc); err != nil {
 		return nil, err
 	}
-	if c.dynamic, err = dynamic.NewForConfig(rc); err != nil {
+	if c.dynamic, err = kubeclient.NewDynamic(rc); err != nil {
 		return nil, err
 	}
 

@@ -15,9 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/manifoldflow/manifold/internal/kubeclient"
 	"github.com/manifoldflow/manifold/plan"
 )
 
@@ -129,7 +129,7 @@ func (c *cluster) dryRun(ctx context.Context, units []*unit) ([]Refusal, []strin
 	// What admission only warns of (a Pod Security warn level) is said again
 	// when the run creates its objects.
 	rc.WarningHandler = rest.NoWarnings{}
-	dc, err := dynamic.NewForConfig(rc)
+	dc, err := kubeclient.NewDynamic(rc)
 	if err != nil {
 		return nil, nil, err
 	}

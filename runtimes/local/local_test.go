@@ -865,3 +865,25 @@ func TestSecretsStayOutOfTheRecord(t *testing.T) {
 		t.Errorf("stderr.log = %q, want %q", stderr, want)
 	}
 }
+
+// TestCredentialInAnErrorWithheld: a step's last line, which the record and
+// the runner's error quote, is withheld where it looks like a credential that
+// the step made itself, as every output withholds one (credential.Redact).
+func TestCredentialInAnErrorWithheld(t *testing.T) {
+	flow := sdk.NewFlow("creds", sdk.Image("registry.example.com/creds:v1")).
+		Step("fetch", sdk.Command("sh", "-c", `p=made; echo "GET https://reader:pw-$p-42@db.example.com/x: 403" >&2; exit 3`))
+	r := runFlow(t, context.Background(), flow, local.Options{})
+	if r.err == nil {
+		t.Fatal("the step exits 3, and the run succeeded")
+	}
+	_, tasks, err := record.Read(r.root, r.res.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) != 1 || !strings.Contains(tasks[0].Error, "https://reader:xxxxx@db.example.com/x: 403") {
+		t.Errorf("recorded error: %+v, want the step's last line, its password withheld", tasks)
+	}
+	if strings.Contains(r.err.Error(), "pw-made-42") || strings.Contains(r.stderr, "pw-made-42: 403") {
+		t.Errorf("the runner's error or output holds the password: %v\n%s", r.err, r.stderr)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/manifoldflow/manifold/internal/credential"
 )
 
 // mask is what a redactor writes in place of a secret value.
@@ -15,7 +17,8 @@ const mask = "***"
 const minSecret = 4
 
 // A redactor masks a step's secret values in what the runner writes of the step:
-// its logs, the lines it shows, and the error recorded in state.json. The values
+// its logs, the lines it shows, and the error recorded in state.json; the lines
+// and the error also lose what looks like a credential (credential.Redact). The values
 // are those the step gets from Secrets (sdk.SecretEnv, read from this environment)
 // and plain values that look like credentials.
 type redactor struct {
@@ -40,8 +43,16 @@ func newRedactor(values []string) *redactor {
 	return &redactor{values: keep}
 }
 
-// string returns s with every secret masked.
+// string returns a whole line or message s with every secret masked, and then
+// what looks like a credential withheld (credential.Redact, the rule of every
+// output), which a nil redactor does too.
 func (r *redactor) string(s string) string {
+	return credential.Redact("", r.mask(s))
+}
+
+// mask returns s with every secret masked: what a log writes, which is cut
+// anywhere, so that only the values themselves can be told in it.
+func (r *redactor) mask(s string) string {
 	if r == nil {
 		return s
 	}
@@ -53,7 +64,7 @@ func (r *redactor) string(s string) string {
 
 // err returns err with its message masked, err itself when it holds no secret.
 func (r *redactor) err(err error) error {
-	if r == nil || err == nil {
+	if err == nil {
 		return err
 	}
 	if msg := r.string(err.Error()); msg != err.Error() {
@@ -93,7 +104,7 @@ func (m *maskWriter) Write(p []byte) (int, error) {
 	s := m.held + string(p)
 	cut := m.r.cut(s)
 	m.held = s[cut:]
-	if _, err := io.WriteString(m.w, m.r.string(s[:cut])); err != nil {
+	if _, err := io.WriteString(m.w, m.r.mask(s[:cut])); err != nil {
 		return 0, err
 	}
 	return len(p), nil
@@ -105,7 +116,7 @@ func (m *maskWriter) Flush() error {
 	if m.held == "" {
 		return nil
 	}
-	_, err := io.WriteString(m.w, m.r.string(m.held))
+	_, err := io.WriteString(m.w, m.r.mask(m.held))
 	m.held = ""
 	return err
 }

@@ -370,19 +370,24 @@ func readTask(root *os.Root, runDir, step string, index int) (Task, error) {
 }
 
 // WriteRecord writes rec as the run.json of run directory dir, which must exist,
-// replacing the previous one at once.
+// replacing the previous one at once; its Cluster and Error withhold what looks
+// like a credential (credential.Redact).
 func WriteRecord(dir string, rec Record) error {
+	// What a record prints withholds credentials, as every output does.
+	rec.Cluster, rec.Error = credential.Redact("", rec.Cluster), credential.Redact("", rec.Error)
 	return writeJSON(filepath.Join(dir, runFile), rec)
 }
 
 // WriteTask writes t as the state.json of its step or item in run directory
 // runDir, making its state directory when needed and replacing the previous
-// state.json at once.
+// state.json at once; its Error and Reason withhold what looks like a
+// credential (credential.Redact).
 func WriteTask(runDir string, t Task) error {
 	dir := StateDir(runDir, t.Step, t.index())
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	t.Error, t.Reason = credential.Redact("", t.Error), credential.Redact("", t.Reason)
 	return writeJSON(filepath.Join(dir, StateFile), t)
 }
 
@@ -409,11 +414,6 @@ func Resumable(prev *Record, flow string, params map[string]string) error {
 }
 
 // Shown is a param's value (or, with name "", a foreach item) as output prints
-// it: withheld when it looks like a credential. The record keeps it as given, as
-// resuming compares params.
-func Shown(name, value string) string {
-	if c, ok := credential.Detect(name, value); ok {
-		return c.Withheld()
-	}
-	return value
-}
+// it: credential.Redact's, every credential in it withheld. The record keeps it
+// as given, as resuming compares params.
+func Shown(name, value string) string { return credential.Redact(name, value) }

@@ -192,3 +192,34 @@ func TestResumableWithholdsCredentials(t *testing.T) {
 		t.Errorf("Resumable = %v, want an error that names both values", err)
 	}
 }
+
+// TestWriteWithholdsCredentials: what a record's files print of a run (the
+// URL it ran at, its errors, a task's reason) withholds what looks like a
+// credential; params and items stay as given, as resuming compares them.
+func TestWriteWithholdsCredentials(t *testing.T) {
+	dir := t.TempDir()
+	rec := record.Record{Flow: "f", ID: "r1", Runtime: "airflow", Cluster: "http://admin:urlpass-42@airflow.internal:8080",
+		Error: "step a failed: Authorization: Bearer errtoken-42", Params: map[string]string{"p": "v"}}
+	if err := record.WriteRecord(dir, rec); err != nil {
+		t.Fatal(err)
+	}
+	task := record.Task{Step: "a", State: record.Failed, Item: "item", Error: "GET https://u:taskpass-42@h/x: 403", Reason: "token ghp_" + "R4nd0mT0k3nV4lu3Th4tIsThirtySixCh4r5"}
+	if err := record.WriteTask(dir, task); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{filepath.Join(dir, "run.json"), filepath.Join(record.StateDir(dir, "a", -1), record.StateFile)} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, secret := range []string{"urlpass-42", "errtoken-42", "taskpass-42", "R4nd0mT0k3n"} {
+			if strings.Contains(string(data), secret) {
+				t.Errorf("%s holds %q:\n%s", file, secret, data)
+			}
+		}
+	}
+	got, err := record.ReadRecord(dir)
+	if err != nil || got.Cluster != "http://admin:xxxxx@airflow.internal:8080" {
+		t.Errorf("the record's cluster: %+v, %v; want the URL, its password withheld", got, err)
+	}
+}

@@ -12,7 +12,9 @@
 //	OTEL_SDK_DISABLED                    true turns tracing off
 //
 // and the other OTEL_EXPORTER_OTLP_* settings of the OTLP/HTTP exporter
-// (timeout, compression, certificates).
+// (timeout, compression, certificates). An export is not sent on to another
+// origin (scheme, host and port) than the endpoint's when the collector
+// redirects it, so that its headers stay with the collector.
 //
 // The spans of a run (Run) are:
 //
@@ -20,6 +22,9 @@
 //	  step NAME              a step; for a foreach step, the parent of its items
 //	    item NAME[i]         one foreach item
 //	      attempt N          one attempt of the step or item
+//
+// What a trace says passes through credential.Redact, as every output does: a
+// foreach item or an error that looks like a credential is withheld.
 //
 // A span's attributes say which step, item and attempt it is, how it ended
 // (manifold.result, manifold.exit_code, manifold.exit_reason), the node it ran
@@ -35,7 +40,10 @@ package tracing
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -51,6 +59,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/manifoldflow/manifold/internal/credential"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/record"
 )
@@ -113,7 +122,11 @@ func FromEnv(ctx context.Context) (*Tracer, error) {
 			break
 		}
 	}
-	exp, err := otlptracehttp.New(ctx)
+	hc, err := exportClient()
+	if err != nil {
+		return nil, err
+	}
+	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithHTTPClient(hc))
 	if err != nil {
 		return nil, fmt.Errorf("tracing (OTEL_EXPORTER_OTLP_*): %w", err)
 	}
@@ -132,6 +145,62 @@ func FromEnv(ctx context.Context) (*Tracer, error) {
 	keep := &firstError{}
 	otel.SetErrorHandler(keep)
 	return &Tracer{tp: tp, t: tp.Tracer("github.com/manifoldflow/manifold/runtimes/tracing"), errs: keep}, nil
+}
+
+// exportClient is the HTTP client of the exports: the OTLP/HTTP exporter's
+// own, as the environment configures it (OTEL_EXPORTER_OTLP_[TRACES_]TIMEOUT,
+// _CERTIFICATE, _CLIENT_CERTIFICATE and _CLIENT_KEY; a proxy from
+// HTTPS_PROXY), but following no redirect to another origin
+// (credential.CheckRedirect): the exporter's own client would send the
+// export's headers (OTEL_EXPORTER_OTLP_HEADERS, a collector's API key) there.
+// The exporter takes a client whole or not at all, so these settings are read
+// here, as it reads them.
+func exportClient() (*http.Client, error) {
+	timeout := 10 * time.Second
+	if name, v := otlpEnv("TIMEOUT"); v != "" {
+		ms, err := strconv.Atoi(v)
+		if err != nil || ms < 0 {
+			return nil, fmt.Errorf("%s=%s: give the export's timeout in milliseconds", name, v)
+		}
+		timeout = time.Duration(ms) * time.Millisecond
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if name, file := otlpEnv("CERTIFICATE"); file != "" {
+		pem, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s=%s holds no PEM certificate: give the collector's CA certificate", name, file)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: roots}
+	}
+	certName, certFile := otlpEnv("CLIENT_CERTIFICATE")
+	keyName, keyFile := otlpEnv("CLIENT_KEY")
+	if certFile != "" || keyFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s and %s: %w", certName, keyName, err)
+		}
+		if tr.TLSClientConfig == nil {
+			tr.TLSClientConfig = &tls.Config{}
+		}
+		tr.TLSClientConfig.Certificates = []tls.Certificate{cert}
+	}
+	return &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: credential.CheckRedirect}, nil
+}
+
+// otlpEnv returns the variable of an OTLP setting that is set, the traces'
+// own (OTEL_EXPORTER_OTLP_TRACES_KEY) before every signal's
+// (OTEL_EXPORTER_OTLP_KEY), and its value.
+func otlpEnv(key string) (name, value string) {
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_" + key, "OTEL_EXPORTER_OTLP_" + key} {
+		if v := strings.TrimSpace(os.Getenv(name)); v != "" {
+			return name, v
+		}
+	}
+	return "OTEL_EXPORTER_OTLP_" + key, ""
 }
 
 // Shutdown ends the Tracer, sending what it has not sent yet; ctx bounds how
@@ -273,7 +342,7 @@ func (r *Run) unit(s *plan.Step, index int, label string, now time.Time) *unit {
 		name = "item " + label
 		attrs = append(attrs, attribute.Int(AttrIndex, index))
 		if index < len(s.Foreach) {
-			attrs = append(attrs, attribute.String(AttrItem, clip(s.Foreach[index], 256)))
+			attrs = append(attrs, attribute.String(AttrItem, clip(credential.Redact("", s.Foreach[index]), 256)))
 		}
 	}
 	ctx, sp := r.t.Start(parent, name, trace.WithTimestamp(now), trace.WithAttributes(attrs...))
@@ -383,7 +452,7 @@ func ending(t record.Task) []attribute.KeyValue {
 		attrs = append(attrs, attribute.Int(AttrExitCode, *t.ExitCode))
 	}
 	if reason := exitReason(t); reason != "" {
-		attrs = append(attrs, attribute.String(AttrReason, reason))
+		attrs = append(attrs, attribute.String(AttrReason, credential.Redact("", reason)))
 	}
 	if t.Node != "" {
 		attrs = append(attrs, attribute.String(AttrNode, t.Node))
@@ -414,7 +483,7 @@ func status(s trace.Span, state record.State, msg string) {
 		if msg == "" {
 			msg = string(state)
 		}
-		s.SetStatus(codes.Error, clip(msg, 1024))
+		s.SetStatus(codes.Error, clip(credential.Redact("", msg), 1024))
 	}
 }
 
