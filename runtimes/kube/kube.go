@@ -550,7 +550,9 @@ func (r *runner) open(ctx context.Context, now time.Time, steps []record.StepInf
 	case !errors.Is(err, os.ErrNotExist):
 		return false, "", fmt.Errorf("run %s: %w", r.ID, err)
 	}
-	if resumed && prev.UID != r.Flow.RunUID {
+	// (A run recorded without a UID gets one now: the objects it made
+	// without one are not taken for its own.)
+	if resumed && prev.UID != "" && prev.UID != r.Flow.RunUID {
 		return false, "", fmt.Errorf("run %s was recorded anew by another runner while this one started: try again", r.ID)
 	}
 	if err := r.foreign(ctx); err != nil {
