@@ -114,7 +114,7 @@ func airflowDeploy(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
 			return err
 		}
 	}
-	dep, err := airflow.Deploy(dir, p)
+	dep, err := airflow.Deploy(dir, p, c.Bool("take-over"))
 	if err != nil {
 		return invalidErr(err)
 	}

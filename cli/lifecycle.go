@@ -49,9 +49,13 @@ func lifecycleCommands(flow *sdk.Flow) []*ucli.Command {
 				"writes for the flow: its WorkflowTemplate, the CronWorkflow of a schedule, the ConfigMap of its\n" +
 				"literals and its ResourceClaimTemplates, labelled manifold.dev/flow and manifold.dev/deploy=argo.\n" +
 				"A changed flow is updated in place, and an object the flow no longer makes is deleted.\n" +
-				"--dry-run=server has the API server check everything and change nothing.",
+				"--dry-run=server has the API server check everything and change nothing.\n\n" +
+				"Deploy touches only what it made: an object of a name it applies without those labels (argo),\n" +
+				"or a DAG file of the flow's name it did not write (airflow), is refused, naming it (and, on argo,\n" +
+				"its field managers); --take-over applies over it and makes it the flow's, for undeploy to delete.",
 			Flags: lifecycleFlags(
 				&ucli.BoolFlag{Name: "image-from-build", Usage: "make every Run step's image the one `image build` recorded"},
+				&ucli.BoolFlag{Name: "take-over", Usage: "apply over an object (argo) or DAG file (airflow) of the flow's name that manifold did not deploy, making it the flow's"},
 				&ucli.StringFlag{Name: "dry-run", Usage: "with --target argo: `server`, to have the API server check what deploy applies, and change nothing"},
 			),
 			Action: func(c *ucli.Context) error {
@@ -294,7 +298,7 @@ func argoClient(c *ucli.Context, p *plan.Flow) (*argo.Client, error) {
 		QPS: float32(c.Float64("qps")), Burst: c.Int("burst"),
 		Program: c.App.Name, Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
 		Live: live, Width: width, Height: height, Force: forceContext(c.Context),
-		OnInterrupt: onInterrupt(c),
+		OnInterrupt: onInterrupt(c), TakeOver: c.Bool("take-over"),
 	}
 	a, err := argo.Connect(c.Context, p, o)
 	if err != nil {

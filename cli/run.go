@@ -33,11 +33,14 @@ func runCommand(flow *sdk.Flow, arg0 string) *ucli.Command {
 			"makes is kept in " + record.DefaultRoot + "/<run id>/: run.json, artifacts under <step>[/<index>]/, and\n" +
 			"each step's state.json, stdout.log and stderr.log under _steps/<step>[/<index>]/.\n\n" +
 			"A failed step stops the steps that wait for it; the others finish, and the run exits 1.\n" +
-			"--run-id resumes a run: steps and items that succeeded are not run again. Accelerators\n" +
+			"--run-id resumes a run: steps and items that succeeded are not run again, unless the step changed\n" +
+			"since (its compiled spec, or for a Run step this program's build): a changed step runs again, with\n" +
+			"every step that waits for it, and the run says which changed. Accelerators\n" +
 			"(Neuron, EFA, GPUs) are reported and ignored; --strict refuses them instead.\n\n" +
 			"With --kube the steps run on the cluster of the kubeconfig instead: each step is created exactly as\n" +
 			"`compile --target job` (or, with --as jobset, `--target jobset`) emits it, labelled with the run\n" +
-			"(" + plan.LabelRun + "), once the steps it waits for have succeeded; the run follows them\n" +
+			"(" + plan.LabelFlow + ", " + plan.LabelRun + " and " + plan.LabelRunUID + ", by which alone it lists, watches and\n" +
+			"deletes), once the steps it waits for have succeeded; the run follows them\n" +
 			"through watches, streams their logs where the cluster serves them, reports pods the scheduler cannot\n" +
 			"place after --pending-grace, and is recorded in " + record.DefaultRoot + "/<run id>/ like a local run.\n" +
 			"Ctrl-C deletes everything the run created and waits until it is gone (Ctrl-C again stops waiting);\n" +

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"runtime"
 	"strings"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/manifoldflow/manifold/image/built"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runid"
+	"github.com/manifoldflow/manifold/runtimes/dag"
 	"github.com/manifoldflow/manifold/runtimes/kube"
 	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
@@ -155,6 +157,19 @@ func runKube(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
 			return silentInvalid
 		}
 	}
+	// A Run step's pods run this program, built into the image: a resume
+	// runs again a Run step of another build (an image built here is also
+	// named by its digest, which is part of the step).
+	buildID := ""
+	if hasRunSteps(p) {
+		exe, err := os.Executable()
+		if err != nil {
+			return invalidErr(fmt.Errorf("finding this program, which the Run steps run: %w", err))
+		}
+		if buildID, err = dag.ProgramBuild(exe); err != nil {
+			return invalidErr(err)
+		}
+	}
 	width, height, live := terminal(c.App.Writer)
 	res, err := kube.Run(c.Context, p, kube.Options{
 		Kubeconfig:     c.String("kubeconfig"),
@@ -163,6 +178,7 @@ func runKube(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
 		As:             c.String("as"),
 		Keep:           c.Bool("keep"),
 		RunID:          c.String("run-id"),
+		Build:          buildID,
 		PendingGrace:   c.Duration("pending-grace"),
 		PendingTimeout: c.Duration("pending-timeout"),
 		NoCheck:        c.Bool("no-check"),

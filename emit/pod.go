@@ -149,15 +149,18 @@ func containerSecurity(s *plan.Step) *corev1.SecurityContext {
 	return &corev1.SecurityContext{AllowPrivilegeEscalation: new(false), Capabilities: caps}
 }
 
-// podLabels returns the labels of step s's pods: the step's, and the run's when f
-// is made for a run.
+// podLabels returns the labels of step s's pods: the step's, and the run's (its
+// ID and UID) when f is made for a run.
 func podLabels(f *plan.Flow, s *plan.Step) map[string]string {
 	labels := pairs(s.Labels)
-	if f.Run != "" {
+	for key, v := range map[string]string{plan.LabelRun: f.Run, plan.LabelRunUID: f.RunUID} {
+		if v == "" {
+			continue
+		}
 		if labels == nil {
 			labels = map[string]string{}
 		}
-		labels[plan.LabelRun] = f.Run
+		labels[key] = v
 	}
 	return labels
 }

@@ -25,6 +25,10 @@ const (
 	// LabelRun carries the run ID on everything a runtime creates for a run, pods
 	// included; compiled output has none.
 	LabelRun = "manifold.dev/run"
+	// LabelRunUID carries, beside LabelRun, the UID a runtime gives each run:
+	// two runs of a flow under one run ID (the second started after the first's
+	// record was lost) tell their objects apart by it.
+	LabelRunUID = "manifold.dev/run-uid"
 	// LabelIndex carries a foreach item's index on the objects made for that item
 	// (not on its pods, which are the step's pod).
 	LabelIndex = "manifold.dev/index"
@@ -118,6 +122,9 @@ type Flow struct {
 	// carries LabelRun, and every object name ends in a short hash of it, so the
 	// runs of a flow never collide in a namespace.
 	Run string
+	// RunUID is the UID of the run a runtime makes the objects for, carried by
+	// every pod and object as LabelRunUID; "" for none (compile --run-id).
+	RunUID string
 	// Artifacts is where steps on a cluster keep their artifacts; nil when the
 	// flow has no artifact store (a pod then keeps them in its own file system).
 	Artifacts *Artifacts

@@ -31,7 +31,7 @@ var flow = sdk.NewFlow("deployflow", sdk.Image("registry.example.com/deploy:v1")
 func TestDeploy(t *testing.T) {
 	dir := t.TempDir()
 	p := testflows.Compile(t, flow)
-	dep, err := Deploy(dir, p)
+	dep, err := Deploy(dir, p, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestDeploy(t *testing.T) {
 	if err := os.WriteFile(other, []byte("# someone else's\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Deploy(dir, p); err != nil {
+	if _, err := Deploy(dir, p, false); err != nil {
 		t.Fatal(err)
 	}
 	entries, _ := os.ReadDir(dir)
@@ -111,7 +111,7 @@ func TestUndeployForeign(t *testing.T) {
 // and nothing is written.
 func TestDeployMissingFolder(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "nope")
-	if _, err := Deploy(dir, testflows.Compile(t, flow)); err == nil || !strings.Contains(err.Error(), "dags folder") {
+	if _, err := Deploy(dir, testflows.Compile(t, flow), false); err == nil || !strings.Contains(err.Error(), "dags folder") {
 		t.Errorf("Deploy = %v; want an error naming the dags folder", err)
 	}
 }

@@ -3,6 +3,7 @@ package airflow
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -49,12 +50,41 @@ const header = "# Airflow DAG of flow "
 // deploy to remove it as left by a deploy killed before its rename.
 const staleTemp = 10 * time.Minute
 
+// written checks that the file at path, one of those Deploy writes for flow
+// (DAGFiles), is one Manifold wrote, or is not there: a DAG file that begins
+// as the airflow target begins it for flow, a .kpo.json whose dag_id is the
+// flow's DAG. Otherwise it returns an error naming the file; what to do
+// follows it.
+func written(path, flow string) error {
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case strings.HasSuffix(path, ".py"):
+		if !bytes.HasPrefix(data, []byte(header+flow+",")) {
+			return fmt.Errorf("%s was not written by manifold (it does not begin %q)", path, header+flow)
+		}
+	default:
+		var kpo struct {
+			DAGID *string `json:"dag_id"`
+		}
+		if json.Unmarshal(data, &kpo) != nil || kpo.DAGID == nil || *kpo.DAGID != flow {
+			return fmt.Errorf("%s was not written by manifold (it is not the .kpo.json of DAG %s)", path, flow)
+		}
+	}
+	return nil
+}
+
 // Deploy writes f's DAG file and .kpo.json, as the airflow target emits them,
 // into the dags folder dir, each through package atomicfile: to a temporary
 // file in dir, named .<name>.<random>.tmp (a name the DAG processor skips, as
 // it does every name not ending in .py), synced, then renamed into place; and
-// then the folder synced.
-func Deploy(dir string, f *plan.Flow) (*Deployed, error) {
+// then the folder synced. A file of those names that Manifold did not write
+// (written) is refused before anything is written, unless takeOver, which
+// replaces it.
+func Deploy(dir string, f *plan.Flow, takeOver bool) (*Deployed, error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("dags folder: %w", err)
@@ -75,6 +105,13 @@ func Deploy(dir string, f *plan.Flow) (*Deployed, error) {
 		return nil, errs.ToAggregate()
 	}
 	dep := &Deployed{DAGID: d.ID, Claims: byName[f.Name+emit.ClaimsFileSuffix]}
+	if !takeOver {
+		for _, name := range DAGFiles(f.Name) {
+			if err := written(filepath.Join(dir, name), f.Name); err != nil {
+				return nil, fmt.Errorf("%w: deploy leaves it alone; move it away, or deploy with --take-over to replace it", err)
+			}
+		}
+	}
 	for _, name := range DAGFiles(f.Name) {
 		data, ok := byName[name]
 		if !ok {
@@ -109,19 +146,16 @@ func syncDir(dir string) error {
 }
 
 // Undeploy removes from dir the files Deploy writes for flow: the DAG file
-// first, so Airflow never parses a DAG whose companion is gone. A DAG file
-// that the airflow target did not write is left alone, and is an error.
-// It returns the paths removed; none when nothing was deployed.
+// first, so Airflow never parses a DAG whose companion is gone. When a file of
+// those names was not written by Manifold (written), none is removed, and
+// that is an error. It returns the paths removed; none when nothing was
+// deployed.
 func Undeploy(dir, flow string) ([]string, error) {
 	names := DAGFiles(flow)
-	py := filepath.Join(dir, names[1])
-	data, err := os.ReadFile(py)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-	case err != nil:
-		return nil, err
-	case !bytes.HasPrefix(data, []byte(header+flow+",")):
-		return nil, fmt.Errorf("%s was not written by manifold (it does not begin %q): remove it yourself if it is to go", py, header+flow)
+	for _, name := range []string{names[1], names[0]} {
+		if err := written(filepath.Join(dir, name), flow); err != nil {
+			return nil, fmt.Errorf("%w: remove it yourself if it is to go", err)
+		}
 	}
 	var removed []string
 	for _, name := range []string{names[1], names[0]} {

@@ -8,7 +8,9 @@
 // ResourceClaimTemplates. Each object it applies is labelled with the flow
 // (manifold.dev/flow) and as deployed (LabelDeploy), so a changed flow is
 // updated in place, and what a deploy no longer makes, and Undeploy, delete
-// exactly those objects and nothing else.
+// exactly those objects and nothing else. An object of the same name without
+// those labels is not Manifold's: Deploy refuses to apply over it, naming its
+// field managers, unless told to take it over (Options.TakeOver).
 //
 // Trigger creates a Workflow from the deployed template with the run's params;
 // Follow watches it, and the Workflows its parts create (labelled
@@ -39,6 +41,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -119,6 +122,11 @@ type Options struct {
 	// Force, when it ends while Follow waits for a stopped Workflow to end,
 	// stops the wait.
 	Force context.Context
+	// TakeOver lets Deploy apply over an object of the name it applies that
+	// it did not deploy for the flow (without the flow's deployed labels):
+	// it takes the object over, which Undeploy then deletes. Without it such
+	// an object is refused (OwnedError).
+	TakeOver bool
 }
 
 // Client acts on one flow's objects on a cluster that runs Argo Workflows.
@@ -259,7 +267,9 @@ func gvrOf(u *unstructured.Unstructured) (schema.GroupVersionResource, error) {
 // FieldManager, then deletes the objects an earlier deploy of the flow made
 // that it no longer makes (a CronWorkflow whose schedule was removed). Every
 // object is first applied as a server dry run, so that what RBAC or admission
-// refuses is refused before anything changes. With dryRun the API server
+// refuses is refused before anything changes, and so is an object of a name
+// it applies that a deploy of the flow did not make (OwnedError), unless
+// Options.TakeOver. With dryRun the API server
 // checks and answers for everything, and changes nothing.
 func (c *Client) Deploy(ctx context.Context, dryRun bool) ([]Applied, error) {
 	objs, err := Objects(c.f, c.ns)
@@ -305,6 +315,10 @@ func (c *Client) apply(ctx context.Context, objs []*unstructured.Unstructured, d
 			before = nil
 		case err != nil:
 			return out, keep, c.refused("read", u, err)
+		default:
+			if err := c.owned(before); err != nil {
+				return out, keep, err
+			}
 		}
 		data, err := json.Marshal(u.Object)
 		if err != nil {
@@ -350,8 +364,51 @@ func (c *Client) refused(verb string, u *unstructured.Unstructured, err error) e
 	return fmt.Errorf("%s %s %s in namespace %s of the cluster at %s: %w", verb, u.GetKind(), u.GetName(), u.GetNamespace(), c.Where(), err)
 }
 
-// Undeploy deletes every object a deploy of the flow made (labelled with the
-// flow and LabelDeploy), and nothing else; its Workflows stay.
+// deployedSelector is the label selector of the objects a deploy of flow
+// made: labelled with the flow and LabelDeploy. Deploy applies over no other
+// object, and prune and Undeploy delete no other.
+func deployedSelector(flow string) labels.Selector {
+	return labels.SelectorFromSet(labels.Set{plan.LabelFlow: flow, LabelDeploy: "argo"})
+}
+
+// OwnedError is what Deploy returns when an object of a name it applies
+// exists and was not deployed by Manifold for the flow: nothing was changed.
+type OwnedError struct {
+	Kind, Name, Namespace, Flow string
+	// Cluster names the cluster (Client.Where).
+	Cluster string
+	// Managers are the field managers of the object (metadata.managedFields).
+	Managers []string
+}
+
+// Error names the object, who manages it, and what to do.
+func (e *OwnedError) Error() string {
+	managed := "no field manager"
+	if len(e.Managers) > 0 {
+		managed = "field manager " + strings.Join(e.Managers, ", ")
+	}
+	return fmt.Sprintf("%s %s in namespace %s of the cluster at %s was not deployed by manifold for flow %s (it is managed by %s): deploy leaves it alone; "+
+		"delete it or deploy the flow under another name, or deploy with --take-over to take it over (undeploy then deletes it)",
+		e.Kind, e.Name, e.Namespace, e.Cluster, e.Flow, managed)
+}
+
+// owned refuses to apply over before, the object of u's name on the cluster,
+// when a deploy of the flow did not make it, unless Options.TakeOver.
+func (c *Client) owned(before *unstructured.Unstructured) error {
+	if c.o.TakeOver || deployedSelector(c.f.Name).Matches(labels.Set(before.GetLabels())) {
+		return nil
+	}
+	var managers []string
+	for _, m := range before.GetManagedFields() {
+		if !slices.Contains(managers, m.Manager) {
+			managers = append(managers, m.Manager)
+		}
+	}
+	return &OwnedError{Kind: before.GetKind(), Name: before.GetName(), Namespace: before.GetNamespace(), Flow: c.f.Name, Cluster: c.Where(), Managers: managers}
+}
+
+// Undeploy deletes every object a deploy of the flow made (deployedSelector),
+// and nothing else; its Workflows stay.
 func (c *Client) Undeploy(ctx context.Context, dryRun bool) ([]Applied, error) {
 	var dry []string
 	if dryRun {
@@ -362,7 +419,7 @@ func (c *Client) Undeploy(ctx context.Context, dryRun bool) ([]Applied, error) {
 
 // prune deletes the flow's deployed objects whose resource/name keep lacks.
 func (c *Client) prune(ctx context.Context, keep map[string]bool, dry []string) ([]Applied, error) {
-	selector := plan.LabelFlow + "=" + c.f.Name + "," + LabelDeploy + "=argo"
+	selector := deployedSelector(c.f.Name).String()
 	var out []Applied
 	for _, gvr := range slices.Backward(deployedKinds) {
 		res := c.conn.Dynamic.Resource(gvr).Namespace(c.ns)

@@ -15,8 +15,12 @@
 package dag
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -88,6 +92,9 @@ type Run struct {
 	// Trace is the run's trace (tracing.Tracer.Begin), nil when it is not
 	// traced: every change of a unit's record is told to it, and Finish ends it.
 	Trace *tracing.Run
+	// Rerun holds the steps a resume runs again however they ended before
+	// (Resuming): they, or a step they wait for, changed since.
+	Rerun map[string]bool
 
 	mu       sync.Mutex
 	units    []*Unit
@@ -169,13 +176,15 @@ func (r *Run) Unfinished() int {
 }
 
 // Resume takes over what an earlier runner of this run recorded of unit u: when
-// it succeeded (for the same item) u is Earlier and keeps that record; otherwise
-// a record left by that runner is stale, and is written anew as pending.
+// it succeeded (for the same item) and its step is not to run again (Rerun) u
+// is Earlier and keeps that record; otherwise a record left by that runner is
+// stale, and is written anew as pending.
 func (r *Run) Resume(u *Unit) error {
 	prev, earlier, err := Earlier(r.Dir, u)
 	if err != nil {
 		return err
 	}
+	earlier = earlier && !r.Rerun[u.Step.Name]
 	if earlier {
 		r.mu.Lock()
 		r.change(u, func(t *record.Task) { *t = prev })
@@ -603,3 +612,108 @@ func Failure(failed []record.Task, notStarted []string, detail func(record.Task)
 	}
 	return errors.New(msg)
 }
+
+// Digests returns the digests a run records of step s (record.StepInfo's Spec
+// and Build): one of the step as compiled, but for its foreach items, which a
+// resume compares one by one; and, for a Run step, build, the flow program's
+// build (ProgramBuild), "" for other steps.
+func Digests(s *plan.Step, build string) (spec, built string) {
+	c := *s
+	if c.Foreach != nil {
+		c.Foreach = []string{}
+	}
+	// A plan is plain data, without a channel, function or cycle: it
+	// always encodes.
+	data, _ := json.Marshal(&c)
+	sum := sha256.Sum256(data)
+	if s.Body == plan.BodyRun {
+		built = build
+	}
+	return hex.EncodeToString(sum[:16]), built
+}
+
+// StepInfo is what a run records of step s, with items foreach items (0 for
+// a step whose items are not recorded one by one) and build, the flow
+// program's build: its name, what it waits for, and its Digests.
+func StepInfo(s *plan.Step, items int, build string) record.StepInfo {
+	spec, built := Digests(s, build)
+	return record.StepInfo{Name: s.Name, After: s.After, Items: items, Spec: spec, Build: built}
+}
+
+// Resuming compares the steps run prev recorded with those this run records
+// (Rec.Steps, set before) and sets Rerun (Changes). It returns what the run's
+// display says of that, "" when nothing changed. Call it before Resume.
+func (r *Run) Resuming(prev *record.Record) string {
+	var note string
+	r.Rerun, note = Changes(r.ID, prev.Steps, r.Rec.Steps)
+	return note
+}
+
+// Changes compares the steps a run id recorded, prev, with those a resume of
+// it records, now (in flow order): each step whose spec or build differs, or
+// that prev recorded without them, is to run again however it ended before,
+// and so is every step that waits for one. It returns those steps, and what to
+// say of them ("" when none changed).
+func Changes(id string, prev, now []record.StepInfo) (map[string]bool, string) {
+	was := map[string]record.StepInfo{}
+	for _, s := range prev {
+		was[s.Name] = s
+	}
+	var changed, again []string
+	rerun := map[string]bool{}
+	for _, s := range now {
+		old, ok := was[s.Name]
+		why := ""
+		switch {
+		case !ok:
+			// A step new to the flow never ran.
+		case old.Spec == "":
+			why = "not recorded"
+		case old.Spec != s.Spec:
+			why = "spec"
+		case old.Build != s.Build:
+			why = "program build"
+		}
+		if why != "" {
+			changed = append(changed, s.Name+" ("+why+")")
+		}
+		if why != "" || slices.ContainsFunc(s.After, func(a string) bool { return rerun[a] }) {
+			rerun[s.Name] = true
+			again = append(again, s.Name)
+		}
+	}
+	if len(changed) == 0 {
+		return rerun, ""
+	}
+	return rerun, fmt.Sprintf("changed since run %s was recorded: %s; run again however they ended, with the steps that wait for them: %s",
+		id, strings.Join(changed, ", "), strings.Join(again, ", "))
+}
+
+// ProgramBuild returns a digest of the flow program at path, the executable
+// that runs the Run steps: it changes whenever the program is built anew with
+// other code. It is read once per path, size and modification time.
+func ProgramBuild(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("reading the flow program's build: %w", err)
+	}
+	key := fmt.Sprintf("%s\x00%d\x00%d", path, fi.Size(), fi.ModTime().UnixNano())
+	if b, ok := builds.Load(key); ok {
+		return b.(string), nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("reading the flow program's build: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("reading the flow program's build: %w", err)
+	}
+	b := hex.EncodeToString(h.Sum(nil)[:16])
+	builds.Store(key, b)
+	return b, nil
+}
+
+// builds caches ProgramBuild by path, size and modification time.
+var builds sync.Map

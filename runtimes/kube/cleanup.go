@@ -34,7 +34,8 @@ func (r *runner) deleteUnit(ctx context.Context, u *unit) error {
 	return nil
 }
 
-// cleanup deletes everything of the kinds it creates labelled with the run,
+// cleanup deletes everything of the kinds it creates labelled as the run's own
+// (its flow, ID and UID: runSelector),
 // and waits until the caches hold none of it (the pods included), for at most
 // CleanupTimeout or until Options.Force ends. It returns what was left.
 //
@@ -53,7 +54,7 @@ func (r *runner) deleteUnit(ctx context.Context, u *unit) error {
 func (r *runner) cleanup(ctx context.Context, succeeded bool) []string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.o.CleanupTimeout)
 	defer cancel()
-	sel := plan.LabelRun + "=" + r.ID
+	sel := r.selector()
 	for ns := range r.w.ns {
 		for _, gvr := range createdKinds(r.units) {
 			opts := foreground

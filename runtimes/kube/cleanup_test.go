@@ -60,9 +60,18 @@ func TestCleanupSelectors(t *testing.T) {
 				if names := s[strings.Index(s, "("):]; len(names) > tc.bytes+2 {
 					t.Errorf("selector %q: %d bytes of step names, more than %d", s, len(names)-2, tc.bytes)
 				}
-				other := labels.Set{plan.LabelRun: run + "x", plan.LabelStep: jobs[0][plan.LabelStep]}
-				if parsed[i].Matches(other) {
-					t.Errorf("selector %q picks another run's object", s)
+				// Another run of the flow, a run of another flow under the
+				// same ID, and another run under the flow and ID (one whose
+				// record was lost) are not the run's.
+				for what, change := range map[string]labels.Set{
+					"another run's":                  {plan.LabelRun: run + "x"},
+					"another flow's":                 {plan.LabelFlow: jobs[0][plan.LabelFlow] + "x"},
+					"another run's of the same ID's": {plan.LabelRunUID: jobs[0][plan.LabelRunUID] + "x"},
+				} {
+					other := labels.Merge(labels.Set(jobs[0]), change)
+					if parsed[i].Matches(other) {
+						t.Errorf("selector %q picks %s object", s, what)
+					}
 				}
 			}
 			for _, l := range jobs {

@@ -149,7 +149,9 @@ func (c *cluster) dryRun(ctx context.Context, units []*unit) ([]Refusal, []strin
 	for i, a := range asks {
 		err := errs[i]
 		if err == nil || apierrors.IsAlreadyExists(err) {
-			// An object already made is one a resumed run finds and follows.
+			// An object already made is one a resumed run finds and follows,
+			// or another run's, which the run refuses before it creates
+			// anything (foreign).
 			continue
 		}
 		var status apierrors.APIStatus

@@ -52,10 +52,11 @@ func Preflight(ctx context.Context, f *plan.Flow, o Options) ([]string, error) {
 
 // CleanupSelectors returns the label selectors by step with which a run of f
 // (as Jobs, in namespace) deletes its Jobs n requests at once, step names of at
-// most maxBytes a request (stepSelectors), and each Job's labels.
+// most maxBytes a request (stepSelectors), and each Job's labels; the run's
+// selector is runSelector's.
 func CleanupSelectors(f *plan.Flow, namespace string, n, maxBytes int) ([]string, []map[string]string, error) {
 	rp := *f
-	rp.Run = runid.New(time.Now())
+	rp.Run, rp.RunUID = runid.New(time.Now()), "uid-1"
 	units, errs := plan2units(&rp, AsJob, namespace)
 	if len(errs) > 0 {
 		return nil, nil, errs.ToAggregate()
@@ -64,5 +65,5 @@ func CleanupSelectors(f *plan.Flow, namespace string, n, maxBytes int) ([]string
 	for _, u := range units {
 		jobs = append(jobs, u.objects[len(u.objects)-1].u.GetLabels())
 	}
-	return stepSelectors(plan.LabelRun+"="+rp.Run, units, namespace, n, maxBytes), jobs, nil
+	return stepSelectors(runSelector(rp.Name, rp.Run, rp.RunUID), units, namespace, n, maxBytes), jobs, nil
 }

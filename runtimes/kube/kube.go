@@ -3,8 +3,9 @@
 //
 // Each step becomes exactly the objects the job target (or, with AsJobSet, the
 // jobset target) emits for it — the runtime calls those emitters for a plan made
-// for the run, so every object and pod carries the run's label
-// (manifold.dev/run) and a name of its own — and is created once every step it
+// for the run, so every object and pod carries the run's labels
+// (manifold.dev/run, and manifold.dev/run-uid, the run's own UID) and a name of
+// its own — and is created once every step it
 // waits for has succeeded. Informers on the run's Jobs, JobSets and pods drive the
 // run; nothing polls. Retries are the objects' own (a Job's backoffLimit, a
 // JobSet's maxRestarts); a step that fails stops the steps that wait for it, while
@@ -17,9 +18,12 @@
 // and once that it is back, the informers list anew, and the run carries on; an
 // outage longer than Options.OutageLimit fails it.
 //
-// An interrupt deletes everything the run created (foreground propagation, waiting
-// until it is gone) unless Options.Keep; resuming a run ID runs again only the
-// steps that did not succeed.
+// A run lists, watches and deletes only its own objects: those labelled with its
+// flow, ID and UID together (runSelector), and it refuses to start beside objects
+// of its flow and ID that another run made (ForeignError). An interrupt deletes
+// everything the run created (foreground propagation, waiting until it is gone)
+// unless Options.Keep; resuming a run ID runs again only the steps that did not
+// succeed, and those that changed since (dag.Changes) with what waits for them.
 package kube
 
 import (
@@ -94,6 +98,10 @@ type Options struct {
 	Keep bool
 	// RunID resumes that run when it is recorded, or names a new one.
 	RunID string
+	// Build is the flow program's build (dag.ProgramBuild), recorded for each
+	// Run step: a resume runs again a Run step whose build changed, as it does
+	// a step whose spec changed. "" records none.
+	Build string
 	// Root holds the run records; record.DefaultRoot when empty.
 	Root string
 	// PendingGrace is how long pods may wait to be scheduled before the reason is
@@ -279,11 +287,25 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 			notes = append(notes, resolved...)
 		}
 	}
+	root, err := filepath.Abs(o.Root)
+	if err != nil {
+		return nil, err
+	}
+	// The run's objects carry its UID, which its record keeps for a resume.
+	prev, uid, err := previous(filepath.Join(root, id))
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", id, err)
+	}
 	rp := *f
-	rp.Run, rp.Schedule = id, ""
+	rp.Run, rp.RunUID, rp.Schedule = id, uid, ""
 	units, errs := plan2units(&rp, o.As, c.namespace)
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
+	}
+	steps := stepInfos(&rp, o.As, o.Build)
+	var rerun map[string]bool
+	if prev != nil {
+		rerun, _ = dag.Changes(id, prev.Steps, steps)
 	}
 	namespaces := unitNamespaces(units)
 	var claims []claim
@@ -312,13 +334,9 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 		}
 	}
 
-	root, err := filepath.Abs(o.Root)
-	if err != nil {
-		return nil, err
-	}
 	// Admission answers for everything the run will create before any of it
 	// exists, --no-check or not: a dry run creates nothing.
-	refusals, dryNotes, err := c.dryRun(ctx, toCreate(filepath.Join(root, id), units))
+	refusals, dryNotes, err := c.dryRun(ctx, toCreate(filepath.Join(root, id), units, rerun))
 	if err != nil {
 		return nil, err
 	}
@@ -349,9 +367,12 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	}
 	r.Trace = o.Tracer.Begin(&rp, id, "kube")
 	defer lk.Close()
-	resumed, err := r.open(now)
+	resumed, changed, err := r.open(ctx, now, steps)
 	if err != nil {
 		return nil, err
+	}
+	if changed != "" {
+		notes = append(notes, changed)
 	}
 
 	// A step waiting for Kueue is shown with its Workload's reason.
@@ -361,7 +382,7 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	r.w, err = watch(ctx, c, namespaces, sh.kinds, workloads, r.ID)
+	r.w, err = watch(ctx, c, namespaces, sh.kinds, workloads, r.selector())
 	if err != nil {
 		return nil, err
 	}
@@ -421,14 +442,15 @@ func kindAs(as string) (string, error) {
 }
 
 // toCreate returns the units a run recorded in dir will create: all of them,
-// but for a resumed run those it recorded as succeeded (for the same item).
-func toCreate(dir string, units []*unit) []*unit {
+// but for a resumed run those it recorded as succeeded (for the same item) of
+// the steps it does not run again (rerun: dag.Changes).
+func toCreate(dir string, units []*unit, rerun map[string]bool) []*unit {
 	if _, err := os.Stat(dir); err != nil {
 		return units
 	}
 	var out []*unit
 	for _, u := range units {
-		if _, earlier, err := dag.Earlier(dir, u.Unit); err == nil && earlier {
+		if _, earlier, err := dag.Earlier(dir, u.Unit); err == nil && earlier && !rerun[u.Step.Name] {
 			continue
 		}
 		out = append(out, u)
@@ -500,15 +522,18 @@ func plan2units(f *plan.Flow, as, namespace string) ([]*unit, field.ErrorList) {
 	return units, nil
 }
 
-// open writes the run's record, or reads it back to resume the run.
-func (r *runner) open(now time.Time) (bool, error) {
+// open writes the run's record, with steps (stepInfos), or reads it back to
+// resume the run; it returns whether it resumed, and what to say of the steps
+// that changed since (dag.Run.Resuming). Before it writes anything it refuses
+// a run whose flow and ID other objects on the cluster carry (foreign).
+func (r *runner) open(ctx context.Context, now time.Time, steps []record.StepInfo) (bool, string, error) {
 	params := map[string]string{}
 	for _, p := range r.Flow.Params {
 		params[p.Name] = p.Value
 	}
 	ns := r.c.namespace
 	r.Rec = record.Record{
-		Flow: r.Flow.Name, ID: r.ID, State: record.Running, Start: now.UTC(), PID: os.Getpid(), Params: params,
+		Flow: r.Flow.Name, ID: r.ID, UID: r.Flow.RunUID, State: record.Running, Start: now.UTC(), PID: os.Getpid(), Params: params,
 		Runtime: "kube", Cluster: r.c.host, Context: r.c.context, Namespace: ns, As: r.o.As,
 	}
 	if a := r.Flow.Artifacts; a != nil {
@@ -519,19 +544,24 @@ func (r *runner) open(now time.Time) (bool, error) {
 	switch {
 	case resumed:
 		if err := r.resumable(prev, params); err != nil {
-			return false, err
+			return false, "", err
 		}
 		r.Rec.Start = prev.Start
 	case !errors.Is(err, os.ErrNotExist):
-		return false, fmt.Errorf("run %s: %w", r.ID, err)
+		return false, "", fmt.Errorf("run %s: %w", r.ID, err)
 	}
-	for i := range r.Flow.Steps {
-		s := &r.Flow.Steps[i]
-		items := 0
-		if r.o.As == AsJob {
-			items = len(s.Foreach)
-		}
-		r.Rec.Steps = append(r.Rec.Steps, record.StepInfo{Name: s.Name, After: s.After, Items: items})
+	// (A run recorded without a UID gets one now: the objects it made
+	// without one are not taken for its own.)
+	if resumed && prev.UID != "" && prev.UID != r.Flow.RunUID {
+		return false, "", fmt.Errorf("run %s was recorded anew by another runner while this one started: try again", r.ID)
+	}
+	if err := r.foreign(ctx); err != nil {
+		return false, "", err
+	}
+	r.Rec.Steps = steps
+	changed := ""
+	if resumed {
+		changed = r.Resuming(prev)
 	}
 	// A new run records every unit pending; a resumed one keeps what succeeded
 	// and rewrites what its earlier runner left of the rest (dag.Run.Resume).
@@ -543,10 +573,25 @@ func (r *runner) open(now time.Time) (bool, error) {
 			err = record.WriteTask(r.Dir, r.Task(u.Unit))
 		}
 		if err != nil {
-			return false, err
+			return false, "", err
 		}
 	}
-	return resumed, record.WriteRecord(r.Dir, r.Rec)
+	return resumed, changed, record.WriteRecord(r.Dir, r.Rec)
+}
+
+// stepInfos is what a run of f, made as as, records of its steps (dag.StepInfo)
+// with build, the flow program's: the job target's foreach items one by one.
+func stepInfos(f *plan.Flow, as, build string) []record.StepInfo {
+	var out []record.StepInfo
+	for i := range f.Steps {
+		s := &f.Steps[i]
+		items := 0
+		if as == AsJob {
+			items = len(s.Foreach)
+		}
+		out = append(out, dag.StepInfo(s, items, build))
+	}
+	return out
 }
 
 // resumable checks that run prev can be resumed by this runner.

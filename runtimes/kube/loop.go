@@ -18,9 +18,10 @@ import (
 )
 
 // adopt matches what the cluster already holds of a resumed run (a run kept with
-// Keep, or whose runner died): a unit whose Job or JobSet succeeded is not run
-// again, one that failed is deleted to run again, and one still running is
-// watched where it is.
+// Keep, or whose runner died), the run's own objects (the watcher's): a unit
+// whose Job or JobSet succeeded is not run again, one that failed, or whose
+// step is to run again because it changed (dag.Run.Rerun), is deleted to run
+// again, and one still running is watched where it is.
 func (r *runner) adopt(ctx context.Context, resumed bool) error {
 	if !resumed {
 		return nil
@@ -30,6 +31,8 @@ func (r *runner) adopt(ctx context.Context, resumed bool) error {
 		ob := r.observe(u)
 		switch {
 		case !ob.exists:
+		case r.Rerun[u.Step.Name]:
+			stale = append(stale, u)
 		case ob.succeeded:
 			u.Earlier, u.created, u.seen = true, true, true
 			if r.Task(u.Unit).State != record.Succeeded {
@@ -65,7 +68,7 @@ func (r *runner) adopt(ctx context.Context, resumed bool) error {
 		select {
 		case <-r.w.changed:
 		case <-ctx.Done():
-			return fmt.Errorf("resuming run %s: the failed objects of its last attempt are still being deleted; try again shortly", r.ID)
+			return fmt.Errorf("resuming run %s: the objects of its last attempt that must go (failed, or of steps changed since) are still being deleted; try again shortly", r.ID)
 		}
 	}
 }
@@ -235,12 +238,18 @@ func (r *runner) create(ctx context.Context, u *unit) error {
 	}
 	for _, o := range u.objects {
 		// A create made again after one that got no answer may find the object
-		// made by the first: it is the run's own (its name is the run's).
+		// made by the first: it is the run's own when it carries the run's
+		// labels (existing).
 		err := r.c.retry(ctx, func(ctx context.Context) error {
 			_, err := r.c.dynamic.Resource(o.gvr).Namespace(u.ns).Create(ctx, o.u, metav1.CreateOptions{FieldValidation: "Strict"})
 			return err
 		})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			if err := r.existing(ctx, u, o); err != nil {
+				return err
+			}
+		case err != nil:
 			return fmt.Errorf("the cluster refused its %s %s: %w", o.u.GetKind(), o.u.GetName(), err)
 		}
 	}
@@ -537,17 +546,17 @@ func (r *runner) finish(ctx context.Context, interrupted bool) (*Result, error) 
 	r.Disp.Stop()
 	switch {
 	case r.o.Keep:
-		r.Disp.Note("kept the run's objects: `kubectl delete %s -l %s=%s -n %s` removes them", r.kinds(), plan.LabelRun, r.ID, r.c.namespace)
+		r.Disp.Note("kept the run's objects: `kubectl delete %s -l %s -n %s` removes them", r.kinds(), r.selector(), r.c.namespace)
 	case res.State == record.Failed:
-		r.Disp.Note("left the run's objects for inspection: `kubectl get %s,pods -l %s=%s -n %s`; `kubectl delete %s -l %s=%s -n %s` removes them",
-			r.kinds(), plan.LabelRun, r.ID, r.c.namespace, r.kinds(), plan.LabelRun, r.ID, r.c.namespace)
+		r.Disp.Note("left the run's objects for inspection: `kubectl get %s,pods -l %s -n %s`; `kubectl delete %s -l %s -n %s` removes them",
+			r.kinds(), r.selector(), r.c.namespace, r.kinds(), r.selector(), r.c.namespace)
 	default:
 		if interrupted {
 			r.Disp.Note("deleting what run %s created (Ctrl-C again to stop waiting)", r.ID)
 		}
 		res.Left = r.cleanup(ctx, res.State == record.Succeeded)
 		if len(res.Left) > 0 {
-			r.Disp.Note("left on the cluster: %s; `kubectl delete %s -l %s=%s -n %s` removes them", strings.Join(res.Left, ", "), r.kinds(), plan.LabelRun, r.ID, r.c.namespace)
+			r.Disp.Note("left on the cluster: %s; `kubectl delete %s -l %s -n %s` removes them", strings.Join(res.Left, ", "), r.kinds(), r.selector(), r.c.namespace)
 		}
 	}
 	r.Ended(res.State)

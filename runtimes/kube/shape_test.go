@@ -95,7 +95,7 @@ func TestToCreateLeavesOutWhatSucceeded(t *testing.T) {
 		Step("a", sdk.Command("true")).
 		Step("fan", sdk.Command("true"), sdk.After("a"), sdk.Foreach("x", "y")), AsJob)
 	dir := filepath.Join(t.TempDir(), "run")
-	if got := toCreate(dir, units); len(got) != 3 {
+	if got := toCreate(dir, units, nil); len(got) != 3 {
 		t.Fatalf("a new run creates %d units; want 3", len(got))
 	}
 	done := func(step string, index int, item string) {
@@ -111,7 +111,7 @@ func TestToCreateLeavesOutWhatSucceeded(t *testing.T) {
 	done("fan", 0, "x")
 	done("fan", 1, "changed") // another item than the flow's now: made again
 	var got []string
-	for _, u := range toCreate(dir, units) {
+	for _, u := range toCreate(dir, units, nil) {
 		got = append(got, u.Label)
 	}
 	if strings.Join(got, ",") != "fan[1]" {

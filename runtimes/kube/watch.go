@@ -22,7 +22,6 @@ import (
 	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/manifoldflow/manifold/internal/kubeclient"
-	"github.com/manifoldflow/manifold/plan"
 )
 
 // watcher keeps informer caches of the run's Jobs, JobSets, Services and pods
@@ -40,7 +39,8 @@ type watcher struct {
 	namespaces []string
 	kinds      []schema.GroupVersionResource
 	workload   bool
-	id         string
+	// selector picks the run's own objects (runSelector).
+	selector string
 
 	mu sync.Mutex
 	// dirty holds the keys (unitKey) of the Jobs and JobSets a change concerned
@@ -123,12 +123,12 @@ type nsWatch struct {
 	workloads cache.SharedIndexInformer
 }
 
-// watch starts the informers of run id in namespaces, of its pods and of kinds
-// (what it creates: createdKinds), and waits for their caches to fill. It
-// watches nothing else, so that RBAC need let the run list and watch no more
-// (Needs).
-func watch(ctx context.Context, c *cluster, namespaces []string, kinds []schema.GroupVersionResource, workloads bool, id string) (*watcher, error) {
-	w := &watcher{changed: make(chan struct{}, 1), c: c, namespaces: namespaces, kinds: kinds, workload: workloads, id: id, dirty: map[string]bool{}, all: true}
+// watch starts the informers of the run's objects (those selector picks: the
+// run's own, runSelector) in namespaces, of its pods and of kinds (what it
+// creates: createdKinds), and waits for their caches to fill. It watches
+// nothing else, so that RBAC need let the run list and watch no more (Needs).
+func watch(ctx context.Context, c *cluster, namespaces []string, kinds []schema.GroupVersionResource, workloads bool, selector string) (*watcher, error) {
+	w := &watcher{changed: make(chan struct{}, 1), c: c, namespaces: namespaces, kinds: kinds, workload: workloads, selector: selector, dirty: map[string]bool{}, all: true}
 	ns, cancel, objects, err := w.start(ctx, nil)
 	if err != nil {
 		return nil, err
@@ -165,9 +165,8 @@ func (w *watcher) relist(ctx context.Context) error {
 func (w *watcher) start(ctx context.Context, abort <-chan struct{}) (map[string]*nsWatch, context.CancelFunc, *atomic.Int64, error) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c := w.c
-	selector := plan.LabelRun + "=" + w.id
 	objects := new(atomic.Int64)
-	tweak := func(o *metav1.ListOptions) { o.LabelSelector = selector }
+	tweak := func(o *metav1.ListOptions) { o.LabelSelector = w.selector }
 	changed := func(obj any) {
 		keys := changedKeys(obj)
 		if len(keys) == 0 {

@@ -24,7 +24,10 @@
 //	<step>/[<index>/]<name>.json      artifacts (sdk.Context.Put; MANIFOLD_ARTIFACTS)
 //	_steps/<step>/[<index>/]          state.json, stdout.log and stderr.log of each step or item
 //
-// Running a run ID again resumes it: what succeeded is not run again.
+// Running a run ID again resumes it: what succeeded is not run again, unless
+// the step changed since (its compiled spec or, for a Run step, the program's
+// build, which the record keeps for each step): a changed step runs again, with
+// every step that waits for it, and the run says which changed.
 //
 // Accelerator requests (Neuron, EFA, GPUs, other extended resources) are reported
 // once and ignored, or refused with Options.Strict. Images, CPU and memory,
@@ -40,6 +43,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -198,10 +202,23 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("run %s: %w", id, err)
 	}
+	build := ""
+	if slices.ContainsFunc(f.Steps, func(s plan.Step) bool { return s.Body == plan.BodyRun }) {
+		if build, err = dag.ProgramBuild(o.Program); err != nil {
+			return nil, err
+		}
+	}
 	for i := range f.Steps {
 		s := &f.Steps[i]
-		r.Rec.Steps = append(r.Rec.Steps, record.StepInfo{Name: s.Name, After: s.After, Items: len(s.Foreach)})
-		if err := r.addTasks(s, resumed); err != nil {
+		r.Rec.Steps = append(r.Rec.Steps, dag.StepInfo(s, len(s.Foreach), build))
+	}
+	if resumed {
+		if note := r.Resuming(prev); note != "" {
+			notes = append(notes, note)
+		}
+	}
+	for i := range f.Steps {
+		if err := r.addTasks(&f.Steps[i], resumed); err != nil {
 			return nil, err
 		}
 	}

@@ -80,8 +80,12 @@ func (s State) Final() bool {
 
 // Record is a run's run.json.
 type Record struct {
-	Flow  string    `json:"flow"`
-	ID    string    `json:"id"`
+	Flow string `json:"flow"`
+	ID   string `json:"id"`
+	// UID tells the run apart from another of the same flow and ID: a cluster
+	// run labels its objects with it (manifold.dev/run-uid), and a resume
+	// keeps it, so that a resume adopts only what this run made.
+	UID   string    `json:"uid,omitempty"`
 	State State     `json:"state"`
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end,omitzero"`
@@ -126,6 +130,12 @@ type StepInfo struct {
 	After []string `json:"after,omitempty"`
 	// Items is the number of foreach items, 0 for a step that runs once.
 	Items int `json:"items,omitempty"`
+	// Spec is a digest of the step as it was compiled for the run, and Build
+	// one of the flow program's build for a step whose body is the program's
+	// (a Run step), "" for others: a resume runs again a step whose digests
+	// changed, and every step that waits for it.
+	Spec  string `json:"spec,omitempty"`
+	Build string `json:"build,omitempty"`
 }
 
 // Task is the state.json of one step, or of one item of a foreach step.
