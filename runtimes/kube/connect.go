@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/manifoldflow/manifold/internal/credential"
 	"github.com/manifoldflow/manifold/internal/kubeclient"
 )
 
@@ -96,7 +97,9 @@ func connect(ctx context.Context, o Options) (*cluster, error) {
 	if o.Requests != nil {
 		rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return counting{rt, o.Requests} })
 	}
-	c := &cluster{config: rc, context: name, host: rc.Host}
+	// host is what every message, report and record names the cluster by: the
+	// server URL with a password in it withheld.
+	c := &cluster{config: rc, context: name, host: credential.Redact("", rc.Host)}
 	if c.namespace = o.Namespace; c.namespace == "" {
 		if c.namespace, _, err = cc.Namespace(); err != nil {
 			return nil, fmt.Errorf("kubeconfig context %s: %w", name, err)
