@@ -1,0 +1,282 @@
+package kube
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"time"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/manifoldflow/manifold/plan"
+)
+
+// MaxLogLine is the most bytes of a log line that StreamLog delivers at once.
+// A longer line (a progress bar redrawn with carriage returns and never a
+// newline) comes in pieces of at most this many bytes, cut between runes, each
+// but the first beginning with LineContinues. A stream holds no more of a line
+// than this.
+const MaxLogLine = 64 << 10
+
+// LineContinues begins each piece of a long log line but its first: the piece
+// goes on with the line of the piece before it.
+const LineContinues = "… "
+
+// The delays between the attempts to open a pod's log again: doubling from
+// the first to the most, and back to the first when a stream delivered a line.
+const (
+	logRetryFirst = 200 * time.Millisecond
+	logRetryMax   = 5 * time.Second
+)
+
+// PodLogs reads the logs and the state of the pods of a namespace, as
+// Conn.Client.CoreV1().Pods(ns) and client-go's typed pod clients do.
+type PodLogs interface {
+	GetLogs(name string, opts *corev1.PodLogOptions) *rest.Request
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Pod, error)
+}
+
+// StreamLog follows the log of the step container of pod name, of the
+// namespace of pods, calling line for each line (long lines in pieces: see
+// MaxLogLine), until the container has ended and its log is read to the end,
+// or ctx ends.
+//
+// A stream that is cut (its connection lost, as when the API server restarts),
+// or that ends while the container still runs (as when its kubelet restarts),
+// is opened again from where it stopped, backing off between attempts, and no
+// line is lost or repeated. The lines come stamped with the container
+// runtime's times (PodLogOptions.Timestamps), and the stream opened again
+// starts at the time of the last line begun (SinceTime, which the API server
+// takes to the second). Of that stream, the lines stamped before that time are
+// dropped; of those stamped at that very time, to the nanosecond, as many as
+// were delivered (the kubelet serves the log file in its order); and of a line
+// cut in the middle, the bytes delivered.
+//
+// The error is the API server's answer when it refuses the log before any of
+// it was read (a cluster that does not serve logs, a user who may not read
+// them), or refuses it for good later (the pod deleted); ctx's error when ctx
+// ended first; else nil.
+func StreamLog(ctx context.Context, pods PodLogs, name string, line func(string)) error {
+	return streamLog(ctx, pods, name, nil, line)
+}
+
+// streamLog is StreamLog, calling served (when not nil) when the API server
+// first serves the log.
+func streamLog(ctx context.Context, pods PodLogs, name string, onServed func(), line func(string)) error {
+	served := false
+	c := &logCursor{line: line, partial: -1}
+	delay := logRetryFirst
+	for {
+		opts := &corev1.PodLogOptions{Container: plan.ContainerName, Follow: true, Timestamps: true}
+		if c.begun {
+			opts.SinceTime = &metav1.Time{Time: c.last}
+		}
+		rc, err := pods.GetLogs(name, opts).Stream(ctx)
+		if err == nil {
+			if !served && onServed != nil {
+				onServed()
+			}
+			served = true
+			var delivered bool
+			delivered, err = c.read(rc)
+			rc.Close()
+			if delivered {
+				delay = logRetryFirst
+			}
+		}
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err == nil:
+			// The stream ended: the container has, or the kubelet stopped
+			// serving its log.
+			switch ended, err := containerEnded(ctx, pods, name); {
+			case err == nil && ended, apierrors.IsNotFound(err):
+				return nil
+			case err != nil && !unanswered(err):
+				return err
+			}
+		case !served && !unanswered(err), served && !transient(err):
+			// An answer: the cluster's word on the log, before any of it was
+			// served; later, one that asking again does not change.
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, logRetryMax)
+	}
+}
+
+// containerEnded reports whether the step container of pod name has ended.
+func containerEnded(ctx context.Context, pods PodLogs, name string) (bool, error) {
+	p, err := pods.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return false, err
+	}
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return true, nil
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == plan.ContainerName {
+			return cs.State.Terminated != nil, nil
+		}
+	}
+	return false, nil
+}
+
+// logCursor is where the reading of a pod's log is: what was delivered of it,
+// from the streams read so far.
+type logCursor struct {
+	line func(string)
+	// begun is whether a line was begun; last is the time of the last line
+	// begun, atLast how many lines stamped at last ended, and partial how many
+	// bytes of the last line begun were delivered (-1 once it ended).
+	begun   bool
+	last    time.Time
+	atLast  int
+	partial int
+	// scratch joins a rune cut at the end of a piece to the rest of it.
+	scratch []byte
+}
+
+// What read does with the line it reads.
+const (
+	deliverLine = iota // deliver it
+	dropLine           // it was delivered: drop it
+	skipBytes          // its first bytes were delivered: skip them, deliver the rest
+)
+
+// read delivers the lines of stream r past those delivered, and returns
+// whether it delivered any, and how r ended: nil when it ended cleanly.
+func (c *logCursor) read(r io.Reader) (delivered bool, err error) {
+	// A piece is what the buffer holds, and the end of a rune the piece
+	// before it cut: at most MaxLogLine.
+	br := bufio.NewReaderSize(r, MaxLogLine-utf8.UTFMax+1)
+	// The stream begins again at c.last: until its lines pass the cut, it
+	// replays what was delivered.
+	replay, cut, atCut, partial := c.begun, c.last, c.atLast, c.partial
+	start, mode, skip := true, deliverLine, 0
+	var lineAt time.Time
+	var carry []byte
+	for {
+		b, err := br.ReadSlice('\n')
+		ends, full := err == nil, errors.Is(err, bufio.ErrBufferFull)
+		if len(carry) > 0 {
+			c.scratch = append(append(c.scratch[:0], carry...), b...)
+			b, carry = c.scratch, nil
+		}
+		if !ends && err != io.EOF {
+			// Whole runes only: the rest of a rune that the buffer cuts comes
+			// with the next piece; a stream cut sends it again.
+			k := runeCut(b)
+			if full {
+				carry = append([]byte(nil), b[k:]...)
+			}
+			b = b[:k]
+		}
+		if start && (len(b) > 0 || ends) {
+			at, text, ok := stamp(b)
+			if !ok && !ends && !full && err != io.EOF {
+				// Cut before its time was read: the stream opened again
+				// sends the line again.
+				return delivered, err
+			}
+			start = false
+			if ok {
+				b = text
+			} else {
+				at = c.last
+			}
+			mode = deliverLine
+			switch {
+			case !replay:
+			case at.Before(cut):
+				mode = dropLine
+			case at.Equal(cut) && atCut > 0:
+				mode, atCut = dropLine, atCut-1
+			case at.Equal(cut) && partial >= 0:
+				mode, skip, replay = skipBytes, partial, false
+			default:
+				replay = false
+			}
+			if mode == deliverLine {
+				if !c.begun || at.After(c.last) {
+					c.last, c.atLast = at, 0
+				}
+				c.begun, c.partial, lineAt = true, 0, at
+			}
+		}
+		if mode == skipBytes {
+			k := min(skip, len(b))
+			b, skip = b[k:], skip-k
+			if skip == 0 {
+				mode = deliverLine
+			}
+		}
+		if mode == deliverLine {
+			text := b
+			if ends {
+				text = bytes.TrimSuffix(bytes.TrimSuffix(text, []byte("\n")), []byte("\r"))
+			}
+			switch {
+			case c.partial > 0 && len(text) > 0:
+				c.line(LineContinues + string(text))
+				delivered = true
+			case c.partial == 0 && (len(text) > 0 || ends):
+				c.line(string(text))
+				delivered = true
+			}
+			c.partial += len(b)
+			if ends {
+				if lineAt.Equal(c.last) {
+					c.atLast++
+				}
+				c.partial = -1
+			}
+		}
+		if ends {
+			start = true
+		}
+		if err != nil && !full {
+			if err == io.EOF {
+				err = nil
+			}
+			return delivered, err
+		}
+	}
+}
+
+// runeCut returns the length of b without the runes that its end cuts.
+func runeCut(b []byte) int {
+	for k := 1; k <= utf8.UTFMax && k <= len(b); k++ {
+		if utf8.RuneStart(b[len(b)-k]) {
+			if !utf8.FullRune(b[len(b)-k:]) {
+				return len(b) - k
+			}
+			break
+		}
+	}
+	return len(b)
+}
+
+// stamp splits a log line served with timestamps into its time and its text.
+func stamp(b []byte) (time.Time, []byte, bool) {
+	i := bytes.IndexByte(b[:min(len(b), len(time.RFC3339Nano)+8)], ' ')
+	if i < 0 {
+		return time.Time{}, b, false
+	}
+	at, err := time.Parse(time.RFC3339Nano, string(b[:i]))
+	if err != nil {
+		return time.Time{}, b, false
+	}
+	return at, b[i+1:], true
+}

@@ -1,0 +1,377 @@
+package kube_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/manifoldflow/manifold/internal/kubeclient"
+	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/kube"
+)
+
+// logEntry is a line of a fake container's log, as the container runtime
+// stamps it: text, or text repeated times over.
+type logEntry struct {
+	at     time.Time
+	text   string
+	repeat int
+}
+
+// fakeLogs is an API server that serves one pod's log and status as the
+// kubelet and the API server do: GET .../pods/NAME/log with follow,
+// timestamps (each line prefixed with its RFC 3339 time and a space) and
+// sinceTime (the lines stamped at or after it, which comes to the second), and
+// GET .../pods/NAME. It answers through an http.RoundTripper, without a
+// network.
+type fakeLogs struct {
+	entries []logEntry
+	// cuts are where the log streams it serves are cut (the connection lost,
+	// as when the API server restarts): the first stream after cuts[0] bytes
+	// of its body, the second after cuts[1], and so on; a stream past the
+	// last ends when the log does.
+	cuts []int
+	// running is how many of the pod's GETs answer that its container still
+	// runs, before they answer that it ended (as when the kubelet's status
+	// lags behind the end of its log).
+	running int
+
+	mu       sync.Mutex
+	requests []string // the log requests' queries
+	gets     int
+}
+
+func (f *fakeLogs) RoundTrip(req *http.Request) (*http.Response, error) {
+	path := strings.TrimPrefix(req.URL.Path, "/api/v1/namespaces/ns/pods/")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch path {
+	case "p":
+		f.gets++
+		state := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}
+		if f.gets <= f.running {
+			state = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+		}
+		pod := corev1.Pod{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"},
+			Status:     corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: plan.ContainerName, State: state}}},
+		}
+		data, _ := json.Marshal(pod)
+		return respond(req, http.StatusOK, io.NopCloser(bytes.NewReader(data))), nil
+	case "p/log":
+	default:
+		return respond(req, http.StatusNotFound, io.NopCloser(strings.NewReader(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))), nil
+	}
+	q := req.URL.Query()
+	f.requests = append(f.requests, q.Encode())
+	if q.Get("container") != plan.ContainerName || q.Get("follow") != "true" {
+		return nil, fmt.Errorf("fake: unexpected log request %s", req.URL)
+	}
+	var since time.Time
+	if s := q.Get("sinceTime"); s != "" {
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return nil, fmt.Errorf("fake: sinceTime %q: %v", s, err)
+		}
+		since = t
+	}
+	from := 0
+	for from < len(f.entries) && f.entries[from].at.Before(since) {
+		from++
+	}
+	var body io.Reader = &logBody{entries: f.entries[from:], stamps: q.Get("timestamps") == "true"}
+	if n := len(f.requests) - 1; n < len(f.cuts) {
+		body = &cutReader{r: io.LimitReader(body, int64(f.cuts[n]))}
+	}
+	return respond(req, http.StatusOK, io.NopCloser(body)), nil
+}
+
+func respond(req *http.Request, code int, body io.ReadCloser) *http.Response {
+	return &http.Response{StatusCode: code, Header: http.Header{"Content-Type": {"application/json"}}, Body: body, Request: req}
+}
+
+// logBody is the body of a log request: entries, each stamped when stamps
+// is set, made as it is read.
+type logBody struct {
+	entries []logEntry
+	stamps  bool
+	// The entry being read, its part (0 the stamp, 1 the text, 2 the
+	// newline), and the offset in that part.
+	i, part, off int
+	stamp        string
+}
+
+func (b *logBody) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) && b.i < len(b.entries) {
+		e := b.entries[b.i]
+		var s string
+		size := 0
+		switch b.part {
+		case 0:
+			if b.stamps && b.off == 0 {
+				b.stamp = e.at.UTC().Format(time.RFC3339Nano) + " "
+			}
+			if b.stamps {
+				s, size = b.stamp, len(b.stamp)
+			}
+		case 1:
+			s, size = e.text, len(e.text)*max(e.repeat, 1)
+		case 2:
+			s, size = "\n", 1
+		default:
+			b.i, b.part, b.off = b.i+1, 0, 0
+			continue
+		}
+		if b.off >= size {
+			b.part, b.off = b.part+1, 0
+			continue
+		}
+		k := copy(p[n:min(len(p), n+size-b.off)], s[b.off%len(s):])
+		n, b.off = n+k, b.off+k
+	}
+	if n == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// cutReader reads r, then fails as a lost connection does.
+type cutReader struct{ r io.Reader }
+
+func (c *cutReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// pods returns a client of f's pods, as a run makes its client.
+func (f *fakeLogs) pods(t testing.TB) kube.PodLogs {
+	t.Helper()
+	cs, err := kubeclient.NewForConfig(&rest.Config{Host: "http://api.invalid", Transport: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs.CoreV1().Pods("ns")
+}
+
+// joined puts back together the lines that StreamLog delivered in pieces.
+func joined(pieces []string) []string {
+	var lines []string
+	for _, p := range pieces {
+		if text, cont := strings.CutPrefix(p, kube.LineContinues); cont && len(lines) > 0 {
+			lines[len(lines)-1] += text
+		} else {
+			lines = append(lines, p)
+		}
+	}
+	return lines
+}
+
+func streamAll(t *testing.T, f *fakeLogs) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var pieces []string
+	err := kube.StreamLog(ctx, f.pods(t), "p", func(s string) {
+		if len(s) > kube.MaxLogLine+len(kube.LineContinues) {
+			t.Errorf("a piece of %d bytes, more than %d and the mark", len(s), kube.MaxLogLine)
+		}
+		pieces = append(pieces, s)
+	})
+	if err != nil {
+		t.Errorf("StreamLog: %v", err)
+	}
+	return pieces
+}
+
+func checkLines(t *testing.T, got []string, entries []logEntry) {
+	t.Helper()
+	want := make([]string, len(entries))
+	for i, e := range entries {
+		want[i] = e.text
+	}
+	if len(got) != len(want) {
+		t.Errorf("got %d lines, want %d", len(got), len(want))
+	}
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			t.Errorf("line %d: %q, want %q", i, short(got[i]), short(want[i]))
+		}
+	}
+}
+
+func short(s string) string {
+	if len(s) > 40 {
+		return s[:20] + "…(" + strconv.Itoa(len(s)) + " bytes)…" + s[len(s)-20:]
+	}
+	return s
+}
+
+// progressLog is a log with a line of n bytes (a progress bar redrawn with
+// carriage returns, and a multi-byte rune that pieces must not split) between
+// short lines, stamped 10 ms apart.
+func progressLog(n int) []logEntry {
+	base := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	var bar strings.Builder
+	for i := 0; bar.Len() < n; i++ {
+		fmt.Fprintf(&bar, "\r%3d%% ▕%s▏", i%100, strings.Repeat("█", i%40))
+	}
+	return []logEntry{
+		{at: base, text: "epoch 1"},
+		{at: base.Add(10 * time.Millisecond), text: bar.String()},
+		{at: base.Add(20 * time.Millisecond), text: "epoch 1 done"},
+		{at: base.Add(30 * time.Millisecond), text: "epoch 2"},
+	}
+}
+
+// TestStreamLogLongLine: a line of 5 MiB (past the 4 MiB a line could be)
+// reaches the consumer in pieces, whole runes each, that join into it, and the
+// lines after it follow.
+func TestStreamLogLongLine(t *testing.T) {
+	f := &fakeLogs{entries: progressLog(5 << 20)}
+	checkLines(t, joined(streamAll(t, f)), f.entries)
+}
+
+// TestStreamLogReopened: a stream cut mid-line (its connection lost, as when
+// the API server restarts) is opened again from where it stopped, three times
+// over, with no line lost or repeated: lines stamped within the same second,
+// and two with the very same time, on either side of the cuts, and a cut in
+// the middle of a long line.
+func TestStreamLogReopened(t *testing.T) {
+	base := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	var entries []logEntry
+	for i := range 40 {
+		at := base.Add(time.Duration(i) * 100 * time.Millisecond)
+		if i == 13 || i == 26 {
+			at = entries[i-1].at // the same time, to the nanosecond
+		}
+		text := "line " + strconv.Itoa(i)
+		if i == 30 {
+			text = strings.Repeat("long ", 100_000)
+		}
+		entries = append(entries, logEntry{at: at, text: text})
+	}
+	size := func(n int) int { // bytes of the first n lines, stamped
+		b := 0
+		for _, e := range entries[:n] {
+			b += len(e.at.Format(time.RFC3339Nano)) + 1 + len(e.text) + 1
+		}
+		return b
+	}
+	stamp := func(n int) int { return len(entries[n].at.Format(time.RFC3339Nano)) + 1 }
+	// The first stream is cut 3 bytes into the text of line 13, which has
+	// line 12's time; the second (from 12:00:01, line 10) in the time of line
+	// 27; the third (from 12:00:02, line 20) 150,000 bytes into the long line
+	// 30; the fourth (from 12:00:03, line 30) reads to the end.
+	f := &fakeLogs{entries: entries, cuts: []int{
+		size(13) + stamp(13) + 3,
+		size(27) - size(10) + 3,
+		size(30) - size(20) + stamp(30) + 150_000,
+	}}
+	checkLines(t, joined(streamAll(t, f)), entries)
+	if len(f.requests) != 4 {
+		t.Errorf("%d log requests (%q), want 4: one, and one after each of 3 cuts", len(f.requests), f.requests)
+	}
+}
+
+// TestStreamLogEndsWhenContainerEnded: a stream that ends while the pod's
+// container still runs (the kubelet restarted, or its status lags) is opened
+// again; the log is read until the container has ended.
+func TestStreamLogEndsWhenContainerEnded(t *testing.T) {
+	f := &fakeLogs{entries: progressLog(100), running: 2}
+	checkLines(t, joined(streamAll(t, f)), f.entries)
+	if f.gets != 3 || len(f.requests) != 3 {
+		t.Errorf("%d pod reads and %d log requests, want 3 of each: the log read again while the container ran", f.gets, len(f.requests))
+	}
+}
+
+// bigLog is a fake log of about total bytes: 100-byte lines, and every 64th
+// a line of long bytes.
+func bigLog(total, long int) (*fakeLogs, int) {
+	f := &fakeLogs{}
+	base := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	n := 0
+	for i := 0; n < total; i++ {
+		size := 100
+		if i%64 == 0 {
+			size = long
+		}
+		f.entries = append(f.entries, logEntry{at: base.Add(time.Duration(i) * time.Millisecond), text: "x", repeat: size})
+		n += size
+	}
+	return f, n
+}
+
+// heapPeak samples the bytes of the heap's objects (runtime.MemStats
+// HeapAlloc, which counts what is not collected yet too) every 64th call of
+// sample, and keeps the most seen.
+type heapPeak struct {
+	calls int
+	peak  uint64
+}
+
+func (h *heapPeak) sample() {
+	h.calls++
+	if h.calls%64 != 1 {
+		return
+	}
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	h.peak = max(h.peak, m.HeapAlloc)
+}
+
+// TestStreamLogBoundedMemory streams a 128 MiB log with lines of 32 MiB, and
+// holds the heap under 16 MiB all along: no line is held whole.
+func TestStreamLogBoundedMemory(t *testing.T) {
+	f, total := bigLog(128<<20, 32<<20)
+	pods := f.pods(t)
+	delivered := 0
+	var h heapPeak
+	runtime.GC()
+	err := kube.StreamLog(context.Background(), pods, "p", func(s string) {
+		delivered += len(strings.TrimPrefix(s, kube.LineContinues))
+		h.sample()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if delivered != total {
+		t.Fatalf("%d bytes delivered of %d", delivered, total)
+	}
+	if h.peak > 16<<20 {
+		t.Errorf("streaming %d MiB in lines of up to 32 MiB, the heap reached %.1f MiB, want at most 16", total>>20, float64(h.peak)/(1<<20))
+	}
+}
+
+// BenchmarkStreamLog streams a 32 MiB log with lines of 8 MiB, and reports the
+// heap's peak (peak-heap-B) besides the allocations.
+func BenchmarkStreamLog(b *testing.B) {
+	f, total := bigLog(32<<20, 8<<20)
+	pods := f.pods(b)
+	b.ReportAllocs()
+	b.SetBytes(int64(total))
+	var h heapPeak
+	for b.Loop() {
+		if err := kube.StreamLog(context.Background(), pods, "p", func(string) { h.sample() }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(h.peak), "peak-heap-B")
+}
