@@ -79,12 +79,16 @@ func (l *LogFollower) Follow(p *corev1.Pod, label, step string, index int) {
 	go func() {
 		defer l.wg.Done()
 		served := false
-		err := streamLog(l.ctx, l.pods(p.Namespace), p.Name, func() {
-			served = true
-			l.mu.Lock()
-			l.served = true
-			l.mu.Unlock()
-		}, func(line string) {
+		hooks := logHooks{
+			served: func() {
+				served = true
+				l.mu.Lock()
+				l.served = true
+				l.mu.Unlock()
+			},
+			serves: l.isServed,
+		}
+		err := streamLog(l.ctx, l.pods(p.Namespace), p.Name, func(line string) {
 			l.disp.Output(label, false, line)
 			l.mu.Lock()
 			defer l.mu.Unlock()
@@ -96,7 +100,7 @@ func (l *LogFollower) Follow(p *corev1.Pod, label, step string, index int) {
 			if f != nil {
 				f.WriteString(display.Prefixed(label, 0, line) + "\n")
 			}
-		})
+		}, hooks)
 		if err == nil || l.ctx.Err() != nil {
 			return
 		}
@@ -112,6 +116,13 @@ func (l *LogFollower) Follow(p *corev1.Pod, label, step string, index int) {
 			l.disp.Note("the log of pod %s (%s) cannot be read further: %v", p.Name, label, oneLine(err.Error()))
 		}
 	}()
+}
+
+// isServed reports whether the cluster served a log.
+func (l *LogFollower) isServed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.served
 }
 
 // lastBytes returns s, or when it is longer than n bytes its last runes of

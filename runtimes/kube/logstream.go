@@ -63,12 +63,21 @@ type PodLogs interface {
 // them), or refuses it for good later (the pod deleted); ctx's error when ctx
 // ended first; else nil.
 func StreamLog(ctx context.Context, pods PodLogs, name string, line func(string)) error {
-	return streamLog(ctx, pods, name, nil, line)
+	return streamLog(ctx, pods, name, line, logHooks{})
 }
 
-// streamLog is StreamLog, calling served (when not nil) when the API server
-// first serves the log.
-func streamLog(ctx context.Context, pods PodLogs, name string, onServed func(), line func(string)) error {
+// logHooks tell a LogFollower's streams about the cluster's logs.
+type logHooks struct {
+	// served, when not nil, is called when the API server first serves the
+	// log; serves reports whether it served any pod's log, after which its
+	// transient refusals (503, 500) of a log not yet served are taken as a
+	// pod's, and asked again.
+	served func()
+	serves func() bool
+}
+
+// streamLog is StreamLog, with hooks.
+func streamLog(ctx context.Context, pods PodLogs, name string, line func(string), hooks logHooks) error {
 	served := false
 	c := &logCursor{line: line, partial: -1}
 	delay := logRetryFirst
@@ -79,8 +88,8 @@ func streamLog(ctx context.Context, pods PodLogs, name string, onServed func(), 
 		}
 		rc, err := pods.GetLogs(name, opts).Stream(ctx)
 		if err == nil {
-			if !served && onServed != nil {
-				onServed()
+			if !served && hooks.served != nil {
+				hooks.served()
 			}
 			served = true
 			var delivered bool
@@ -102,9 +111,9 @@ func streamLog(ctx context.Context, pods PodLogs, name string, onServed func(), 
 			case err != nil && !unanswered(err):
 				return err
 			}
-		case !served && !unanswered(err), served && !transient(err):
-			// An answer: the cluster's word on the log, before any of it was
-			// served; later, one that asking again does not change.
+		case !transient(err), !served && !unanswered(err) && (hooks.serves == nil || !hooks.serves()):
+			// An answer that asking again does not change; or, before the
+			// cluster served any log, the cluster's word on its logs.
 			return err
 		}
 		select {

@@ -5,8 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"errors"
 	"io"
+	"io/fs"
 	"net/http"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -16,11 +20,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
 	"github.com/manifoldflow/manifold/internal/kubeclient"
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/runtimes/kube"
+	"github.com/manifoldflow/manifold/runtimes/record"
 )
 
 // logEntry is a line of a fake container's log, as the container runtime
@@ -48,6 +55,9 @@ type fakeLogs struct {
 	// runs, before they answer that it ended (as when the kubelet's status
 	// lags behind the end of its log).
 	running int
+	// refuse are the codes of the API server's answers to the first log
+	// requests, before it serves the log.
+	refuse []int
 
 	mu       sync.Mutex
 	requests []string // the log requests' queries
@@ -55,7 +65,8 @@ type fakeLogs struct {
 }
 
 func (f *fakeLogs) RoundTrip(req *http.Request) (*http.Response, error) {
-	path := strings.TrimPrefix(req.URL.Path, "/api/v1/namespaces/ns/pods/")
+	_, path, _ := strings.Cut(strings.TrimPrefix(req.URL.Path, "/api/v1/namespaces/ns/pods/"), "/")
+	path = "p" + strings.TrimSuffix("/"+path, "/")
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch path {
@@ -78,6 +89,11 @@ func (f *fakeLogs) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	q := req.URL.Query()
 	f.requests = append(f.requests, q.Encode())
+	if n := len(f.requests) - 1; n < len(f.refuse) {
+		code := f.refuse[n]
+		status := fmt.Sprintf(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"refused with %d","code":%d}`, code, code)
+		return respond(req, code, io.NopCloser(strings.NewReader(status))), nil
+	}
 	if q.Get("container") != plan.ContainerName || q.Get("follow") != "true" {
 		return nil, fmt.Errorf("fake: unexpected log request %s", req.URL)
 	}
@@ -94,7 +110,7 @@ func (f *fakeLogs) RoundTrip(req *http.Request) (*http.Response, error) {
 		from++
 	}
 	var body io.Reader = &logBody{entries: f.entries[from:], stamps: q.Get("timestamps") == "true"}
-	if n := len(f.requests) - 1; n < len(f.cuts) {
+	if n := len(f.requests) - 1 - len(f.refuse); n < len(f.cuts) {
 		body = &cutReader{r: io.LimitReader(body, int64(f.cuts[n]))}
 	}
 	return respond(req, http.StatusOK, io.NopCloser(body)), nil
@@ -159,6 +175,17 @@ func (c *cutReader) Read(p []byte) (int, error) {
 		err = io.ErrUnexpectedEOF
 	}
 	return n, err
+}
+
+// fakePods serves the pods named by its keys, each as its fakeLogs does.
+type fakePods map[string]*fakeLogs
+
+func (f fakePods) RoundTrip(req *http.Request) (*http.Response, error) {
+	name, _, _ := strings.Cut(strings.TrimPrefix(req.URL.Path, "/api/v1/namespaces/ns/pods/"), "/")
+	if p, ok := f[name]; ok {
+		return p.RoundTrip(req)
+	}
+	return nil, fmt.Errorf("fake: no pod %s", name)
 }
 
 // pods returns a client of f's pods, as a run makes its client.
@@ -374,4 +401,116 @@ func BenchmarkStreamLog(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(h.peak), "peak-heap-B")
+}
+
+// startedPod is pod name of namespace ns, its step container running.
+func startedPod(name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name)},
+		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
+			{Name: plan.ContainerName, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}},
+	}
+}
+
+// numbered is a log of n lines "name i", 100 ms apart.
+func numbered(name string, n int) []logEntry {
+	base := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	var es []logEntry
+	for i := range n {
+		es = append(es, logEntry{at: base.Add(time.Duration(i) * 100 * time.Millisecond), text: name + " " + strconv.Itoa(i)})
+	}
+	return es
+}
+
+// follower returns a LogFollower of the pods of f, recording into a run
+// directory of its own, and what its display shows.
+func follower(t *testing.T, f fakePods) (*kube.LogFollower, string, *syncBuffer) {
+	t.Helper()
+	cs, err := kubeclient.NewForConfig(&rest.Config{Host: "http://api.invalid", Transport: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &syncBuffer{}
+	dir := t.TempDir()
+	disp := display.New(display.Options{Stdout: out})
+	return kube.NewLogFollower(disp, dir, func(ns string) kube.PodLogs { return cs.CoreV1().Pods(ns) }), dir, out
+}
+
+// recorded returns the lines of step's stdout.log in run directory dir.
+func recorded(t *testing.T, dir, step string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(record.StateDir(dir, step, -1), record.StdoutLog))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+}
+
+// wantRecorded checks that step's stdout.log holds entries, each labelled.
+func wantRecorded(t *testing.T, dir, step string, entries []logEntry) {
+	t.Helper()
+	got := recorded(t, dir, step)
+	var want []string
+	for _, e := range entries {
+		want = append(want, display.Prefixed(step, 0, e.text))
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%s's stdout.log holds\n%s\nwant\n%s", step, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestLogFollowerPodAlone: once the cluster has served a log, what befalls a
+// pod's stream befalls that pod's alone. Pod a's stream is cut and opened
+// again; pod b's first request is answered 503 and made again; pod c's is
+// answered 404 (it was deleted), which is noted naming it; and every line of
+// a and b is recorded once.
+func TestLogFollowerPodAlone(t *testing.T) {
+	f := fakePods{
+		"a": {entries: numbered("a", 20), cuts: []int{200}},
+		"b": {entries: numbered("b", 20), refuse: []int{http.StatusServiceUnavailable}},
+		"c": {entries: numbered("c", 3), refuse: []int{http.StatusNotFound}},
+	}
+	l, dir, out := follower(t, f)
+	l.Follow(startedPod("a"), "a", "a", -1)
+	for deadline := time.Now().Add(time.Minute); len(recorded(t, dir, "a")) < 2; {
+		if time.Now().After(deadline) {
+			t.Fatal("pod a's log was not served")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	l.Follow(startedPod("b"), "b", "b", -1)
+	l.Follow(startedPod("c"), "c", "c", -1)
+	l.Stop()
+	wantRecorded(t, dir, "a", f["a"].entries)
+	wantRecorded(t, dir, "b", f["b"].entries)
+	if n := len(f["a"].requests); n != 2 {
+		t.Errorf("pod a: %d log requests, want 2 (one, and one after the cut)", n)
+	}
+	shown := out.String()
+	if strings.Contains(shown, "does not serve") {
+		t.Errorf("one pod's refusal was taken for the cluster's:\n%s", shown)
+	}
+	if !strings.Contains(shown, "the log of pod c (c) cannot be read further") {
+		t.Errorf("the display does not say that pod c's log cannot be read:\n%s", shown)
+	}
+}
+
+// TestLogFollowerUnserved: a cluster whose first answer to a log request
+// refuses it (a kubelet-less simulation) is said once not to serve logs, and
+// no more logs are asked of it.
+func TestLogFollowerUnserved(t *testing.T) {
+	f := fakePods{
+		"a": {entries: numbered("a", 3), refuse: []int{http.StatusInternalServerError}},
+		"b": {entries: numbered("b", 3)},
+	}
+	l, _, out := follower(t, f)
+	l.Follow(startedPod("a"), "a", "a", -1)
+	l.Stop()
+	l.Follow(startedPod("b"), "b", "b", -1)
+	if n := len(f["b"].requests); n != 0 {
+		t.Errorf("pod b's log was asked for %d times after the cluster refused logs", n)
+	}
+	if n := strings.Count(out.String(), "the cluster does not serve pod logs"); n != 1 {
+		t.Errorf("said %d times that the cluster does not serve logs, want once:\n%s", n, out.String())
+	}
 }
