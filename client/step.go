@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/manifoldflow/manifold/runtimes/dag"
@@ -154,6 +156,26 @@ func (t *Task) Stdout() ([]byte, error) { return t.log(t.StdoutPath()) }
 
 // Stderr returns what every attempt of the task wrote to its standard error.
 func (t *Task) Stderr() ([]byte, error) { return t.log(t.StderrPath()) }
+
+// OpenStdout opens what every attempt of the task wrote to its standard
+// output, as the record keeps it, to be read as it is (a log can be larger than
+// memory): Stdout, streamed. A log that is not there reads empty.
+func (t *Task) OpenStdout() (io.ReadCloser, error) { return t.open(t.StdoutPath()) }
+
+// OpenStderr opens what every attempt of the task wrote to its standard
+// error: see OpenStdout.
+func (t *Task) OpenStderr() (io.ReadCloser, error) { return t.open(t.StderrPath()) }
+
+func (t *Task) open(path string) (io.ReadCloser, error) {
+	if t.err != nil {
+		return nil, t.err
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return io.NopCloser(strings.NewReader("")), nil
+	}
+	return f, err
+}
 
 func (t *Task) log(path string) ([]byte, error) {
 	if t.err != nil {

@@ -9,6 +9,7 @@
 package display
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -165,6 +166,39 @@ func (d *Display) Output(label string, stderr bool, text string) {
 // runes, then " | " and text.
 func Prefixed(label string, width int, text string) string {
 	return label + strings.Repeat(" ", max(width-utf8.RuneCountInString(label), 0)) + " | " + text
+}
+
+// CopyPrefixed copies r to w, each line prefixed as Prefixed prefixes it
+// (label padded to width runes, then " | "), and a last line that r does not
+// end ended, in bounded memory: a line, however long, is copied as it is read,
+// not held whole. It returns the bytes of r copied.
+func CopyPrefixed(w io.Writer, r io.Reader, label string, width int) (int64, error) {
+	prefix := Prefixed(label, width, "")
+	br := bufio.NewReaderSize(r, 64<<10)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var n int64
+	start := true
+	for {
+		b, err := br.ReadSlice('\n')
+		if len(b) > 0 {
+			if start {
+				bw.WriteString(prefix)
+			}
+			bw.Write(b)
+			n += int64(len(b))
+			start = b[len(b)-1] == '\n'
+		}
+		switch {
+		case err == io.EOF:
+			if !start {
+				bw.WriteByte('\n')
+			}
+			return n, bw.Flush()
+		case err != nil && err != bufio.ErrBufferFull:
+			bw.Flush()
+			return n, err
+		}
+	}
 }
 
 func (d *Display) line(w io.Writer, text string) {
