@@ -45,10 +45,13 @@ type LogFollower struct {
 
 	mu        sync.Mutex
 	following map[types.UID]bool
-	last      map[types.UID][]string
-	served    bool
-	unserved  bool
-	files     map[string]*os.File
+	// pods are the pods followed, as last seen (Follow): whether one's
+	// container has ended is read there, not asked of the API server.
+	seen     map[types.UID]*corev1.Pod
+	last     map[types.UID][]string
+	served   bool
+	unserved bool
+	files    map[string]*os.File
 }
 
 // NewLogFollower returns a follower of the logs of the run recorded in dir,
@@ -56,11 +59,13 @@ type LogFollower struct {
 func NewLogFollower(disp *display.Display, dir string, pods func(namespace string) PodLogs) *LogFollower {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &LogFollower{disp: disp, dir: dir, pods: pods, ctx: ctx, cancel: cancel,
-		following: map[types.UID]bool{}, last: map[types.UID][]string{}, files: map[string]*os.File{}}
+		following: map[types.UID]bool{}, seen: map[types.UID]*corev1.Pod{}, last: map[types.UID][]string{}, files: map[string]*os.File{}}
 }
 
 // Follow starts following the log of pod p, unless it is followed already or
-// its step container has not started (PodStarted). Its lines are shown
+// its step container has not started (PodStarted). The caller calls it again
+// with each change of p that it sees: the log is followed until p's container
+// has ended (and the log is read to its end). Its lines are shown
 // prefixed with label, and recorded in the stdout.log of the task of step
 // (and foreach index, -1 for none).
 func (l *LogFollower) Follow(p *corev1.Pod, label, step string, index int) {
@@ -70,6 +75,9 @@ func (l *LogFollower) Follow(p *corev1.Pod, label, step string, index int) {
 	l.mu.Lock()
 	skip := l.following[p.UID] || l.unserved
 	l.following[p.UID] = true
+	if _, ok := l.seen[p.UID]; ok || !skip {
+		l.seen[p.UID] = p
+	}
 	l.mu.Unlock()
 	if skip {
 		return
@@ -87,6 +95,11 @@ func (l *LogFollower) Follow(p *corev1.Pod, label, step string, index int) {
 				l.mu.Unlock()
 			},
 			serves: l.isServed,
+			ended: func() (bool, error) {
+				l.mu.Lock()
+				defer l.mu.Unlock()
+				return podEnded(l.seen[p.UID]), nil
+			},
 		}
 		err := streamLog(l.ctx, l.pods(p.Namespace), p.Name, func(line string) {
 			l.disp.Output(label, false, line)
@@ -101,6 +114,9 @@ func (l *LogFollower) Follow(p *corev1.Pod, label, step string, index int) {
 				f.WriteString(display.Prefixed(label, 0, line) + "\n")
 			}
 		}, hooks)
+		l.mu.Lock()
+		delete(l.seen, p.UID)
+		l.mu.Unlock()
 		if err == nil || l.ctx.Err() != nil {
 			return
 		}

@@ -32,12 +32,11 @@ func (l *logs) follower() *LogFollower {
 	return l.f
 }
 
-// follow starts streaming the logs of u's pods whose container has started.
+// follow streams the logs of u's pods whose container has started, and
+// tells the streams of the pods' changes.
 func (l *logs) follow(_ context.Context, u *unit, pods []*corev1.Pod) {
 	for _, p := range pods {
-		if started(p) {
-			l.follower().Follow(p, l.label(u, p), u.Step.Name, u.Index)
-		}
+		l.follower().Follow(p, l.label(u, p), u.Step.Name, u.Index)
 	}
 }
 

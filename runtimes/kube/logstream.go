@@ -48,9 +48,10 @@ type PodLogs interface {
 // or ctx ends.
 //
 // A stream that is cut (its connection lost, as when the API server restarts),
-// or that ends while the container still runs (as when its kubelet restarts),
-// is opened again from where it stopped, backing off between attempts, and no
-// line is lost or repeated. The lines come stamped with the container
+// or that ends while the container still runs (as when its kubelet restarts:
+// the pod's GET says so, and the stream opened again ends at once with nothing
+// new when it did not), is opened again from where it stopped, backing off
+// between attempts, and no line is lost or repeated. The lines come stamped with the container
 // runtime's times (PodLogOptions.Timestamps), and the stream opened again
 // starts at the time of the last line begun (SinceTime, which the API server
 // takes to the second). Of that stream, the lines stamped before that time are
@@ -60,8 +61,8 @@ type PodLogs interface {
 //
 // The error is the API server's answer when it refuses the log before any of
 // it was read (a cluster that does not serve logs, a user who may not read
-// them), or refuses it for good later (the pod deleted); ctx's error when ctx
-// ended first; else nil.
+// them), or refuses it for good later; ctx's error when ctx ended first; else
+// nil (and when the pod was deleted once its log was served).
 func StreamLog(ctx context.Context, pods PodLogs, name string, line func(string)) error {
 	return streamLog(ctx, pods, name, line, logHooks{})
 }
@@ -74,6 +75,9 @@ type logHooks struct {
 	// pod's, and asked again.
 	served func()
 	serves func() bool
+	// ended, when not nil, reports whether the pod's step container has
+	// ended, in place of a GET of the pod.
+	ended func() (bool, error)
 }
 
 // streamLog is StreamLog, with hooks.
@@ -81,18 +85,33 @@ func streamLog(ctx context.Context, pods PodLogs, name string, line func(string)
 	served := false
 	c := &logCursor{line: line, partial: -1}
 	delay := logRetryFirst
+	wait := func() error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, logRetryMax)
+		return nil
+	}
+	ended := hooks.ended
+	if ended == nil {
+		ended = func() (bool, error) { return containerEnded(ctx, pods, name) }
+	}
+	// cleanly is whether the last stream ended cleanly.
+	cleanly := false
 	for {
 		opts := &corev1.PodLogOptions{Container: plan.ContainerName, Follow: true, Timestamps: true}
 		if c.begun {
 			opts.SinceTime = &metav1.Time{Time: c.last}
 		}
 		rc, err := pods.GetLogs(name, opts).Stream(ctx)
+		delivered := false
 		if err == nil {
 			if !served && hooks.served != nil {
 				hooks.served()
 			}
 			served = true
-			var delivered bool
 			delivered, err = c.read(rc)
 			rc.Close()
 			if delivered {
@@ -102,44 +121,63 @@ func streamLog(ctx context.Context, pods PodLogs, name string, line func(string)
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
+		case err == nil && cleanly && !delivered:
+			// A stream opened after one that ended cleanly ended too, with
+			// nothing new: the kubelet follows a running container's log,
+			// so the container has ended, whatever its pod's status says
+			// yet.
+			return nil
 		case err == nil:
 			// The stream ended: the container has, or the kubelet stopped
-			// serving its log.
-			switch ended, err := containerEnded(ctx, pods, name); {
+			// serving its log. The container's end reaches its pod's status
+			// a moment after its log's end.
+			cleanly = true
+			if err := wait(); err != nil {
+				return err
+			}
+			switch ended, err := ended(); {
 			case err == nil && ended, apierrors.IsNotFound(err):
 				return nil
 			case err != nil && !unanswered(err):
 				return err
 			}
+			continue
+		case served && apierrors.IsNotFound(err):
+			// The pod was deleted, and its log with it.
+			return nil
 		case !transient(err), !served && !unanswered(err) && (hooks.serves == nil || !hooks.serves()):
 			// An answer that asking again does not change; or, before the
 			// cluster served any log, the cluster's word on its logs.
 			return err
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(delay):
+		cleanly = false
+		if err := wait(); err != nil {
+			return err
 		}
-		delay = min(2*delay, logRetryMax)
 	}
 }
 
-// containerEnded reports whether the step container of pod name has ended.
+// containerEnded reports whether the step container of pod name has ended,
+// as the API server says.
 func containerEnded(ctx context.Context, pods PodLogs, name string) (bool, error) {
 	p, err := pods.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return false, err
 	}
+	return podEnded(p), nil
+}
+
+// podEnded reports whether pod p's step container has ended, as p says.
+func podEnded(p *corev1.Pod) bool {
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-		return true, nil
+		return true
 	}
 	for _, cs := range p.Status.ContainerStatuses {
 		if cs.Name == plan.ContainerName {
-			return cs.State.Terminated != nil, nil
+			return cs.State.Terminated != nil
 		}
 	}
-	return false, nil
+	return false
 }
 
 // logCursor is where the reading of a pod's log is: what was delivered of it,

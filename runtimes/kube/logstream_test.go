@@ -55,6 +55,9 @@ type fakeLogs struct {
 	// runs, before they answer that it ended (as when the kubelet's status
 	// lags behind the end of its log).
 	running int
+	// clean is whether the cuts end the streams cleanly, as the API server
+	// ends one that the kubelet stopped serving.
+	clean bool
 	// refuse are the codes of the API server's answers to the first log
 	// requests, before it serves the log.
 	refuse []int
@@ -111,7 +114,10 @@ func (f *fakeLogs) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var body io.Reader = &logBody{entries: f.entries[from:], stamps: q.Get("timestamps") == "true"}
 	if n := len(f.requests) - 1 - len(f.refuse); n < len(f.cuts) {
-		body = &cutReader{r: io.LimitReader(body, int64(f.cuts[n]))}
+		body = io.LimitReader(body, int64(f.cuts[n]))
+		if !f.clean {
+			body = &cutReader{r: body}
+		}
 	}
 	return respond(req, http.StatusOK, io.NopCloser(body)), nil
 }
@@ -318,14 +324,26 @@ func TestStreamLogReopened(t *testing.T) {
 	}
 }
 
-// TestStreamLogEndsWhenContainerEnded: a stream that ends while the pod's
-// container still runs (the kubelet restarted, or its status lags) is opened
-// again; the log is read until the container has ended.
+// TestStreamLogEndsWhenContainerEnded: a stream that ends cleanly while the
+// pod's container still runs (its kubelet restarted) is opened again, and the
+// log is read until the container has ended; a stream that ends cleanly after
+// one that did, with nothing new, ends the log even while the pod's status
+// lags behind.
 func TestStreamLogEndsWhenContainerEnded(t *testing.T) {
-	f := &fakeLogs{entries: progressLog(100), running: 2}
+	entries := numbered("line", 4)
+	first := 0
+	for _, e := range entries[:2] {
+		first += len(e.at.Format(time.RFC3339Nano)) + 1 + len(e.text) + 1
+	}
+	f := &fakeLogs{entries: entries, cuts: []int{first}, clean: true, running: 1}
 	checkLines(t, joined(streamAll(t, f)), f.entries)
-	if f.gets != 3 || len(f.requests) != 3 {
-		t.Errorf("%d pod reads and %d log requests, want 3 of each: the log read again while the container ran", f.gets, len(f.requests))
+	if f.gets != 2 || len(f.requests) != 2 {
+		t.Errorf("%d pod reads and %d log requests, want 2 of each: the log read again while the container ran", f.gets, len(f.requests))
+	}
+	lagging := &fakeLogs{entries: entries, running: 100}
+	checkLines(t, joined(streamAll(t, lagging)), entries)
+	if lagging.gets != 1 || len(lagging.requests) != 2 {
+		t.Errorf("status lagging: %d pod reads and %d log requests, want 1 and 2", lagging.gets, len(lagging.requests))
 	}
 }
 
@@ -412,6 +430,13 @@ func startedPod(name string) *corev1.Pod {
 	}
 }
 
+// endedPod is startedPod once its step container has ended.
+func endedPod(name string) *corev1.Pod {
+	p := startedPod(name)
+	p.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}
+	return p
+}
+
 // numbered is a log of n lines "name i", 100 ms apart.
 func numbered(name string, n int) []logEntry {
 	base := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
@@ -462,13 +487,15 @@ func wantRecorded(t *testing.T, dir, step string, entries []logEntry) {
 // TestLogFollowerPodAlone: once the cluster has served a log, what befalls a
 // pod's stream befalls that pod's alone. Pod a's stream is cut and opened
 // again; pod b's first request is answered 503 and made again; pod c's is
-// answered 404 (it was deleted), which is noted naming it; and every line of
-// a and b is recorded once.
+// answered 403 (as if its namespace's logs were not the user's), which is
+// noted naming it; and every line of
+// a and b is recorded once. The streams end when the pods do, as told by the
+// caller (no GET of a pod).
 func TestLogFollowerPodAlone(t *testing.T) {
 	f := fakePods{
 		"a": {entries: numbered("a", 20), cuts: []int{200}},
 		"b": {entries: numbered("b", 20), refuse: []int{http.StatusServiceUnavailable}},
-		"c": {entries: numbered("c", 3), refuse: []int{http.StatusNotFound}},
+		"c": {entries: numbered("c", 3), refuse: []int{http.StatusForbidden}},
 	}
 	l, dir, out := follower(t, f)
 	l.Follow(startedPod("a"), "a", "a", -1)
@@ -480,11 +507,20 @@ func TestLogFollowerPodAlone(t *testing.T) {
 	}
 	l.Follow(startedPod("b"), "b", "b", -1)
 	l.Follow(startedPod("c"), "c", "c", -1)
+	// The pods end, as the caller sees them.
+	for _, name := range []string{"a", "b", "c"} {
+		l.Follow(endedPod(name), name, name, -1)
+	}
 	l.Stop()
 	wantRecorded(t, dir, "a", f["a"].entries)
 	wantRecorded(t, dir, "b", f["b"].entries)
 	if n := len(f["a"].requests); n != 2 {
 		t.Errorf("pod a: %d log requests, want 2 (one, and one after the cut)", n)
+	}
+	for name, p := range f {
+		if p.gets > 0 {
+			t.Errorf("pod %s: %d GETs of the pod, want none: the caller tells whether it ended", name, p.gets)
+		}
 	}
 	shown := out.String()
 	if strings.Contains(shown, "does not serve") {
