@@ -367,3 +367,28 @@ func Rel(path string) string {
 	}
 	return path
 }
+
+// MaxLine is the most bytes of a line of step output shown (and, from a
+// cluster, recorded) at once: a longer line (a progress bar redrawn with
+// carriage returns and never a newline) comes in pieces of at most this many
+// bytes, cut between runes (RuneCut), each but the first beginning with
+// Continues. Whoever reads output in pieces holds no more of a line.
+const MaxLine = 64 << 10
+
+// Continues begins each piece of a long line of output but its first: the
+// piece goes on with the line of the piece before it.
+const Continues = "… "
+
+// RuneCut returns the length of b without the rune that the end of b cuts,
+// if it cuts one.
+func RuneCut(b []byte) int {
+	for k := 1; k <= utf8.UTFMax && k <= len(b); k++ {
+		if utf8.RuneStart(b[len(b)-k]) {
+			if !utf8.FullRune(b[len(b)-k:]) {
+				return len(b) - k
+			}
+			break
+		}
+	}
+	return len(b)
+}

@@ -142,7 +142,7 @@ func (l *LogFollower) isServed() bool {
 }
 
 // lastBytes returns s, or when it is longer than n bytes its last runes of
-// at most n bytes after LineContinues.
+// at most n bytes after display.Continues.
 func lastBytes(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -151,7 +151,7 @@ func lastBytes(s string, n int) string {
 	for i < len(s) && !utf8.RuneStart(s[i]) {
 		i++
 	}
-	return LineContinues + s[i:]
+	return display.Continues + s[i:]
 }
 
 // file returns the stdout.log of the task of step and index in the run
@@ -181,7 +181,7 @@ func (l *LogFollower) Tail(ctx context.Context, p *corev1.Pod) string {
 	if len(lines) == 0 && !unserved {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		n, limit := int64(tailLines), int64(tailLines*MaxLogLine)
+		n, limit := int64(tailLines), int64(tailLines*display.MaxLine)
 		data, err := l.pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: plan.ContainerName, TailLines: &n, LimitBytes: &limit}).DoRaw(ctx)
 		if err == nil {
 			lines = strings.Split(strings.TrimRight(string(data), "\n"), "\n")

@@ -15,18 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/display"
 )
-
-// MaxLogLine is the most bytes of a log line that StreamLog delivers at once.
-// A longer line (a progress bar redrawn with carriage returns and never a
-// newline) comes in pieces of at most this many bytes, cut between runes, each
-// but the first beginning with LineContinues. A stream holds no more of a line
-// than this.
-const MaxLogLine = 64 << 10
-
-// LineContinues begins each piece of a long log line but its first: the piece
-// goes on with the line of the piece before it.
-const LineContinues = "… "
 
 // The delays between the attempts to open a pod's log again: doubling from
 // the first to the most, and back to the first when a stream delivered a line.
@@ -44,20 +34,20 @@ type PodLogs interface {
 
 // StreamLog follows the log of the step container of pod name, of the
 // namespace of pods, calling line for each line (long lines in pieces: see
-// MaxLogLine), until the container has ended and its log is read to the end,
-// or ctx ends.
+// display.MaxLine), until the container has ended and its log is read to its
+// end, or ctx ends.
 //
 // A stream that is cut (its connection lost, as when the API server restarts),
 // or that ends while the container still runs (as when its kubelet restarts:
 // the pod's GET says so, and the stream opened again ends at once with nothing
 // new when it did not), is opened again from where it stopped, backing off
-// between attempts, and no line is lost or repeated. The lines come stamped with the container
-// runtime's times (PodLogOptions.Timestamps), and the stream opened again
-// starts at the time of the last line begun (SinceTime, which the API server
-// takes to the second). Of that stream, the lines stamped before that time are
-// dropped; of those stamped at that very time, to the nanosecond, as many as
-// were delivered (the kubelet serves the log file in its order); and of a line
-// cut in the middle, the bytes delivered.
+// between attempts, and no line is lost or repeated. The lines come stamped
+// with the container runtime's times (PodLogOptions.Timestamps), and the
+// stream opened again starts at the time of the last line begun (SinceTime,
+// which the API server takes to the second). Of that stream, the lines stamped
+// before that time are dropped; of those stamped at that very time, to the
+// nanosecond, as many as were delivered (the kubelet serves the log file in
+// its order); and of a line cut in the middle, the bytes delivered.
 //
 // The error is the API server's answer when it refuses the log before any of
 // it was read (a cluster that does not serve logs, a user who may not read
@@ -206,8 +196,8 @@ const (
 // whether it delivered any, and how r ended: nil when it ended cleanly.
 func (c *logCursor) read(r io.Reader) (delivered bool, err error) {
 	// A piece is what the buffer holds, and the end of a rune the piece
-	// before it cut: at most MaxLogLine.
-	br := bufio.NewReaderSize(r, MaxLogLine-utf8.UTFMax+1)
+	// before it cut: at most display.MaxLine.
+	br := bufio.NewReaderSize(r, display.MaxLine-utf8.UTFMax+1)
 	// The stream begins again at c.last: until its lines pass the cut, it
 	// replays what was delivered.
 	replay, cut, atCut, partial := c.begun, c.last, c.atLast, c.partial
@@ -224,7 +214,7 @@ func (c *logCursor) read(r io.Reader) (delivered bool, err error) {
 		if !ends && err != io.EOF {
 			// Whole runes only: the rest of a rune that the buffer cuts comes
 			// with the next piece; a stream cut sends it again.
-			k := runeCut(b)
+			k := display.RuneCut(b)
 			if full {
 				carry = append([]byte(nil), b[k:]...)
 			}
@@ -276,7 +266,7 @@ func (c *logCursor) read(r io.Reader) (delivered bool, err error) {
 			}
 			switch {
 			case c.partial > 0 && len(text) > 0:
-				c.line(LineContinues + string(text))
+				c.line(display.Continues + string(text))
 				delivered = true
 			case c.partial == 0 && (len(text) > 0 || ends):
 				c.line(string(text))
@@ -300,19 +290,6 @@ func (c *logCursor) read(r io.Reader) (delivered bool, err error) {
 			return delivered, err
 		}
 	}
-}
-
-// runeCut returns the length of b without the runes that its end cuts.
-func runeCut(b []byte) int {
-	for k := 1; k <= utf8.UTFMax && k <= len(b); k++ {
-		if utf8.RuneStart(b[len(b)-k]) {
-			if !utf8.FullRune(b[len(b)-k:]) {
-				return len(b) - k
-			}
-			break
-		}
-	}
-	return len(b)
 }
 
 // stamp splits a log line served with timestamps into its time and its text.

@@ -208,7 +208,7 @@ func (f *fakeLogs) pods(t testing.TB) kube.PodLogs {
 func joined(pieces []string) []string {
 	var lines []string
 	for _, p := range pieces {
-		if text, cont := strings.CutPrefix(p, kube.LineContinues); cont && len(lines) > 0 {
+		if text, cont := strings.CutPrefix(p, display.Continues); cont && len(lines) > 0 {
 			lines[len(lines)-1] += text
 		} else {
 			lines = append(lines, p)
@@ -223,8 +223,8 @@ func streamAll(t *testing.T, f *fakeLogs) []string {
 	defer cancel()
 	var pieces []string
 	err := kube.StreamLog(ctx, f.pods(t), "p", func(s string) {
-		if len(s) > kube.MaxLogLine+len(kube.LineContinues) {
-			t.Errorf("a piece of %d bytes, more than %d and the mark", len(s), kube.MaxLogLine)
+		if len(s) > display.MaxLine+len(display.Continues) {
+			t.Errorf("a piece of %d bytes, more than %d and the mark", len(s), display.MaxLine)
 		}
 		pieces = append(pieces, s)
 	})
@@ -391,7 +391,7 @@ func TestStreamLogBoundedMemory(t *testing.T) {
 	var h heapPeak
 	runtime.GC()
 	err := kube.StreamLog(context.Background(), pods, "p", func(s string) {
-		delivered += len(strings.TrimPrefix(s, kube.LineContinues))
+		delivered += len(strings.TrimPrefix(s, display.Continues))
 		h.sample()
 	})
 	if err != nil {
