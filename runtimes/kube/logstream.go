@@ -92,7 +92,7 @@ func streamLog(ctx context.Context, pods PodLogs, name string, line func(string)
 	cleanly := false
 	for {
 		opts := &corev1.PodLogOptions{Container: plan.ContainerName, Follow: true, Timestamps: true}
-		if c.begun {
+		if !c.last.IsZero() {
 			opts.SinceTime = &metav1.Time{Time: c.last}
 		}
 		rc, err := pods.GetLogs(name, opts).Stream(ctx)
@@ -119,16 +119,17 @@ func streamLog(ctx context.Context, pods PodLogs, name string, line func(string)
 			return nil
 		case err == nil:
 			// The stream ended: the container has, or the kubelet stopped
-			// serving its log. The container's end reaches its pod's status
-			// a moment after its log's end.
+			// serving its log. When the pod's status does not say the
+			// container ended (it may say so a moment after its log's end),
+			// the log is opened again.
 			cleanly = true
-			if err := wait(); err != nil {
-				return err
-			}
-			switch ended, err := ended(); {
-			case err == nil && ended, apierrors.IsNotFound(err):
+			switch done, err := ended(); {
+			case err == nil && done, apierrors.IsNotFound(err):
 				return nil
 			case err != nil && !unanswered(err):
+				return err
+			}
+			if err := wait(); err != nil {
 				return err
 			}
 			continue
