@@ -45,7 +45,7 @@ type LogFollower struct {
 
 	mu        sync.Mutex
 	following map[types.UID]bool
-	// pods are the pods followed, as last seen (Follow): whether one's
+	// seen are the pods followed, as last seen (Follow): whether one's
 	// container has ended is read there, not asked of the API server.
 	seen     map[types.UID]*corev1.Pod
 	last     map[types.UID][]string

@@ -242,7 +242,7 @@ func (c *logCursor) read(r io.Reader) (delivered bool, err error) {
 			case at.Equal(cut) && atCut > 0:
 				mode, atCut = dropLine, atCut-1
 			case at.Equal(cut) && partial >= 0:
-				mode, skip, replay = skipBytes, partial, false
+				mode, skip, replay, lineAt = skipBytes, partial, false, at
 			default:
 				replay = false
 			}

@@ -283,16 +283,16 @@ func TestStreamLogLongLine(t *testing.T) {
 }
 
 // TestStreamLogReopened: a stream cut mid-line (its connection lost, as when
-// the API server restarts) is opened again from where it stopped, three times
+// the API server restarts) is opened again from where it stopped, four times
 // over, with no line lost or repeated: lines stamped within the same second,
-// and two with the very same time, on either side of the cuts, and a cut in
+// and pairs with the very same time, on either side of the cuts, and a cut in
 // the middle of a long line.
 func TestStreamLogReopened(t *testing.T) {
 	base := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	var entries []logEntry
 	for i := range 40 {
 		at := base.Add(time.Duration(i) * 100 * time.Millisecond)
-		if i == 13 || i == 26 {
+		if i == 13 || i == 26 || i == 31 {
 			at = entries[i-1].at // the same time, to the nanosecond
 		}
 		text := "line " + strconv.Itoa(i)
@@ -312,15 +312,17 @@ func TestStreamLogReopened(t *testing.T) {
 	// The first stream is cut 3 bytes into the text of line 13, which has
 	// line 12's time; the second (from 12:00:01, line 10) in the time of line
 	// 27; the third (from 12:00:02, line 20) 150,000 bytes into the long line
-	// 30; the fourth (from 12:00:03, line 30) reads to the end.
+	// 30; the fourth (from 12:00:03, line 30, whose time line 31 has too) in
+	// the time of line 32; the fifth (from 12:00:03 again) reads to the end.
 	f := &fakeLogs{entries: entries, cuts: []int{
 		size(13) + stamp(13) + 3,
 		size(27) - size(10) + 3,
 		size(30) - size(20) + stamp(30) + 150_000,
+		size(32) - size(30) + 3,
 	}}
 	checkLines(t, joined(streamAll(t, f)), entries)
-	if len(f.requests) != 4 {
-		t.Errorf("%d log requests (%q), want 4: one, and one after each of 3 cuts", len(f.requests), f.requests)
+	if len(f.requests) != 5 {
+		t.Errorf("%d log requests (%q), want 5: one, and one after each of 4 cuts", len(f.requests), f.requests)
 	}
 }
 
