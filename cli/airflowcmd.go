@@ -463,7 +463,7 @@ func airflowLogs(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, run, step string
 			if len(tries) > 1 {
 				text = "--- try " + strconv.Itoa(n) + "\n" + text
 			}
-			if err := writeLog(c.App.Writer, label, pad, []byte(text)); err != nil {
+			if _, err := writeLog(c.App.Writer, label, pad, strings.NewReader(text)); err != nil {
 				return err
 			}
 			wrote = wrote || text != ""

@@ -71,25 +71,25 @@ func logsCommand(flow *sdk.Flow) *ucli.Command {
 			}
 			wrote := false
 			for _, t := range tasks {
-				out, err := t.Stdout()
-				if err != nil {
-					return invalidErr(err)
-				}
-				errOut, err := t.Stderr()
-				if err != nil {
-					return invalidErr(err)
-				}
 				label := ""
 				if labelled {
 					label = t.Label()
 				}
-				if err := writeLog(c.App.Writer, label, pad, out); err != nil {
-					return err
+				for _, log := range []struct {
+					open func() (io.ReadCloser, error)
+					w    io.Writer
+				}{{t.OpenStdout, c.App.Writer}, {t.OpenStderr, c.App.ErrWriter}} {
+					r, err := log.open()
+					if err != nil {
+						return invalidErr(err)
+					}
+					n, err := writeLog(log.w, label, pad, r)
+					r.Close()
+					if err != nil {
+						return err
+					}
+					wrote = wrote || n > 0
 				}
-				if err := writeLog(c.App.ErrWriter, label, pad, errOut); err != nil {
-					return err
-				}
-				wrote = wrote || len(out) > 0 || len(errOut) > 0
 			}
 			if !wrote {
 				fmt.Fprintf(c.App.ErrWriter, "run %s: no output recorded\n", run.ID)
@@ -115,30 +115,18 @@ func attemptLogs(c *ucli.Context, run *client.Run, tasks []*client.Task, n int) 
 	if n < 1 || n > len(as) {
 		return invalidErr(fmt.Errorf("run %s: %s made %s, not attempt %d", run.ID, t.Label(), display.Count(len(as), "attempt"), n))
 	}
-	if err := writeLog(c.App.Writer, "", 0, as[n-1].Stdout); err != nil {
+	if _, err := writeLog(c.App.Writer, "", 0, bytes.NewReader(as[n-1].Stdout)); err != nil {
 		return err
 	}
-	return writeLog(c.App.ErrWriter, "", 0, as[n-1].Stderr)
+	_, err = writeLog(c.App.ErrWriter, "", 0, bytes.NewReader(as[n-1].Stderr))
+	return err
 }
 
-// writeLog writes a log, each line prefixed with label when it is not "".
-func writeLog(w io.Writer, label string, pad int, data []byte) error {
-	if label == "" || len(data) == 0 {
-		_, err := w.Write(data)
-		return err
+// writeLog copies a log from r to w, each line prefixed with label when it is
+// not "", as it reads it, and returns the bytes of the log.
+func writeLog(w io.Writer, label string, pad int, r io.Reader) (int64, error) {
+	if label == "" {
+		return io.Copy(w, r)
 	}
-	var b bytes.Buffer
-	for len(data) > 0 {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line = data[:i]
-			data = data[i+1:]
-		} else {
-			data = nil
-		}
-		b.WriteString(display.Prefixed(label, pad, string(line)))
-		b.WriteByte('\n')
-	}
-	_, err := w.Write(b.Bytes())
-	return err
+	return display.CopyPrefixed(w, r, label, pad)
 }

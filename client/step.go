@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/manifoldflow/manifold/runtimes/dag"
@@ -154,6 +155,30 @@ func (t *Task) Stdout() ([]byte, error) { return t.log(record.StdoutLog) }
 
 // Stderr returns what every attempt of the task wrote to its standard error.
 func (t *Task) Stderr() ([]byte, error) { return t.log(record.StderrLog) }
+
+// OpenStdout opens what every attempt of the task wrote to its standard
+// output, as the record keeps it, to be read as it is (a log can be larger than
+// memory): Stdout, streamed. A log that is not there reads empty.
+func (t *Task) OpenStdout() (io.ReadCloser, error) { return t.open(record.StdoutLog) }
+
+// OpenStderr opens what every attempt of the task wrote to its standard
+// error: see OpenStdout.
+func (t *Task) OpenStderr() (io.ReadCloser, error) { return t.open(record.StderrLog) }
+
+// open opens the task's log name, within the run directory.
+func (t *Task) open(name string) (io.ReadCloser, error) {
+	if t.err != nil {
+		return nil, t.err
+	}
+	f, err := record.OpenLog(t.run.Dir, t.Step, t.index(), name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return io.NopCloser(strings.NewReader("")), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
 
 // log reads the task's log name, within the run directory.
 func (t *Task) log(name string) ([]byte, error) {

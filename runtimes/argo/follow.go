@@ -8,14 +8,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	eargo "github.com/manifoldflow/manifold/emit/argo"
@@ -26,9 +24,6 @@ import (
 	"github.com/manifoldflow/manifold/runtimes/kube"
 	"github.com/manifoldflow/manifold/runtimes/record"
 )
-
-// tailLines is how many of a failed pod's last log lines its failure shows.
-const tailLines = 10
 
 // unit is a step, or one item of a foreach step, as Follow sees it in the
 // Workflow's nodes.
@@ -58,14 +53,10 @@ type follower struct {
 	// that Follow stopped it, so what fails from now on was interrupted.
 	suspended, stopping bool
 
-	logMu     sync.Mutex
-	logWG     sync.WaitGroup
-	logCtx    context.Context
-	logStop   context.CancelFunc
-	following map[types.UID]bool
-	tails     map[types.UID][]string
-	unserved  bool
-	files     map[string]*os.File
+	// logs follows the pods' logs; logCtx ends the informers.
+	logs    *kube.LogFollower
+	logCtx  context.Context
+	logStop context.CancelFunc
 }
 
 func unitKey(step string, index int) string { return step + "/" + strconv.Itoa(index) }
@@ -108,7 +99,7 @@ func (c *Client) Follow(ctx context.Context, name string) (*dag.Result, error) {
 		}
 	}
 	f := &follower{Run: dag.New(&rp, name, dir), c: c, name: name, byKey: map[string]*unit{}, kick: make(chan struct{}, 1),
-		lastPod: map[string]*corev1.Pod{}, following: map[types.UID]bool{}, tails: map[types.UID][]string{}, files: map[string]*os.File{}}
+		lastPod: map[string]*corev1.Pod{}}
 	f.logCtx, f.logStop = context.WithCancel(context.Background())
 	f.Rec = record.Record{
 		Flow: rp.Name, ID: name, State: record.Running, Start: wf.CreationTimestamp.UTC(), PID: os.Getpid(), Params: params,
@@ -156,6 +147,7 @@ func (c *Client) Follow(ctx context.Context, name string) (*dag.Result, error) {
 		Stdout: o.Stdout, Stderr: o.Stderr, Live: o.Live, Width: o.Width, Height: o.Height,
 		Labels: labels, View: f.view, StateColumn: 1,
 	})
+	f.logs = kube.NewLogFollower(f.Disp, dir, func(ns string) kube.PodLogs { return c.conn.Client.CoreV1().Pods(ns) })
 	if err := f.watch(); err != nil {
 		return nil, err
 	}
@@ -466,9 +458,7 @@ func (f *follower) node(u *unit, w *wfv1.Workflow, top wfv1.NodeStatus, attempts
 			u.running = u.attempts
 			f.Running(u.Unit, at)
 		}
-		if kube.PodStarted(p) {
-			f.followLog(u, p)
-		}
+		f.logs.Follow(p, u.Label, u.Step.Name, u.Index)
 	}
 	switch top.Phase {
 	case wfv1.NodeSucceeded:
@@ -529,7 +519,7 @@ func (f *follower) failure(u *unit, w *wfv1.Workflow, a wfv1.NodeStatus, pods ma
 	if code == nil && a.Message != "" {
 		msg += " (Argo: " + a.Message + ")"
 	}
-	if tail := f.tail(p); tail != "" {
+	if tail := f.logs.Tail(context.Background(), p); tail != "" {
 		msg += "\n" + tail
 	}
 	return msg, reason, code
@@ -547,94 +537,11 @@ func (f *follower) view(now time.Time) (string, []string, [][]string) {
 	})
 }
 
-// followLog streams the log of pod p of unit u to the display, prefixed with
-// the unit's label, and into its stdout.log in the run record, once per pod.
-func (f *follower) followLog(u *unit, p *corev1.Pod) {
-	f.logMu.Lock()
-	skip := f.following[p.UID] || f.unserved
-	f.following[p.UID] = true
-	f.logMu.Unlock()
-	if skip {
-		return
-	}
-	file := f.logFile(u)
-	f.logWG.Add(1)
-	go func() {
-		defer f.logWG.Done()
-		err := kube.StreamLog(f.logCtx, f.c.conn.Client.CoreV1().Pods(p.Namespace), p.Name, func(line string) {
-			f.Disp.Output(u.Label, false, line)
-			f.logMu.Lock()
-			defer f.logMu.Unlock()
-			tail := append(f.tails[p.UID], line)
-			if len(tail) > tailLines {
-				tail = tail[len(tail)-tailLines:]
-			}
-			f.tails[p.UID] = tail
-			if file != nil {
-				file.WriteString(u.Label + " | " + line + "\n")
-			}
-		})
-		if err != nil && f.logCtx.Err() == nil && !errors.Is(err, context.Canceled) {
-			f.logMu.Lock()
-			report := !f.unserved
-			f.unserved = true
-			f.logMu.Unlock()
-			if report {
-				f.Disp.Note("the cluster does not serve pod logs (%v): step output is not shown, and not kept in the run record", firstLine(err.Error()))
-			}
-		}
-	}()
-}
-
-func (f *follower) logFile(u *unit) *os.File {
-	dir := record.StateDir(f.Dir, u.Step.Name, u.Index)
-	f.logMu.Lock()
-	defer f.logMu.Unlock()
-	if file, ok := f.files[dir]; ok {
-		return file
-	}
-	var file *os.File
-	if err := os.MkdirAll(dir, 0o755); err == nil {
-		file, _ = os.OpenFile(filepath.Join(dir, record.StdoutLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	}
-	f.files[dir] = file
-	return file
-}
-
-// tail returns the last log lines of pod p seen, indented for a failure
-// message, or "".
-func (f *follower) tail(p *corev1.Pod) string {
-	f.logMu.Lock()
-	lines := f.tails[p.UID]
-	f.logMu.Unlock()
-	if len(lines) == 0 {
-		return ""
-	}
-	s := "last log lines of pod " + p.Name + ":"
-	for _, l := range lines {
-		s += "\n  | " + l
-	}
-	return s
-}
-
 // stopLogs ends the informers and the log streams, waiting a moment for them
 // to write what they read.
 func (f *follower) stopLogs() {
-	done := make(chan struct{})
-	go func() { f.logWG.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(2 * time.Second):
-	}
+	f.logs.Stop()
 	f.logStop()
-	<-done
-	f.logMu.Lock()
-	defer f.logMu.Unlock()
-	for _, file := range f.files {
-		if file != nil {
-			file.Close()
-		}
-	}
 }
 
 func firstLine(s string) string {

@@ -261,31 +261,16 @@ func (c *Client) Logs(ctx context.Context, name, step string, w io.Writer) error
 				fmt.Fprintf(w, "%s: pod %s has not started\n", p.label, pod.Name)
 				continue
 			}
-			data, err := c.conn.Client.CoreV1().Pods(c.ns).GetLogs(pod.Name, &corev1.PodLogOptions{Container: plan.ContainerName}).DoRaw(ctx)
+			// Streamed as it is read: a log can be larger than memory.
+			rc, err := c.conn.Client.CoreV1().Pods(c.ns).GetLogs(pod.Name, &corev1.PodLogOptions{Container: plan.ContainerName}).Stream(ctx)
+			if err == nil {
+				_, err = display.CopyPrefixed(w, rc, p.label, pad)
+				rc.Close()
+			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("logs of pod %s (%s): %w", pod.Name, p.label, err))
-				continue
-			}
-			for _, line := range splitLines(string(data)) {
-				fmt.Fprintln(w, display.Prefixed(p.label, pad, line))
 			}
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func splitLines(s string) []string {
-	var out []string
-	for len(s) > 0 {
-		i := 0
-		for i < len(s) && s[i] != '\n' {
-			i++
-		}
-		out = append(out, s[:i])
-		if i < len(s) {
-			i++
-		}
-		s = s[i:]
-	}
-	return out
 }

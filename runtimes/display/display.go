@@ -9,6 +9,7 @@
 package display
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -165,6 +166,39 @@ func (d *Display) Output(label string, stderr bool, text string) {
 // runes, then " | " and text.
 func Prefixed(label string, width int, text string) string {
 	return label + strings.Repeat(" ", max(width-utf8.RuneCountInString(label), 0)) + " | " + text
+}
+
+// CopyPrefixed copies r to w, each line prefixed as Prefixed prefixes it
+// (label padded to width runes, then " | "), and a last line that r does not
+// end ended, in bounded memory: a line, however long, is copied as it is read,
+// not held whole. It returns the bytes of r copied.
+func CopyPrefixed(w io.Writer, r io.Reader, label string, width int) (int64, error) {
+	prefix := Prefixed(label, width, "")
+	br := bufio.NewReaderSize(r, 64<<10)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var n int64
+	start := true
+	for {
+		b, err := br.ReadSlice('\n')
+		if len(b) > 0 {
+			if start {
+				bw.WriteString(prefix)
+			}
+			bw.Write(b)
+			n += int64(len(b))
+			start = b[len(b)-1] == '\n'
+		}
+		switch {
+		case err == io.EOF:
+			if !start {
+				bw.WriteByte('\n')
+			}
+			return n, bw.Flush()
+		case err != nil && err != bufio.ErrBufferFull:
+			bw.Flush()
+			return n, err
+		}
+	}
 }
 
 func (d *Display) line(w io.Writer, text string) {
@@ -332,4 +366,29 @@ func Rel(path string) string {
 		return r
 	}
 	return path
+}
+
+// MaxLine is the most bytes of a line of step output shown (and, from a
+// cluster, recorded) at once: a longer line (a progress bar redrawn with
+// carriage returns and never a newline) comes in pieces of at most this many
+// bytes, cut between runes (RuneCut), each but the first beginning with
+// Continues. Whoever reads output in pieces holds no more of a line.
+const MaxLine = 64 << 10
+
+// Continues begins each piece of a long line of output but its first: the
+// piece goes on with the line of the piece before it.
+const Continues = "… "
+
+// RuneCut returns the length of b without the rune that the end of b cuts,
+// if it cuts one.
+func RuneCut(b []byte) int {
+	for k := 1; k <= utf8.UTFMax && k <= len(b); k++ {
+		if utf8.RuneStart(b[len(b)-k]) {
+			if !utf8.FullRune(b[len(b)-k:]) {
+				return len(b) - k
+			}
+			break
+		}
+	}
+	return len(b)
 }

@@ -177,3 +177,29 @@ func TestCount(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyPrefixed: CopyPrefixed writes each line of a log as Prefixed makes
+// it, with a newline, however long the line (past its buffer of 64 KiB), and
+// returns the log's bytes.
+func TestCopyPrefixed(t *testing.T) {
+	long := strings.Repeat("é", 100_000)
+	for _, log := range []string{"", "a", "a\n", "a\n\nb", "\n", long + "\nb\n" + long, "x\r\n" + long + "\n"} {
+		var want strings.Builder
+		if log != "" {
+			for _, line := range strings.Split(strings.TrimSuffix(log, "\n"), "\n") {
+				want.WriteString(display.Prefixed("step", 6, line) + "\n")
+			}
+		}
+		var got bytes.Buffer
+		n, err := display.CopyPrefixed(&got, strings.NewReader(log), "step", 6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != int64(len(log)) {
+			t.Errorf("%d bytes copied of %d", n, len(log))
+		}
+		if got.String() != want.String() {
+			t.Errorf("CopyPrefixed(%.20q): %.60q, want %.60q", log, got.String(), want.String())
+		}
+	}
+}

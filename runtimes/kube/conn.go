@@ -1,9 +1,7 @@
 package kube
 
 import (
-	"bufio"
 	"context"
-	"io"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -55,31 +53,3 @@ func PodFailure(p *corev1.Pod, s *plan.Step) (msg, reason string, code *int) {
 // PodStarted reports whether p's step container runs or has run, so its log
 // can be read.
 func PodStarted(p *corev1.Pod) bool { return started(p) }
-
-// PodLogs makes the requests for the logs of the pods of a namespace, as
-// Conn.Client.CoreV1().Pods(ns) and client-go's typed pod clients do.
-type PodLogs interface {
-	GetLogs(name string, opts *corev1.PodLogOptions) *rest.Request
-}
-
-// StreamLog follows the log of the step container of pod name, of the
-// namespace of pods, until it ends or ctx does, calling line for each line;
-// the error is the API server's answer when it does not serve the log.
-func StreamLog(ctx context.Context, pods PodLogs, name string, line func(string)) error {
-	rc, err := pods.GetLogs(name, &corev1.PodLogOptions{Container: plan.ContainerName, Follow: true}).Stream(ctx)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	return scanLines(rc, line)
-}
-
-// scanLines calls line for each line read from r, of up to 4 MiB.
-func scanLines(r io.Reader, line func(string)) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
-	for sc.Scan() {
-		line(sc.Text())
-	}
-	return sc.Err()
-}

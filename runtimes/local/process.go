@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"github.com/manifoldflow/manifold/internal/deathsig"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/dag"
+	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -311,23 +313,30 @@ func pump(src io.Reader, log io.Writer, l *lines) {
 	}
 }
 
-// maxLine bounds a line kept in memory; a longer one is passed on in pieces.
-const maxLine = 64 << 10
-
 // lines splits output into lines for the display and keeps the last one.
 type lines struct {
 	emit    func(string)
 	partial []byte
-	last    string
+	// cont is whether part of the line being read was passed on.
+	cont bool
+	last string
 }
 
 func (l *lines) write(p []byte) {
 	for len(p) > 0 {
 		i := indexNewline(p)
 		if i < 0 {
+			// A line is kept up to display.MaxLine, and passed on in pieces
+			// past it.
 			l.partial = append(l.partial, p...)
-			if len(l.partial) >= maxLine {
-				l.flush()
+			for len(l.partial) >= display.MaxLine {
+				k := display.RuneCut(l.partial[:display.MaxLine])
+				if k == 0 {
+					k = display.MaxLine
+				}
+				l.piece(l.partial[:k])
+				l.partial = l.partial[:copy(l.partial, l.partial[k:])]
+				l.cont = true
 			}
 			return
 		}
@@ -338,13 +347,21 @@ func (l *lines) write(p []byte) {
 }
 
 func (l *lines) flush() {
-	if len(l.partial) == 0 {
-		return
+	if len(l.partial) > 0 {
+		l.piece(bytes.TrimSuffix(l.partial, []byte("\r")))
 	}
-	line := strings.TrimSuffix(string(l.partial), "\r")
-	l.partial = l.partial[:0]
+	l.partial, l.cont = l.partial[:0], false
+}
+
+// piece passes on b, the rest of the line being read (display.Continues
+// before it when part of the line was passed on).
+func (l *lines) piece(b []byte) {
+	line := string(b)
 	if strings.TrimSpace(line) != "" {
 		l.last = line
+	}
+	if l.cont {
+		line = display.Continues + line
 	}
 	l.emit(line)
 }
