@@ -40,7 +40,9 @@ const (
 	PartMaxBytes = 384 << 10
 	// PartMaxNodes is the most nodes a flow's one Workflow has in its status
 	// before the flow is split: a pod per step (a foreach step's items, each
-	// retry attempt of a retried step and its retry node counted).
+	// retry attempt of a retried step and its retry node counted); and the
+	// most a part of a split flow has when one step alone is more than
+	// PartNodes (a step of more is refused: see stepsTooLarge).
 	PartMaxNodes = 500
 	// PartNodes is the most nodes each part of a split flow has. Each time
 	// Argo's controller takes up a running Workflow it works through every
