@@ -147,7 +147,8 @@ func FuzzFlowOptions(f *testing.F) {
 // WorkflowTemplate.
 func FuzzArgoTemplating(f *testing.F) {
 	for _, s := range []string{"{{workflow.name}}", "{{=sprig.trunc(1, 'x')}}", "{{ inputs.parameters.item }}", "{% raw %}{{x}}{% endraw %}",
-		"$(A)", "$$(A)", "{{", "}}", "{{}}", "{{item}}", "a{{b}}c{{", "\\{{x}}", "$({{x", "$(a{{b)", "${{", "{{$\xc3\xa9", "{{$(MANIFOLD_PARAM_P)"} {
+		"$(A)", "$$(A)", "{{", "}}", "{{}}", "{{item}}", "a{{b}}c{{", "\\{{x}}", "$({{x", "$(a{{b)", "${{", "{{$\xc3\xa9", "{{$(MANIFOLD_PARAM_P)",
+		"$(MANIFOLD_BRACES)", "$$(MANIFOLD_BRACES)", "{{$(MANIFOLD_BRACES)", "$(MANIFOLD_BRACES){{x}}$$$(MANIFOLD_BRACES)"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

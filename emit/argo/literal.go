@@ -52,8 +52,7 @@ const braces = "$(" + BracesEnv + ")"
 
 // Carry returns s written so that it holds no "{{" and so that the kubelet's
 // expansion of the result, with BracesEnv defined as "{{", is its expansion of
-// s, whatever the other variables are. A value without "{{" is returned as it
-// is.
+// s where BracesEnv is not defined, whatever the other variables are.
 //
 // The kubelet reads a value left to right: "$$" is a "$"; "$(NAME)" is the
 // variable NAME's value, or "$(NAME)" itself when there is no such variable;
@@ -63,9 +62,14 @@ const braces = "$(" + BracesEnv + ")"
 // Carry keeps every reference and each "$" with its byte as written, except
 // where the result would read otherwise: a "$(" without ")", and a "$" before
 // "{", become "$$(" and "$${"; a reference whose name holds "{{", which names
-// no variable (no variable's name holds "{"), becomes the text it expands to.
+// no variable (no variable's name holds "{"), becomes the text it expands to;
+// and a reference to BracesEnv itself, which the user's value holds as text
+// (the variable is defined only where this target carries "{{", and its name
+// is reserved), becomes "$$(MANIFOLD_BRACES)", which the kubelet gives back
+// as that text. A value holding neither "{{" nor that reference is returned as
+// it is.
 func Carry(s string) string {
-	if !strings.Contains(s, "{{") {
+	if !strings.Contains(s, "{{") && !strings.Contains(s, braces) {
 		return s
 	}
 	var b strings.Builder
@@ -98,6 +102,12 @@ func Carry(s string) string {
 				b.WriteString("$$(")
 				text(s[i+2 : i+2+end])
 				b.WriteByte(')')
+				i += end + 3
+			case s[i+2:i+2+end] == BracesEnv:
+				// The carrier's own name, as a user wrote it: no variable of
+				// that name is defined on the other targets, where the kubelet
+				// keeps it as text; written so that it stays text here too.
+				b.WriteString("$$(" + BracesEnv + ")")
 				i += end + 3
 			default:
 				b.WriteString(s[i : i+end+3])

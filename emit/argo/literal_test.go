@@ -40,6 +40,13 @@ func TestCarry(t *testing.T) {
 		{"{{$é", "$(MANIFOLD_BRACES)$é"}, // the kubelet's rewriting of "$é" kept
 		{"{{ $", "$(MANIFOLD_BRACES) $"},
 		{"{{\x00\xff\n", "$(MANIFOLD_BRACES)\x00\xff\n"},
+		// The carrier's own name, written by a user, stays text.
+		{"$(MANIFOLD_BRACES)", "$$(MANIFOLD_BRACES)"},
+		{"$$(MANIFOLD_BRACES)", "$$(MANIFOLD_BRACES)"},
+		{"$$$(MANIFOLD_BRACES)", "$$$$(MANIFOLD_BRACES)"},
+		{"{{$(MANIFOLD_BRACES)", "$(MANIFOLD_BRACES)$$(MANIFOLD_BRACES)"},
+		{"$(MANIFOLD_BRACES){{x}}$$(MANIFOLD_BRACES)", "$$(MANIFOLD_BRACES)$(MANIFOLD_BRACES)x}}$$(MANIFOLD_BRACES)"},
+		{"$(MANIFOLD_BRACES)(x)", "$$(MANIFOLD_BRACES)(x)"},
 	} {
 		got := argo.Carry(c.in)
 		if got != c.want {
@@ -50,6 +57,37 @@ func TestCarry(t *testing.T) {
 		}
 		if want, got := argopod.Canonical(c.in, nil), argopod.Canonical(got, braces); got != want {
 			t.Errorf("Carry(%q): the kubelet makes %q of it, of the value %q", c.in, got, want)
+		}
+	}
+}
+
+// TestBracesNameStaysText: a value that holds the carrier's own reference,
+// $(MANIFOLD_BRACES), alone or with "{{" and "$$", reaches the container of
+// Argo's pod as it reaches the Job's (where no such variable is defined): in a
+// param's default, a command, a variable and a foreach item, in a flow whose
+// steps read the carrier.
+func TestBracesNameStaysText(t *testing.T) {
+	for _, v := range []string{"$(MANIFOLD_BRACES)", "$$(MANIFOLD_BRACES)", "{{$(MANIFOLD_BRACES)", "$(MANIFOLD_BRACES){{", "a$(MANIFOLD_BRACES)b{{c}}$$$(MANIFOLD_BRACES)"} {
+		p := mustCompile(t, sdk.NewFlow("names", sdk.Image("busybox"), sdk.Param("p", v)).
+			Step("s", sdk.Command("echo", v), sdk.Env("V", v), sdk.Foreach("x", v)))
+		wt, errs := argo.WorkflowTemplate(p)
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		pod, err := argopod.Resolve(wt, "s", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := argopod.Expanded(pod.Spec.Containers[0], argo.Literals(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := argopod.Expanded(job.Jobs(p, p.Step("s"))[1].Spec.Template.Spec.Containers[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got, argopod.Untraced); diff != "" {
+			t.Errorf("%q: the kubelet gives Argo's container other values than the Job's (-job +argo):\n%s", v, diff)
 		}
 	}
 }
