@@ -450,12 +450,24 @@ func objectMeta(f *plan.Flow, name string) metav1.ObjectMeta {
 
 // check returns what f asks that an Argo workflow cannot carry: a "{{" where
 // Argo substitutes template tags and nothing Kubernetes reads can stand in for
-// it. (Commands, variables, params and foreach items hold any "{{": see Carry.)
+// it (commands, variables, params and foreach items hold any "{{": see Carry),
+// and a param's default or a foreach item holding a character that Argo's
+// substitution cannot write (Substitutable).
 func check(f *plan.Flow) field.ErrorList {
 	var errs field.ErrorList
+	for _, p := range f.Params {
+		if err := Substitutable(p.Value); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("params").Key(p.Name).Child("default"), p.Value, "a param's value: "+err.Error()))
+		}
+	}
 	for i := range f.Steps {
 		s := &f.Steps[i]
 		at := stepPath(s)
+		for j, item := range s.Foreach {
+			if err := Substitutable(item); err != nil {
+				errs = append(errs, field.Invalid(at.Child("foreach").Index(j), item, "a foreach item: "+err.Error()))
+			}
+		}
 		if i > 0 && s.Namespace != f.Steps[0].Namespace {
 			errs = append(errs, field.Invalid(at.Child("namespace"), s.Namespace, fmt.Sprintf(
 				"an Argo workflow runs every step in its own namespace, and step %s runs in %q; give every step the same namespace", f.Steps[0].Name, f.Steps[0].Namespace)))

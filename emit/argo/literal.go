@@ -1,8 +1,10 @@
 package argo
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -124,6 +126,30 @@ func Carry(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// Substitutable returns an error naming the first character of v that Argo's
+// controller cannot substitute into a template, or nil. Argo substitutes a
+// workflow parameter's value (a param's default, or the value a run is given)
+// and a foreach item into its templates' JSON, each character escaped as Go
+// quotes it (util/template's simpleReplace, strconv.Quote), so a character that
+// Go writes as \a, \v, \xXX or \UXXXXXXXX (most C0 controls, DEL, the
+// characters past U+FFFF that are not printable) is not JSON there, and Argo
+// refuses the workflow ("result was invalid JSON"). Nothing stands in for one
+// (the kubelet expands "$(NAME)" but no escape).
+func Substitutable(v string) error {
+	for i, r := range v {
+		if r >= 0x20 && r < 0x7f {
+			continue
+		}
+		q := strconv.Quote(string(r))
+		var back string
+		if json.Unmarshal([]byte(q), &back) == nil && back == string(r) {
+			continue
+		}
+		return fmt.Errorf("holds %U at byte %d, which Argo's substitution writes as %s, not JSON, so Argo refuses the workflow; leave the character out (pass such bytes in a file or an artifact), or compile with --target job, jobset or airflow", r, i, q[1:len(q)-1])
+	}
+	return nil
 }
 
 // carried returns f with every value the argo target writes through the
