@@ -33,8 +33,11 @@
 //     variable, param default or foreach item that holds one is written with
 //     each "{{" as $(MANIFOLD_BRACES), which the kubelet expands in the
 //     container from <flow>.literals.yaml, a ConfigMap applied beside the
-//     WorkflowTemplate (see Carry); an image, annotation or volume path, which
-//     the kubelet does not expand, cannot hold one;
+//     WorkflowTemplate (see Carry); so is a value a run gives a param, and the
+//     steps of a flow with params always read it; an image, annotation or
+//     volume path, which the kubelet does not expand, cannot hold one;
+//   - a param's default or foreach item holding a character that Argo's
+//     substitution cannot write as JSON (Substitutable) is refused;
 //   - DRA: a step's pod claims (resourceClaims) reach its pod through
 //     podSpecPatch, its container's through the container template, and a
 //     multi-node step's through its object's pod template; the
@@ -110,7 +113,7 @@ func (Target) Outputs(flow string) []string {
 // Emit writes <flow>.argo.yaml: the WorkflowTemplate (for a flow split into
 // parts, each part's and then the parent's: see Objects), then the
 // CronWorkflow when the flow has a schedule; <flow>.literals.yaml, the
-// ConfigMap (Literals), when a value holds "{{"; and <flow>.claims.yaml
+// ConfigMap (Literals), when a value holds "{{" or the flow has params; and <flow>.claims.yaml
 // (emit.ClaimsFile) when a step has DRA devices. One file holds every
 // WorkflowTemplate, so that `kubectl apply -f` of it (or `deploy`) puts the
 // parts and their parent on the cluster together.
