@@ -120,7 +120,8 @@ func (Target) Outputs(flow string) []string {
 //
 // The objects are written as they are made (see writeTemplates): no
 // WorkflowTemplate of more than PartMaxNodes nodes is ever held whole, and a
-// split flow holds one part (at most PartNodes nodes) at a time.
+// split flow holds one part (at most PartNodes nodes, or PartMaxNodes for a
+// part of one larger step) at a time.
 func (Target) Emit(f *plan.Flow, create emit.Create) field.ErrorList {
 	if errs := check(f); len(errs) > 0 {
 		return errs

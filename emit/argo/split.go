@@ -44,7 +44,8 @@ const (
 	// most a part of a split flow has when one step alone is more than
 	// PartNodes (a step of more is refused: see stepsTooLarge).
 	PartMaxNodes = 500
-	// PartNodes is the most nodes each part of a split flow has. Each time
+	// PartNodes is the most nodes each part of a split flow has, but a part
+	// of one step of more (see PartMaxNodes). Each time
 	// Argo's controller takes up a running Workflow it works through every
 	// node, and for each node not yet done resolves and encodes the whole DAG
 	// template (its task list) again, so the work of one pass grows with the
