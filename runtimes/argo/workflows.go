@@ -39,8 +39,8 @@ func (c *Client) TemplateName() string { return emit.Name(emit.MaxNameLength, c.
 // defaults, and returns its name. Each value reaches the steps as given:
 // written with emit/argo's Carry, so that Argo's substitution takes nothing
 // in it for a template tag; a value holding a character Argo's substitution
-// cannot write (emit/argo's Substitutable) is refused. It fails, wrapping ErrNotDeployed, when the
-// template is not on the cluster; note, when not empty, says that the deployed
+// cannot write (emit/argo's Substitutable) is refused. It fails, wrapping
+// ErrNotDeployed, when the template is not on the cluster; note, when not empty, says that the deployed
 // template is not the flow as it compiles now. With Options.Tracer, the run's
 // trace begins here, its steps get its trace context as TRACEPARENT (the
 // reserved parameter emit/argo.ParamTraceParent), and Follow of the run
