@@ -36,7 +36,7 @@ func stepCommand(flow *sdk.Flow) *ucli.Command {
 			"The flow is not compiled again here: the container was made from a compiled flow, and\n" +
 			"manifold.toml and --set, which shaped its pod, are not in the container.",
 		Flags: []ucli.Flag{
-			&ucli.StringSliceFlag{Name: "param", Aliases: []string{"p"}, Usage: "set a flow param, `NAME=VALUE` (repeatable)"},
+			&ucli.StringSliceFlag{Name: "param", Aliases: []string{"p"}, KeepSpace: true, Usage: "set a flow param, `NAME=VALUE` (repeatable)"},
 		},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() != 1 {
