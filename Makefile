@@ -88,7 +88,7 @@ bench-load:
 # Every fuzz target, as package:Function; go test runs one target at a time.
 # harness/fuzzlist checks that this list names every Fuzz function.
 FUZZ = ./compile:FuzzCompile ./compile:FuzzLoadConfig ./emit:FuzzFlowOptions \
-	./emit:FuzzArgoTemplating ./emit/encode:FuzzYAMLMatchesYAMLv2 ./emit/job:FuzzEmitRoundTrip \
+	./emit:FuzzArgoTemplating ./emit/argo:FuzzArgoValidates ./emit/encode:FuzzYAMLMatchesYAMLv2 ./emit/job:FuzzEmitRoundTrip \
 	./emit/airflow:FuzzQuote ./emit/airflow:FuzzAppendIndented ./runtimes/record:FuzzRead
 FUZZTIME ?= 30s
 

@@ -292,6 +292,17 @@ func multiNodeParity(t *testing.T, p *plan.Flow) {
 
 				pod := *rp.pod.DeepCopy()
 				mechanism[target](&pod)
+				if cm := argo.Literals(p); cm != nil && strings.HasPrefix(target, "argo") {
+					// The steps of a flow with params read MANIFOLD_BRACES:
+					// both containers as the kubelet fills them in.
+					var err error
+					if want.Spec.Containers[0], err = argopod.Expanded(want.Spec.Containers[0]); err != nil {
+						t.Fatal(err)
+					}
+					if pod.Spec.Containers[0], err = argopod.Expanded(pod.Spec.Containers[0], cm); err != nil {
+						t.Fatal(err)
+					}
+				}
 				c := &pod.Spec.Containers[0]
 				checkStore(t, fmt.Sprintf("%s[%d]", rp.step, rp.index), p, runIDOf[target], &want, &pod)
 				checkPlacement(t, fmt.Sprintf("%s[%d]", rp.step, rp.index), p, s, pod.Spec.Affinity)

@@ -33,8 +33,11 @@
 //     variable, param default or foreach item that holds one is written with
 //     each "{{" as $(MANIFOLD_BRACES), which the kubelet expands in the
 //     container from <flow>.literals.yaml, a ConfigMap applied beside the
-//     WorkflowTemplate (see Carry); an image, annotation or volume path, which
-//     the kubelet does not expand, cannot hold one;
+//     WorkflowTemplate (see Carry); so is a value a run gives a param, and the
+//     steps of a flow with params always read it; an image, annotation or
+//     volume path, which the kubelet does not expand, cannot hold one;
+//   - a param's default or foreach item holding a character that Argo's
+//     substitution cannot write as JSON (Substitutable) is refused;
 //   - DRA: a step's pod claims (resourceClaims) reach its pod through
 //     podSpecPatch, its container's through the container template, and a
 //     multi-node step's through its object's pod template; the
@@ -110,14 +113,15 @@ func (Target) Outputs(flow string) []string {
 // Emit writes <flow>.argo.yaml: the WorkflowTemplate (for a flow split into
 // parts, each part's and then the parent's: see Objects), then the
 // CronWorkflow when the flow has a schedule; <flow>.literals.yaml, the
-// ConfigMap (Literals), when a value holds "{{"; and <flow>.claims.yaml
+// ConfigMap (Literals), when a value holds "{{" or the flow has params; and <flow>.claims.yaml
 // (emit.ClaimsFile) when a step has DRA devices. One file holds every
 // WorkflowTemplate, so that `kubectl apply -f` of it (or `deploy`) puts the
 // parts and their parent on the cluster together.
 //
 // The objects are written as they are made (see writeTemplates): no
 // WorkflowTemplate of more than PartMaxNodes nodes is ever held whole, and a
-// split flow holds one part (at most PartNodes nodes) at a time.
+// split flow holds one part (at most PartNodes nodes, or PartMaxNodes for a
+// part of one larger step) at a time.
 func (Target) Emit(f *plan.Flow, create emit.Create) field.ErrorList {
 	if errs := check(f); len(errs) > 0 {
 		return errs
@@ -450,12 +454,24 @@ func objectMeta(f *plan.Flow, name string) metav1.ObjectMeta {
 
 // check returns what f asks that an Argo workflow cannot carry: a "{{" where
 // Argo substitutes template tags and nothing Kubernetes reads can stand in for
-// it. (Commands, variables, params and foreach items hold any "{{": see Carry.)
+// it (commands, variables, params and foreach items hold any "{{": see Carry),
+// and a param's default or a foreach item holding a character that Argo's
+// substitution cannot write (Substitutable).
 func check(f *plan.Flow) field.ErrorList {
 	var errs field.ErrorList
+	for _, p := range f.Params {
+		if err := Substitutable(p.Value); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("params").Key(p.Name).Child("default"), p.Value, "a param's value: "+err.Error()))
+		}
+	}
 	for i := range f.Steps {
 		s := &f.Steps[i]
 		at := stepPath(s)
+		for j, item := range s.Foreach {
+			if err := Substitutable(item); err != nil {
+				errs = append(errs, field.Invalid(at.Child("foreach").Index(j), item, "a foreach item: "+err.Error()))
+			}
+		}
 		if i > 0 && s.Namespace != f.Steps[0].Namespace {
 			errs = append(errs, field.Invalid(at.Child("namespace"), s.Namespace, fmt.Sprintf(
 				"an Argo workflow runs every step in its own namespace, and step %s runs in %q; give every step the same namespace", f.Steps[0].Name, f.Steps[0].Namespace)))

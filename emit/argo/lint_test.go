@@ -97,7 +97,9 @@ func TestAdversarialValuesReachThePod(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if diff := cmp.Diff(j.Spec.Template, got, cmpopts.EquateEmpty(), argopod.Untraced); diff != "" {
+				want := j.Spec.Template
+				expanded(t, p, &want.Spec, &got.Spec)
+				if diff := cmp.Diff(want, got, cmpopts.EquateEmpty(), argopod.Untraced); diff != "" {
 					t.Errorf("%q: step %s item %d (-job +argo):\n%s", s, st.Name, item, diff)
 				}
 			}

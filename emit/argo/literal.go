@@ -1,8 +1,10 @@
 package argo
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,7 +35,9 @@ import (
 // Params and foreach items are carried the same way: a param's default and
 // each item are written with $(MANIFOLD_BRACES), Argo passes them on as text,
 // and they reach the pod in MANIFOLD_PARAM_<NAME> and MANIFOLD_ITEM, whose
-// values the kubelet expands.
+// values the kubelet expands. So is the value a run is given for a param
+// (runtimes/argo's Trigger writes it with Carry), which is why the steps of a
+// flow with params always read MANIFOLD_BRACES.
 const (
 	// BracesEnv is the variable that holds "{{" in the container of every step
 	// of a flow that carries one.
@@ -41,7 +45,8 @@ const (
 	// BracesKey is the key of the flow's ConfigMap that holds "{{".
 	BracesKey = "braces"
 	// LiteralsFileSuffix ends the name of the file that holds the flow's
-	// ConfigMap: <flow>.literals.yaml, written only when a value holds "{{".
+	// ConfigMap: <flow>.literals.yaml, written only when a value holds "{{"
+	// or the flow has params (a run's value may hold one: see holdsTag).
 	// Apply it beside the WorkflowTemplate, in its namespace: a step's
 	// container does not start without it.
 	LiteralsFileSuffix = ".literals.yaml"
@@ -52,8 +57,7 @@ const braces = "$(" + BracesEnv + ")"
 
 // Carry returns s written so that it holds no "{{" and so that the kubelet's
 // expansion of the result, with BracesEnv defined as "{{", is its expansion of
-// s, whatever the other variables are. A value without "{{" is returned as it
-// is.
+// s where BracesEnv is not defined, whatever the other variables are.
 //
 // The kubelet reads a value left to right: "$$" is a "$"; "$(NAME)" is the
 // variable NAME's value, or "$(NAME)" itself when there is no such variable;
@@ -63,9 +67,14 @@ const braces = "$(" + BracesEnv + ")"
 // Carry keeps every reference and each "$" with its byte as written, except
 // where the result would read otherwise: a "$(" without ")", and a "$" before
 // "{", become "$$(" and "$${"; a reference whose name holds "{{", which names
-// no variable (no variable's name holds "{"), becomes the text it expands to.
+// no variable (no variable's name holds "{"), becomes the text it expands to;
+// and a reference to BracesEnv itself, which the user's value holds as text
+// (the variable is defined only where this target carries "{{", and its name
+// is reserved), becomes "$$(MANIFOLD_BRACES)", which the kubelet gives back
+// as that text. A value holding neither "{{" nor that reference is returned as
+// it is.
 func Carry(s string) string {
-	if !strings.Contains(s, "{{") {
+	if !strings.Contains(s, "{{") && !strings.Contains(s, braces) {
 		return s
 	}
 	var b strings.Builder
@@ -99,6 +108,12 @@ func Carry(s string) string {
 				text(s[i+2 : i+2+end])
 				b.WriteByte(')')
 				i += end + 3
+			case s[i+2:i+2+end] == BracesEnv:
+				// The carrier's own name, as a user wrote it: no variable of
+				// that name is defined on the other targets, where the kubelet
+				// keeps it as text; written so that it stays text here too.
+				b.WriteString("$$(" + BracesEnv + ")")
+				i += end + 3
 			default:
 				b.WriteString(s[i : i+end+3])
 				i += end + 3
@@ -114,6 +129,30 @@ func Carry(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// Substitutable returns an error naming the first character of v that Argo's
+// controller cannot substitute into a template, or nil. Argo substitutes a
+// workflow parameter's value (a param's default, or the value a run is given)
+// and a foreach item into its templates' JSON, each character escaped as Go
+// quotes it (util/template's simpleReplace, strconv.Quote), so a character that
+// Go writes as \a, \v, \xXX or \UXXXXXXXX (most C0 controls, DEL, the
+// characters past U+FFFF that are not printable) is not JSON there, and Argo
+// refuses the workflow ("result was invalid JSON"). Nothing stands in for one
+// (the kubelet expands "$(NAME)" but no escape).
+func Substitutable(v string) error {
+	for i, r := range v {
+		if r >= 0x20 && r < 0x7f {
+			continue
+		}
+		q := strconv.Quote(string(r))
+		var back string
+		if json.Unmarshal([]byte(q), &back) == nil && back == string(r) {
+			continue
+		}
+		return fmt.Errorf("holds %U at byte %d, which Argo's substitution writes as %s, not JSON, so Argo refuses the workflow; leave the character out (pass such bytes in a file or an artifact), or compile with --target job, jobset or airflow", r, i, q[1:len(q)-1])
+	}
+	return nil
 }
 
 // carried returns f with every value the argo target writes through the
@@ -148,10 +187,13 @@ func carried(f *plan.Flow) (*plan.Flow, bool) {
 	return &out, true
 }
 
-// holdsTag reports whether a value of f that the argo target carries (see
-// carried) holds "{{"; a flow without one is written as it is, without a copy.
+// holdsTag reports whether the steps of f read BracesEnv: when a value of f
+// that the argo target carries (see carried) holds "{{", and when f has a
+// param, whose value a run is given (Trigger carries it as Carry writes it,
+// and may hold "{{" or BracesEnv's name). A flow without either is written as
+// it is, without a copy.
 func holdsTag(f *plan.Flow) bool {
-	if slices.ContainsFunc(f.Params, func(p plan.Param) bool { return hasTag(p.Value) }) {
+	if len(f.Params) > 0 {
 		return true
 	}
 	for i := range f.Steps {
@@ -170,7 +212,8 @@ func hasTag(s string) bool { return strings.Contains(s, "{{") }
 func LiteralsName(flow string) string { return emit.Name(emit.MaxNameLength, flow, "literals") }
 
 // Literals returns the ConfigMap that holds "{{" for the steps of f, in the
-// namespace of its WorkflowTemplate, or nil when no value of f holds one.
+// namespace of its WorkflowTemplate, or nil when no value of f holds one and f
+// has no params.
 func Literals(f *plan.Flow) *corev1.ConfigMap {
 	if !holdsTag(f) {
 		return nil
@@ -189,7 +232,7 @@ func literalsFile(create emit.Create, f *plan.Flow) field.ErrorList {
 		return nil
 	}
 	return emit.YAMLStream(create, f.Name+LiteralsFileSuffix,
-		fmt.Sprintf("The ConfigMap of flow %s, generated by manifold: apply it beside its WorkflowTemplate; its steps' containers read \"{{\" from it, which Argo would take for a template tag.", f.Name),
+		fmt.Sprintf("The ConfigMap of flow %s, generated by manifold: apply it beside its WorkflowTemplate; its steps' containers read \"{{\" from it, which Argo would take for a template tag, in a value of the flow or one a run gives its params.", f.Name),
 		slices.Values([]any{cm}))
 }
 

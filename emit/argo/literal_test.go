@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -40,6 +41,13 @@ func TestCarry(t *testing.T) {
 		{"{{$é", "$(MANIFOLD_BRACES)$é"}, // the kubelet's rewriting of "$é" kept
 		{"{{ $", "$(MANIFOLD_BRACES) $"},
 		{"{{\x00\xff\n", "$(MANIFOLD_BRACES)\x00\xff\n"},
+		// The carrier's own name, written by a user, stays text.
+		{"$(MANIFOLD_BRACES)", "$$(MANIFOLD_BRACES)"},
+		{"$$(MANIFOLD_BRACES)", "$$(MANIFOLD_BRACES)"},
+		{"$$$(MANIFOLD_BRACES)", "$$$$(MANIFOLD_BRACES)"},
+		{"{{$(MANIFOLD_BRACES)", "$(MANIFOLD_BRACES)$$(MANIFOLD_BRACES)"},
+		{"$(MANIFOLD_BRACES){{x}}$$(MANIFOLD_BRACES)", "$$(MANIFOLD_BRACES)$(MANIFOLD_BRACES)x}}$$(MANIFOLD_BRACES)"},
+		{"$(MANIFOLD_BRACES)(x)", "$$(MANIFOLD_BRACES)(x)"},
 	} {
 		got := argo.Carry(c.in)
 		if got != c.want {
@@ -50,6 +58,37 @@ func TestCarry(t *testing.T) {
 		}
 		if want, got := argopod.Canonical(c.in, nil), argopod.Canonical(got, braces); got != want {
 			t.Errorf("Carry(%q): the kubelet makes %q of it, of the value %q", c.in, got, want)
+		}
+	}
+}
+
+// TestBracesNameStaysText: a value that holds the carrier's own reference,
+// $(MANIFOLD_BRACES), alone or with "{{" and "$$", reaches the container of
+// Argo's pod as it reaches the Job's (where no such variable is defined): in a
+// param's default, a command, a variable and a foreach item, in a flow whose
+// steps read the carrier.
+func TestBracesNameStaysText(t *testing.T) {
+	for _, v := range []string{"$(MANIFOLD_BRACES)", "$$(MANIFOLD_BRACES)", "{{$(MANIFOLD_BRACES)", "$(MANIFOLD_BRACES){{", "a$(MANIFOLD_BRACES)b{{c}}$$$(MANIFOLD_BRACES)"} {
+		p := mustCompile(t, sdk.NewFlow("names", sdk.Image("busybox"), sdk.Param("p", v)).
+			Step("s", sdk.Command("echo", v), sdk.Env("V", v), sdk.Foreach("x", v)))
+		wt, errs := argo.WorkflowTemplate(p)
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		pod, err := argopod.Resolve(wt, "s", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := argopod.Expanded(pod.Spec.Containers[0], argo.Literals(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := argopod.Expanded(job.Jobs(p, p.Step("s"))[1].Spec.Template.Spec.Containers[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got, argopod.Untraced); diff != "" {
+			t.Errorf("%q: the kubelet gives Argo's container other values than the Job's (-job +argo):\n%s", v, diff)
 		}
 	}
 }
@@ -123,12 +162,49 @@ func TestLiteralsCarried(t *testing.T) {
 		t.Errorf("the WorkflowTemplate holds a {{ of the flow's own:\n%s", files[0].Data)
 	}
 
-	plain := mustCompile(t, foreachFlow())
+	plain := mustCompile(t, sdk.NewFlow("plain", sdk.Image("busybox")).Step("a", sdk.Command("echo", "$(HOME)")).
+		Step("b", sdk.Command("true"), sdk.Foreach("x", "y")))
 	if cm := argo.Literals(plain); cm != nil {
-		t.Errorf("a flow without {{ has a ConfigMap: %+v", cm)
+		t.Errorf("a flow without {{ or params has a ConfigMap: %+v", cm)
 	}
 	if files, _ := emit.Files(argo.Target{}, plain); len(files) != 1 {
-		t.Errorf("a flow without {{ writes %d files", len(files))
+		t.Errorf("a flow without {{ or params writes %d files", len(files))
+	}
+}
+
+// TestParamsAlwaysCarried: a flow with a param whose default holds no "{{"
+// still gets the ConfigMap, and its steps read BracesEnv first, so that a
+// value a run gives the param (which may hold "{{") is carried as a default
+// is.
+func TestParamsAlwaysCarried(t *testing.T) {
+	p := mustCompile(t, foreachFlow())
+	cm := argo.Literals(p)
+	if cm == nil {
+		t.Fatal("a flow with params has no ConfigMap")
+	}
+	wt, errs := argo.WorkflowTemplate(p)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	// The run's value, as runtimes/argo's Trigger writes it.
+	given := "{{workflow.name}} $(MANIFOLD_BRACES) {{=sprig.upper(\"x\")}}"
+	for i := range wt.Spec.Arguments.Parameters {
+		if prm := &wt.Spec.Arguments.Parameters[i]; prm.Name == "p" {
+			prm.Value = wfv1.AnyStringPtr(argo.Carry(given))
+		}
+	}
+	for _, step := range []string{"split", "work", "join"} {
+		pod, err := argopod.Resolve(wt, step, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := argopod.Expanded(pod.Spec.Containers[0], cm)
+		if err != nil {
+			t.Fatalf("step %s: %v", step, err)
+		}
+		if got, want := envValue(c, "MANIFOLD_PARAM_P"), argopod.Canonical(given, nil); got != want {
+			t.Errorf("step %s: the container gets MANIFOLD_PARAM_P = %q, want %q", step, got, want)
+		}
 	}
 }
 

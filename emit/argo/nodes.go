@@ -1,6 +1,7 @@
 package argo
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -169,11 +170,37 @@ func manifest(f *plan.Flow, obj any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	m := string(data) + "\n"
+	m := yamlReadable(string(data)) + "\n"
 	for _, p := range f.Params {
 		m = strings.ReplaceAll(m, `"`+paramTag(p.Name)+`"`, "{{=toJson(workflow.parameters['"+p.Name+"'])}}")
 	}
 	return strings.ReplaceAll(m, `"{{inputs.parameters.`+InputItem+`}}"`, "{{=toJson(inputs.parameters['"+InputItem+"'])}}"), nil
+}
+
+// yamlReadable returns the JSON text js with each character that a YAML
+// reader refuses in a document (DEL, and C1 controls but NEL: yaml.v2's
+// reader, which Argo's validator reads a manifest with, takes only tab, line
+// breaks, printable ASCII, NEL and the rest of Unicode but surrogates, U+FFFE
+// and U+FFFF) written as a JSON escape, which reads back as the same
+// character. Such a character is never part of JSON's syntax, so it is inside
+// a string, where "\uXXXX" stands for it. (encoding/json already escapes C0
+// controls.)
+func yamlReadable(js string) string {
+	refused := func(r rune) bool {
+		return r == 0x7f || r >= 0x80 && r < 0xa0 && r != 0x85 || r == 0xfffe || r == 0xffff
+	}
+	if !strings.ContainsFunc(js, refused) {
+		return js
+	}
+	var b strings.Builder
+	for _, r := range js {
+		if refused(r) {
+			fmt.Fprintf(&b, "\\u%04x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // deadline is an activeDeadlineSeconds: an int where it fits, else a string.

@@ -155,7 +155,9 @@ func TestMultiNodeJobSetTemplate(t *testing.T) {
 	if want := "neuron-train-train-" + runUID[:8]; js.Name != want {
 		t.Errorf("JobSet name %q, want %q", js.Name, want)
 	}
-	if diff := cmp.Diff(jobset.Build(p, p.Step("train"), js.Name, emit.PodOptions{}), &js, argopod.Untraced); diff != "" {
+	want := jobset.Build(p, p.Step("train"), js.Name, emit.PodOptions{})
+	expandedJobSets(t, p, want, &js)
+	if diff := cmp.Diff(want, &js, argopod.Untraced); diff != "" {
 		t.Errorf("the manifest is not the jobset target's JobSet (-jobset +argo):\n%s", diff)
 	}
 	env := map[string]string{}
@@ -220,6 +222,7 @@ func TestMultiNodeJobTemplates(t *testing.T) {
 		t.Errorf("Job name %q, want %q", gotJob.Name, want)
 	}
 	wantJob := job.New(p, p.Step("train"), gotJob.Name, emit.PodOptions{})
+	expanded(t, p, &wantJob.Spec.Template.Spec, &gotJob.Spec.Template.Spec)
 	if diff := cmp.Diff(wantJob, &gotJob, argopod.Untraced); diff != "" {
 		t.Errorf("the manifest is not the job target's Job (-job +argo):\n%s", diff)
 	}
@@ -249,7 +252,9 @@ func TestMultiNodeForeach(t *testing.T) {
 	if err := yaml.UnmarshalStrict([]byte(m), &js); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(jobset.Build(p, p.Step("work"), js.Name, emit.PodOptions{}), &js, argopod.Untraced); diff != "" {
+	want := jobset.Build(p, p.Step("work"), js.Name, emit.PodOptions{})
+	expandedJobSets(t, p, want, &js)
+	if diff := cmp.Diff(want, &js, argopod.Untraced); diff != "" {
 		t.Errorf("the manifest is not the jobset target's JobSet (-jobset +argo):\n%s", diff)
 	}
 	if len(js.Spec.ReplicatedJobs) != 3 {
@@ -279,7 +284,9 @@ func TestMultiNodeForeach(t *testing.T) {
 		if want := fmt.Sprintf("fan-work-%d-%s", i, runUID[:8]); j.Name != want {
 			t.Errorf("item %d: Job %q, want %q", i, j.Name, want)
 		}
-		if diff := cmp.Diff(job.New(p, s, j.Name, emit.PodOptions{Item: emit.ItemAt(s, i)}), &j, argopod.Untraced); diff != "" {
+		want := job.New(p, s, j.Name, emit.PodOptions{Item: emit.ItemAt(s, i)})
+		expanded(t, p, &want.Spec.Template.Spec, &j.Spec.Template.Spec)
+		if diff := cmp.Diff(want, &j, argopod.Untraced); diff != "" {
 			t.Errorf("item %d: the manifest is not the job target's Job (-job +argo):\n%s", i, diff)
 		}
 	}
@@ -306,7 +313,9 @@ func TestExecutorGetsNoAcceleratorSelector(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(job.Jobs(p, p.Step(step))[0].Spec.Template, pod, cmpopts.EquateEmpty(), argopod.Untraced); diff != "" {
+		want := job.Jobs(p, p.Step(step))[0].Spec.Template
+		expanded(t, p, &want.Spec, &pod.Spec)
+		if diff := cmp.Diff(want, pod, cmpopts.EquateEmpty(), argopod.Untraced); diff != "" {
 			t.Errorf("%s: Argo's pod differs from the Job's (-job +argo):\n%s", step, diff)
 		}
 	}
@@ -520,6 +529,15 @@ func expanded(t *testing.T, p *plan.Flow, want, got *corev1.PodSpec) {
 		if got.Containers[i], err = argopod.Expanded(got.Containers[i], cm); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// expandedJobSets is expanded for the pods of each replicated job of want, a
+// jobset target's JobSet, and got, the argo target's for it.
+func expandedJobSets(t *testing.T, p *plan.Flow, want, got *jobsetv1.JobSet) {
+	t.Helper()
+	for i := range min(len(want.Spec.ReplicatedJobs), len(got.Spec.ReplicatedJobs)) {
+		expanded(t, p, &want.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec, &got.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec)
 	}
 }
 

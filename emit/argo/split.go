@@ -40,9 +40,12 @@ const (
 	PartMaxBytes = 384 << 10
 	// PartMaxNodes is the most nodes a flow's one Workflow has in its status
 	// before the flow is split: a pod per step (a foreach step's items, each
-	// retry attempt of a retried step and its retry node counted).
+	// retry attempt of a retried step and its retry node counted); and the
+	// most a part of a split flow has when one step alone is more than
+	// PartNodes (a step of more is refused: see stepsTooLarge).
 	PartMaxNodes = 500
-	// PartNodes is the most nodes each part of a split flow has. Each time
+	// PartNodes is the most nodes each part of a split flow has, but a part
+	// of one step of more (see PartMaxNodes). Each time
 	// Argo's controller takes up a running Workflow it works through every
 	// node, and for each node not yet done resolves and encodes the whole DAG
 	// template (its task list) again, so the work of one pass grows with the
@@ -317,6 +320,9 @@ func needsSplit(f *plan.Flow, wtSize int) bool {
 // estimates, read from the one WorkflowTemplate; while a part is over budget
 // once made, the flow is cut again, smaller.
 func cutParts(f *plan.Flow, m *maker, wtSize int, try func([]Part) (over, size int, errs field.ErrorList)) field.ErrorList {
+	if errs := stepsTooLarge(f); len(errs) > 0 {
+		return errs
+	}
 	budget := min(maxBytes(f), PartMaxBytes)
 	cost, fixed, errs := m.costs(wtSize)
 	if len(errs) > 0 {
@@ -341,6 +347,42 @@ func cutParts(f *plan.Flow, m *maker, wtSize int, try func([]Part) (over, size i
 		target = target * 4 / 5
 	}
 	return field.ErrorList{field.InternalError(field.NewPath("steps"), fmt.Errorf("no cut of the flow into parts of at most %d bytes was found", budget))}
+}
+
+// stepsTooLarge refuses, in a flow that is split, each step of more nodes
+// (StepNodes) than one Workflow may have. A step is one task of a part's DAG:
+// its foreach items cannot be cut over parts, so a step of more nodes than a
+// part holds (PartNodes) makes a part of its own, and such a part, with its
+// DAG and Workflow nodes, holds at most PartMaxNodes, as the one Workflow of a
+// flow that is not split does.
+func stepsTooLarge(f *plan.Flow) field.ErrorList {
+	var errs field.ErrorList
+	for i := range f.Steps {
+		s := &f.Steps[i]
+		n := StepNodes(f, s)
+		if n+2 <= PartMaxNodes {
+			continue
+		}
+		at, what := stepPath(s).Child("retry"), fmt.Sprintf("step's %d attempts make %d nodes", s.Retry+1, n)
+		if s.Foreach != nil {
+			at, what = stepPath(s).Child("foreach"), fmt.Sprintf("step's %d foreach items make %d nodes", len(s.Foreach), n)
+		}
+		errs = append(errs, field.Forbidden(at, fmt.Sprintf(
+			"the %s of Argo's workflow status (a pod per item and attempt, argo.StepNodes), and with its part's DAG and Workflow nodes more than the %d nodes one Workflow may have (argo.PartMaxNodes): a foreach is one task of Argo's DAG, so its items are never cut over parts; give the step fewer items (spread them over steps of at most %d items each), compile with --target job, jobset or airflow, or set argo_max_bytes = -1 in manifold.toml for a cluster that offloads node status (the flow is then never split)",
+			what, PartMaxNodes, maxItems(f, s))))
+	}
+	return errs
+}
+
+// maxItems is the most foreach items step s may have for its nodes and its
+// part's to be at most PartMaxNodes.
+func maxItems(f *plan.Flow, s *plan.Step) int {
+	t := *s
+	t.Foreach = make([]string, 0, PartMaxNodes)
+	for StepNodes(f, &t)+2 <= PartMaxNodes {
+		t.Foreach = append(t.Foreach, "")
+	}
+	return max(0, len(t.Foreach)-1)
 }
 
 // parentTooLarge refuses a parent of size bytes over argo_max_bytes.

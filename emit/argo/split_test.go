@@ -423,3 +423,69 @@ func TestSplitAcceptedByArgoLint(t *testing.T) {
 		t.Errorf("Argo's validator refuses the Workflows the parent creates:\n%s", out)
 	}
 }
+
+// foreachSteps is a flow of one foreach step of items items, after a step,
+// and, when others is set, others small steps beside it: then the flow is
+// split by nodes whatever the foreach.
+func foreachSteps(items, others int) *sdk.Flow {
+	f := sdk.NewFlow(fmt.Sprintf("fe-%d-%d", items, others), sdk.Image("busybox"))
+	f.Step("first", sdk.Command("true"))
+	all := make([]string, items)
+	for i := range all {
+		all[i] = strconv.Itoa(i)
+	}
+	f.Step("fan", sdk.Command("true"), sdk.After("first"), sdk.Foreach(all...))
+	for i := range others {
+		f.Step(fmt.Sprintf("s%d", i), sdk.Command("true"), sdk.After("first"))
+	}
+	return f
+}
+
+// TestForeachPastPartNodes: a foreach step is one task of Argo's DAG, so its
+// items cannot be cut over parts. A step of more nodes than a part holds
+// (PartNodes) makes a part of its own, of at most PartMaxNodes nodes, what
+// one Workflow of a flow that is not split may have; a step past that is
+// refused, naming the step, its items and nodes, the limit and what to do,
+// whether the flow is split for its other steps or for this step alone.
+func TestForeachPastPartNodes(t *testing.T) {
+	// The most items a step may have: its items and group node, with the
+	// part's DAG and Workflow nodes, make PartMaxNodes.
+	most := argo.PartMaxNodes - 3
+	for _, items := range []int{199, 200, 201, most} {
+		for _, others := range []int{0, 600} {
+			p := mustCompile(t, foreachSteps(items, others))
+			e := emitArgo(t, p)
+			if others == 0 {
+				if items < most && len(e.order) != 1 {
+					t.Errorf("%d items alone: split into %v", items, e.order)
+				}
+				continue
+			}
+			partOf := checkSplit(t, p, e)
+			for s, n := range partOf {
+				if s != "fan" && n == partOf["fan"] {
+					t.Errorf("%d items: step %s shares part %d with the foreach", items, s, n)
+				}
+			}
+		}
+	}
+	for _, items := range []int{most + 1, 499, 3000} {
+		for _, others := range []int{0, 600} {
+			p := mustCompile(t, foreachSteps(items, others))
+			_, errs := emit.Files(argo.Target{}, p)
+			if len(errs) != 1 {
+				t.Errorf("%d items, %d other steps: errors %v; want the foreach step refused", items, others, errs)
+				continue
+			}
+			nodes := argo.StepNodes(p, p.Step("fan"))
+			for _, want := range []string{strconv.Itoa(items) + " foreach items", strconv.Itoa(nodes) + " nodes", strconv.Itoa(argo.PartMaxNodes), "--target job"} {
+				if !strings.Contains(errs[0].Detail, want) {
+					t.Errorf("%d items: %s: %s; want it to say %q", items, errs[0].Field, errs[0].Detail, want)
+				}
+			}
+			if errs[0].Field != "steps[fan].foreach" {
+				t.Errorf("%d items: the error is at %s, want steps[fan].foreach", items, errs[0].Field)
+			}
+		}
+	}
+}

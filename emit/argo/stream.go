@@ -216,7 +216,8 @@ func one(obj any) func(func(any) bool) {
 // its bytes counted; if they prove too many, the file is written again, split.
 // A flow of more nodes is always split: its one WorkflowTemplate is made and
 // measured a step at a time, without being written, to cut it into parts
-// (Cut), and the parts (each at most PartNodes nodes, built whole), then
+// (Cut), and the parts (each at most PartNodes nodes, or PartMaxNodes for one
+// larger step, built whole), then
 // the parent, are written in turn; should a part prove over budget once made,
 // the file is written again, cut smaller.
 func writeTemplates(f *plan.Flow, create emit.Create) field.ErrorList {

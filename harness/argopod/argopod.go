@@ -268,8 +268,8 @@ func withDefaults(tmpl, defaults *wfv1.Template) (*wfv1.Template, error) {
 }
 
 // substituteJSON replaces {{name}} and {{=expression}} tags throughout tmpl, each
-// value escaped for the JSON string it lands in, as Argo substitutes the
-// template's JSON.
+// value escaped as Argo escapes it for the JSON string it lands in (Escape),
+// as Argo substitutes the template's JSON.
 func substituteJSON(tmpl *wfv1.Template, params map[string]string) error {
 	data, err := json.Marshal(tmpl)
 	if err != nil {
@@ -284,14 +284,25 @@ func substituteJSON(tmpl *wfv1.Template, params map[string]string) error {
 		if !ok {
 			return "", false
 		}
-		q, _ := json.Marshal(v)
-		return string(q[1 : len(q)-1]), true
+		return Escape(v), true
 	})
 	if failed != nil {
 		return failed
 	}
 	*tmpl = wfv1.Template{}
-	return json.Unmarshal([]byte(out), tmpl)
+	if err := json.Unmarshal([]byte(out), tmpl); err != nil {
+		return fmt.Errorf("the substituted template is not JSON (as Argo's controller finds: \"result was invalid JSON\"): %v", err)
+	}
+	return nil
+}
+
+// Escape returns v as Argo's controller writes a value it substitutes into a
+// template's JSON (util/template's simpleReplace): quoted as Go quotes it,
+// without the quotes. What Go writes as \a, \v, \xXX or \UXXXXXXXX is not
+// JSON.
+func Escape(v string) string {
+	q := strconv.Quote(v)
+	return q[1 : len(q)-1]
 }
 
 // The expressions value evaluates.

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/manifoldflow/manifold/emit/argo"
 )
 
 // variableName matches the names a variable of a Manifold pod can have: those
@@ -17,7 +19,9 @@ var variableName = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
 // variables vars are defined (by name), written back as a value: the bytes the
 // kubelet makes, each "$" as "$$", and each reference to any other variable as
 // "$(NAME)", unless no variable of a Manifold pod can be called NAME, which
-// the kubelet then writes as it is. Whatever the container's other variables
+// the kubelet then writes as it is. argo.BracesEnv, a name Manifold reserves,
+// is defined only where vars defines it (the argo target's steps that carry
+// "{{"); a reference to it elsewhere is written as the text it stays. Whatever the container's other variables
 // hold, two values with the same Canonical form reach the container as the same
 // bytes.
 //
@@ -48,7 +52,7 @@ func Canonical(s string, vars map[string]string) string {
 			name := s[i+2 : i+2+end]
 			if v, ok := vars[name]; ok {
 				text(v)
-			} else if !variableName.MatchString(name) {
+			} else if !variableName.MatchString(name) || name == argo.BracesEnv {
 				text("$(" + name + ")")
 			} else {
 				b.WriteString("$(" + name + ")")

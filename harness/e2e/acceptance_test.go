@@ -30,7 +30,8 @@ func TestScheduledAccepted(t *testing.T) {
 		Step("train", sdk.After("prepare"), sdk.Command("torchrun", "train.py"), sdk.Nodes(2),
 			sdk.InstanceType("trn1.32xlarge"), sdk.Trainium(16), sdk.EFA(8), sdk.Retry(1))
 	// "{{" in every value the argo target carries, on a single-node step and a
-	// multi-node one: its ConfigMap is created too.
+	// multi-node one: its ConfigMap is created too, as it is for a flow with
+	// params (weekly-train), whose runs may be given values holding "{{".
 	braced := sdk.NewFlow("braced", sdk.Image("registry.example.com/ml/train:v1"), sdk.Schedule("0 5 * * *"),
 		sdk.Param("note", "{{ note }}")).
 		Step("prepare", sdk.Command("prepare", "{{workflow.name}}"), sdk.Env("V", "$(MANIFOLD_PARAM_NOTE){{x}}"), sdk.Foreach("{{item}}", "b")).
@@ -45,8 +46,8 @@ func TestScheduledAccepted(t *testing.T) {
 	}{
 		{"nightly/job", nightly, "", job.Target{}, []string{"CronJob"}},
 		{"nightly/argo", nightly, "", argo.Target{}, []string{"WorkflowTemplate", "CronWorkflow"}},
-		{"weekly-train/argo", train, "", argo.Target{}, []string{"WorkflowTemplate", "CronWorkflow"}},
-		{"weekly-train/argo-job", train, "job", argo.Target{}, []string{"WorkflowTemplate", "CronWorkflow"}},
+		{"weekly-train/argo", train, "", argo.Target{}, []string{"WorkflowTemplate", "CronWorkflow", "ConfigMap"}},
+		{"weekly-train/argo-job", train, "job", argo.Target{}, []string{"WorkflowTemplate", "CronWorkflow", "ConfigMap"}},
 		{"braced/argo", braced, "", argo.Target{}, []string{"WorkflowTemplate", "CronWorkflow", "ConfigMap"}},
 		{"braced/argo-job", braced, "job", argo.Target{}, []string{"WorkflowTemplate", "CronWorkflow", "ConfigMap"}},
 	}

@@ -322,6 +322,8 @@ var (
 		{"$(NOPE) $$(X) ${{y}} $({{z", "$(NOPE) $(X) ${{y}} $({{z"},
 		{"a{{b}}c{{ \t'\"\\ ü ✓", "a{{b}}c{{ \t'\"\\ ü ✓"},
 		{"{{=sprig.trunc(1, 'x')}}", "{{=sprig.trunc(1, 'x')}}"},
+		{"$(MANIFOLD_BRACES)", "$(MANIFOLD_BRACES)"}, // the carrier's own name stays text
+		{"$$(MANIFOLD_BRACES){{$(MANIFOLD_BRACES)", "$(MANIFOLD_BRACES){{$(MANIFOLD_BRACES)"},
 		{"{{item}}=$(MANIFOLD_ITEM)", ""}, // the item's own, below
 	}
 )

@@ -2,6 +2,7 @@ package argo
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -96,6 +97,15 @@ func (c *Client) Follow(ctx context.Context, name string) (*dag.Result, error) {
 		// "_", which a flow's param cannot: they are not the run's params.
 		if p.Value != nil && !strings.HasPrefix(p.Name, "_") {
 			params[p.Name] = p.Value.String()
+		}
+	}
+	// The values Trigger carried, as given.
+	var given map[string]string
+	if a := wf.Annotations[AnnotationParams]; a != "" && json.Unmarshal([]byte(a), &given) == nil {
+		for k, v := range given {
+			if _, ok := params[k]; ok {
+				params[k] = v
+			}
 		}
 	}
 	f := &follower{Run: dag.New(&rp, name, dir), c: c, name: name, byKey: map[string]*unit{}, kick: make(chan struct{}, 1),

@@ -25,14 +25,22 @@ import (
 	"github.com/manifoldflow/manifold/runtimes/tracing"
 )
 
+// AnnotationParams holds, on a Workflow that Trigger made, the values as given
+// (a JSON object, param by name) of the params whose argument Trigger wrote
+// otherwise (emit/argo's Carry): Follow records a run's params as given.
+const AnnotationParams = "manifold.dev/params"
+
 // TemplateName is the name of the WorkflowTemplate a run of the flow is made
 // from.
 func (c *Client) TemplateName() string { return emit.Name(emit.MaxNameLength, c.f.Name) }
 
 // Trigger creates a Workflow from the flow's deployed WorkflowTemplate, with
 // params (names of the flow's params, checked by the caller) in place of their
-// defaults, and returns its name. It fails, wrapping ErrNotDeployed, when the
-// template is not on the cluster; note, when not empty, says that the deployed
+// defaults, and returns its name. Each value reaches the steps as given:
+// written with emit/argo's Carry, so that Argo's substitution takes nothing
+// in it for a template tag; a value holding a character Argo's substitution
+// cannot write (emit/argo's Substitutable) is refused. It fails, wrapping
+// ErrNotDeployed, when the template is not on the cluster; note, when not empty, says that the deployed
 // template is not the flow as it compiles now. With Options.Tracer, the run's
 // trace begins here, its steps get its trace context as TRACEPARENT (the
 // reserved parameter emit/argo.ParamTraceParent), and Follow of the run
@@ -54,8 +62,25 @@ func (c *Client) Trigger(ctx context.Context, params map[string]string) (name, n
 		}
 	}
 	var args []any
+	given := map[string]string{}
 	for _, k := range slices.Sorted(maps.Keys(params)) {
-		args = append(args, map[string]any{"name": k, "value": params[k]})
+		v := params[k]
+		if err := eargo.Substitutable(v); err != nil {
+			return "", note, fmt.Errorf("--param %s: %w", k, err)
+		}
+		// Argo substitutes a Workflow's arguments into its templates, and
+		// reads a "{{" there as a tag: the value is carried as the argo
+		// target carries a param's default, through the kubelet's
+		// expansion, which the steps' MANIFOLD_BRACES makes "{{" again.
+		carried := eargo.Carry(v)
+		if carried != v && note != "" {
+			return "", note, fmt.Errorf("--param %s: the value holds \"{{\" or $(%s), which the deployed WorkflowTemplate %s, not flow %s as it compiles now, may not carry; run `%s deploy --target argo` first",
+				k, eargo.BracesEnv, wt.GetName(), c.f.Name, c.o.Program)
+		}
+		args = append(args, map[string]any{"name": k, "value": carried})
+		if carried != v {
+			given[k] = v
+		}
 	}
 	wf := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1",
@@ -67,6 +92,13 @@ func (c *Client) Trigger(ctx context.Context, params map[string]string) (name, n
 		},
 		"spec": map[string]any{"workflowTemplateRef": map[string]any{"name": c.TemplateName()}},
 	}}
+	if len(given) > 0 {
+		data, err := json.Marshal(given)
+		if err != nil {
+			return "", note, err
+		}
+		wf.SetAnnotations(map[string]string{AnnotationParams: string(data)})
+	}
 	// A traced run's span begins now, so that its steps continue it: its
 	// trace context is the reserved parameter that becomes their TRACEPARENT.
 	trace := c.o.Tracer.Begin(c.f, "", "argo")
