@@ -13,6 +13,7 @@ import (
 	"github.com/manifoldflow/manifold/cli"
 	"github.com/manifoldflow/manifold/sdk"
 )
+
 // TestParamNotUTF8: a param value that is not UTF-8 is refused, naming the
 // param, however it comes: --param or -p to the commands that compile the
 // flow, to trigger (before any engine is asked), and to the step command
