@@ -61,7 +61,17 @@ var objectTargets = []struct {
 }{
 	{job.Target{}, job.Objects},
 	{jobset.Target{}, jobset.Objects},
-	{argo.Target{}, argo.Objects},
+	{argo.Target{}, argoObjects},
+}
+
+// argoObjects are the argo target's objects in the order of its files: those of
+// <flow>.argo.yaml, then the ConfigMap of <flow>.literals.yaml when it has one.
+func argoObjects(p *plan.Flow) ([]any, field.ErrorList) {
+	objs, errs := argo.Objects(p)
+	if cm := argo.Literals(p); cm != nil && len(errs) == 0 {
+		objs = append(objs, cm)
+	}
+	return objs, errs
 }
 
 // TestEveryLoaderReadsTheSameManifests: for every special scalar, control

@@ -68,7 +68,9 @@ func TestHelloParamIsDataInPods(t *testing.T) {
 }
 
 // echoContainer compiles hello for target with the name param and returns the
-// container of its echo step's pod: the Job's, or the one Argo makes.
+// container of its echo step's pod: the Job's, or the one Argo makes, with each
+// variable it reads from a ConfigMap of the output (the argo target's
+// <flow>-literals) given that ConfigMap's value, as the kubelet gives it.
 func echoContainer(t *testing.T, bin, target, name string) corev1.Container {
 	t.Helper()
 	cmd := exec.Command(bin, "compile", "--target", target, "--param", "name="+name)
@@ -77,6 +79,8 @@ func echoContainer(t *testing.T, bin, target, name string) corev1.Container {
 	if err != nil {
 		t.Fatalf("compile --target %s: %v", target, err)
 	}
+	var found *corev1.Container
+	configMaps := map[string]map[string]string{}
 	for _, doc := range strings.Split(string(out), "\n---\n") {
 		var meta metav1.TypeMeta
 		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
@@ -93,7 +97,7 @@ func echoContainer(t *testing.T, bin, target, name string) corev1.Container {
 				t.Fatal(err)
 			}
 			if j.Spec.Template.Labels[plan.LabelStep] == "echo" {
-				return j.Spec.Template.Spec.Containers[0]
+				found = &j.Spec.Template.Spec.Containers[0]
 			}
 		case "WorkflowTemplate":
 			var wt wfv1.WorkflowTemplate
@@ -104,9 +108,29 @@ func echoContainer(t *testing.T, bin, target, name string) corev1.Container {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return pod.Spec.Containers[0]
+			found = &pod.Spec.Containers[0]
+		case "ConfigMap":
+			var cm corev1.ConfigMap
+			if err := yaml.Unmarshal([]byte(doc), &cm); err != nil {
+				t.Fatal(err)
+			}
+			configMaps[cm.Name] = cm.Data
 		}
 	}
-	t.Fatalf("compile --target %s: no echo step", target)
-	return corev1.Container{}
+	if found == nil {
+		t.Fatalf("compile --target %s: no echo step", target)
+	}
+	c := *found.DeepCopy()
+	for i, e := range c.Env {
+		if e.ValueFrom == nil || e.ValueFrom.ConfigMapKeyRef == nil {
+			continue
+		}
+		ref := e.ValueFrom.ConfigMapKeyRef
+		v, ok := configMaps[ref.Name][ref.Key]
+		if !ok {
+			t.Fatalf("compile --target %s: variable %s reads key %s of ConfigMap %s, which the output does not hold", target, e.Name, ref.Key, ref.Name)
+		}
+		c.Env[i] = corev1.EnvVar{Name: e.Name, Value: v}
+	}
+	return c
 }
