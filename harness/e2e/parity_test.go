@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	eargo "github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/harness/argopod"
 	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/plan"
@@ -39,6 +40,10 @@ import (
 //     PET_MASTER_ADDR, NEURON_RT_ROOT_COMM_ID): rank 0's host name under the
 //     job target's Service differs from its name under JobSet's; the variables
 //     must be present on every target, their values are not compared.
+//   - The argo target's MANIFOLD_BRACES, read from the flow's <flow>-literals
+//     ConfigMap: the carrier of "{{" that every argo flow with params has; a
+//     value that reads it differs in the values compared, so it is still
+//     checked where it is used.
 //   - An empty TRACEPARENT (argopod.Untraced, applied when comparing): the
 //     argo and airflow targets deploy a flow once for every run, so every
 //     step's container has the variable, filled from the run's parameters and
@@ -85,6 +90,8 @@ func shape(p corev1.Pod) (runShape, error) {
 	for _, e := range c.Env {
 		switch {
 		case strings.HasPrefix(e.Name, "ARGO_"), e.Name == envCompletionIndex:
+			continue
+		case e.Name == eargo.BracesEnv && e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil:
 			continue
 		case slices.Contains(addressVars, e.Name):
 			e = corev1.EnvVar{Name: e.Name, Value: "(address)"}

@@ -197,8 +197,11 @@ func TestResumableWithholdsCredentials(t *testing.T) {
 // URL it ran at, its errors, a task's reason) withholds what looks like a
 // credential; params and items stay as given, as resuming compares them.
 func TestWriteWithholdsCredentials(t *testing.T) {
-	dir := t.TempDir()
-	rec := record.Record{Flow: "f", ID: "r1", Runtime: "airflow", Cluster: "http://admin:urlpass-42@airflow.internal:8080",
+	dir := filepath.Join(t.TempDir(), "r1") // a record is read from the directory of its run ID
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rec := record.Record{Flow: "f", ID: "r1", State: record.Failed, Runtime: "airflow", Cluster: "http://admin:urlpass-42@airflow.internal:8080",
 		Error: "step a failed: Authorization: Bearer errtoken-42", Params: map[string]string{"p": "v"}}
 	if err := record.WriteRecord(dir, rec); err != nil {
 		t.Fatal(err)
