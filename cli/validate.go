@@ -131,7 +131,7 @@ func printPodSecurity(out io.Writer, p *plan.Flow) error {
 	case len(p.Steps):
 		fmt.Fprintln(out, "pod security: no step's pod meets the restricted level")
 	default:
-		fmt.Fprintln(out, "pod security: every step's pod meets the restricted level but")
+		fmt.Fprintln(out, "pod security: every step's pod meets the restricted level except:")
 	}
 	return writeTable(out, rows)
 }
