@@ -15,6 +15,7 @@
 package record
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,8 +24,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/manifoldflow/manifold/internal/atomicfile"
@@ -193,8 +194,9 @@ func StateDir(runDir, step string, index int) string {
 	return filepath.Join(dir, strconv.Itoa(index))
 }
 
-// List returns the runs under root, oldest first (run IDs sort by their start). A
-// missing root holds no runs. Runs whose run.json cannot be read are left out:
+// List returns the runs under root, oldest first: by their start, then (for runs
+// that started at once, or have not started) by run ID. A missing root holds no
+// runs. Runs whose run.json cannot be read are left out:
 // Scan says why.
 func List(root string) ([]Record, error) {
 	runs, _, err := Scan(root)
@@ -228,7 +230,9 @@ func Scan(root string) ([]Record, []error, error) {
 		}
 		runs = append(runs, *rec)
 	}
-	sort.Slice(runs, func(i, j int) bool { return runs[i].ID < runs[j].ID })
+	slices.SortFunc(runs, func(a, b Record) int {
+		return cmp.Or(a.Start.Compare(b.Start), strings.Compare(a.ID, b.ID))
+	})
 	return runs, damaged, nil
 }
 
