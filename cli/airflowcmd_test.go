@@ -226,6 +226,10 @@ func TestAirflowLifecycle(t *testing.T) {
 		if r.code != 0 || !strings.Contains(r.stdout, "run "+id+" of flow afok: succeeded\non Airflow "+srv.URL+"\n") || !strings.Contains(r.stdout, "params size=large") {
 			t.Errorf("runs show: exit %d; want the run succeeded with size=large", r.code)
 		}
+		// latest is the DAG's run that started last: this one.
+		if r := runAF(t, flow, p, "show", "latest"); r.code != 0 || !strings.HasPrefix(r.stdout, "run "+id+" of flow afok: succeeded\n") {
+			t.Errorf("runs show latest: exit %d; want run %s, in:\n%s%s", r.code, id, r.stdout, r.stderr)
+		}
 		if strings.Contains(r.stdout, emitairflow.ConfTraceParent) {
 			t.Errorf("runs show shows the reserved %s among the params:\n%s", emitairflow.ConfTraceParent, r.stdout)
 		}

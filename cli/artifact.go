@@ -74,7 +74,7 @@ func indexFlag(c *ucli.Context) (int, error) {
 	return i, nil
 }
 
-func artifactCommand(*sdk.Flow) *ucli.Command {
+func artifactCommand(flow *sdk.Flow) *ucli.Command {
 	return &ucli.Command{
 		Name:  "artifact",
 		Usage: "read an artifact of a past run",
@@ -95,7 +95,7 @@ func artifactCommand(*sdk.Flow) *ucli.Command {
 					if err != nil {
 						return err
 					}
-					run, err := openClient(c).Run(c.Args().Get(0))
+					run, err := localRun(c, flow, c.Args().Get(0))
 					if err != nil {
 						return invalidErr(err)
 					}

@@ -180,8 +180,10 @@ func runCommandOf(flow *sdk.Flow, name, usage, description string, onArgo, onAir
 			if err := args(c, name, "RUN", 1, 1); err != nil {
 				return err
 			}
-			run := c.Args().First()
-			return lifecycle(c, flow, false, func(p *plan.Flow) error { return onArgo(c, p, run) }, func(p *plan.Flow) error { return onAirflow(c, p, run) })
+			onArgo, onAirflow := onRun(c, c.Args().First(),
+				func(p *plan.Flow, run string) error { return onArgo(c, p, run) },
+				func(p *plan.Flow, run string) error { return onAirflow(c, p, run) })
+			return lifecycle(c, flow, false, onArgo, onAirflow)
 		},
 	}
 }
@@ -543,20 +545,23 @@ func targetRunsList(c *ucli.Context, flow *sdk.Flow) error {
 
 // targetRunsShow is runs show --target: one run on the target.
 func targetRunsShow(c *ucli.Context, flow *sdk.Flow, run string) error {
-	return targetRuns(c, flow, func(p *plan.Flow) error { return argoRunsShow(c, p, run) },
-		func(p *plan.Flow) error { return airflowRunsShow(c, flow, p, run) })
+	onArgo, onAirflow := onRun(c, run,
+		func(p *plan.Flow, run string) error { return argoRunsShow(c, p, run) },
+		func(p *plan.Flow, run string) error { return airflowRunsShow(c, flow, p, run) })
+	return targetRuns(c, flow, onArgo, onAirflow)
 }
 
 // targetLogs is logs --target: a run's logs on the target, of step or of
 // every step when step is "".
 func targetLogs(c *ucli.Context, flow *sdk.Flow, run, step string) error {
-	return targetRuns(c, flow, func(p *plan.Flow) error {
+	onArgo, onAirflow := onRun(c, run, func(p *plan.Flow, run string) error {
 		if c.IsSet("index") || c.IsSet("attempt") {
 			return usageErr("logs --index and --attempt with --target argo: leave them out for every pod's log, or read the run's record (without --target) when it was followed with --wait")
 		}
 		return argoLogs(c, p, run, step)
 	},
-		func(p *plan.Flow) error { return airflowLogs(c, flow, p, run, step) })
+		func(p *plan.Flow, run string) error { return airflowLogs(c, flow, p, run, step) })
+	return targetRuns(c, flow, onArgo, onAirflow)
 }
 
 // targetRuns runs the --target side of runs list, runs show and logs: the

@@ -41,7 +41,7 @@ func logsCommand(flow *sdk.Flow) *ucli.Command {
 			if c.NArg() < 2 && (c.IsSet("index") || c.IsSet("attempt")) {
 				return usageErr("logs: --index and --attempt choose within a step: name it, logs RUN STEP")
 			}
-			run, err := openClient(c).Run(c.Args().Get(0))
+			run, err := localRun(c, flow, c.Args().Get(0))
 			if err != nil {
 				return invalidErr(err)
 			}

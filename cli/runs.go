@@ -76,7 +76,7 @@ func runsCommand(flow *sdk.Flow) *ucli.Command {
 						run := c.Args().First()
 						return targetRunsShow(c, flow, run)
 					}
-					run, err := openClient(c).Run(c.Args().First())
+					run, err := localRun(c, flow, c.Args().First())
 					if err != nil {
 						return invalidErr(err)
 					}

@@ -29,11 +29,19 @@ func Check(id string) error {
 	if id == "" {
 		return errors.New("the run ID is empty")
 	}
+	if id == Latest {
+		return fmt.Errorf("run ID %q names a flow's run that started last: choose another ID", id)
+	}
 	if errs := validation.IsValidLabelValue(id); len(errs) > 0 {
 		return fmt.Errorf("run ID %q: use up to %d letters, digits, '.', '_' or '-', beginning and ending with a letter or digit (it labels the run's objects)", id, MaxLen)
 	}
 	return nil
 }
+
+// Latest is the run ID that commands taking the ID of a past run (runs show,
+// logs, artifact get, stop, retry…) read as the flow's run that started last.
+// No run is given it: Check refuses it.
+const Latest = "latest"
 
 // New returns a fresh run ID: the UTC time to the second, then random hex, so IDs
 // sort by start time. It always passes Check.
