@@ -227,6 +227,7 @@ func TestScripts(t *testing.T) {
 			"waitfile": cmdWaitFile,
 			"gone":     cmdGone,
 			"only":     cmdOnly,
+			"decode":   cmdDecode,
 		},
 	})
 }

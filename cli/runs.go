@@ -13,6 +13,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/manifoldflow/manifold/internal/credential"
+	"github.com/manifoldflow/manifold/output"
 	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -27,12 +28,20 @@ func runsCommand(flow *sdk.Flow) *ucli.Command {
 				Usage: "list the runs of the flow recorded here, oldest first",
 				Flags: append([]ucli.Flag{
 					&ucli.BoolFlag{Name: "all", Usage: "list the runs of every flow, not only " + flowName(flow)},
+					outputFlag(),
 				}, targetRunsFlags()...),
 				Action: func(c *ucli.Context) error {
 					if err := noArgs(c); err != nil {
 						return err
 					}
+					format, err := outputFormat(c)
+					if err != nil {
+						return err
+					}
 					if c.IsSet("target") {
+						if format != output.Table {
+							return usageErr("runs list --target prints a table: leave out --output")
+						}
 						if c.IsSet("all") {
 							return usageErr("runs list --all reads the local records; with --target it lists the flow's runs on the target")
 						}
@@ -45,11 +54,12 @@ func runsCommand(flow *sdk.Flow) *ucli.Command {
 					for _, err := range damaged {
 						fmt.Fprintf(c.App.ErrWriter, "warning: %s\n", err)
 					}
+					runs = slices.DeleteFunc(runs, func(r record.Record) bool { return !c.Bool("all") && r.Flow != flowName(flow) })
+					if format != output.Table {
+						return output.Write(c.App.Writer, format, output.NewRunList(runs, time.Now()))
+					}
 					rows := [][]string{{"RUN", "FLOW", "STATE", "STARTED", "DURATION", "WHERE"}}
 					for _, r := range runs {
-						if !c.Bool("all") && r.Flow != flowName(flow) {
-							continue
-						}
 						rows = append(rows, []string{r.ID, r.Flow, string(r.State), r.Start.Local().Format(time.DateTime), span(r.State, r.Start, r.End), where(&r)})
 					}
 					return writeTable(c.App.Writer, rows)
@@ -61,6 +71,7 @@ func runsCommand(flow *sdk.Flow) *ucli.Command {
 				ArgsUsage: "RUN",
 				Flags: append(append([]ucli.Flag{
 					&ucli.BoolFlag{Name: "artifacts", Usage: "also list the artifacts the run's steps put: step, foreach item, name and size"},
+					outputFlag(),
 				}, storeFlags()...), targetRunsFlags()...),
 				Action: func(c *ucli.Context) error {
 					if err := flagsFirst(c, "runs show", "RUN"); err != nil {
@@ -69,7 +80,17 @@ func runsCommand(flow *sdk.Flow) *ucli.Command {
 					if c.NArg() != 1 {
 						return usageErr("runs show takes one run ID, got %d arguments (see runs list)", c.NArg())
 					}
+					format, err := outputFormat(c)
+					if err != nil {
+						return err
+					}
+					if format != output.Table && c.Bool("artifacts") {
+						return usageErr("runs show --output %s: leave out --artifacts, and read each artifact with artifact get", format)
+					}
 					if c.IsSet("target") {
+						if format != output.Table {
+							return usageErr("runs show --target prints a table: leave out --output")
+						}
 						if c.IsSet("artifacts") {
 							return usageErr("runs show --artifacts reads the run's record: leave out --target (a run followed with --wait is recorded here)")
 						}
@@ -83,6 +104,9 @@ func runsCommand(flow *sdk.Flow) *ucli.Command {
 					tasks := make([]record.Task, 0, len(run.Tasks()))
 					for _, t := range run.Tasks() {
 						tasks = append(tasks, t.Task)
+					}
+					if format != output.Table {
+						return output.Write(c.App.Writer, format, output.NewRun(&run.Record, tasks, time.Now()))
 					}
 					if err := showRun(c.App.Writer, &run.Record, tasks); err != nil {
 						return err
