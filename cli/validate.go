@@ -9,7 +9,9 @@ import (
 	ucli "github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit"
+	"github.com/manifoldflow/manifold/output"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/sdk"
@@ -29,9 +31,14 @@ func validateCommand(flow *sdk.Flow) *ucli.Command {
 		Flags: append([]ucli.Flag{
 			&ucli.StringSliceFlag{Name: "target", Aliases: []string{"t"}, Usage: "fail unless `TARGET` can express the flow: " + strings.Join(targetNames(), ", ") + ", or all (repeatable, or a comma list)"},
 			&ucli.BoolFlag{Name: "strict", Usage: "treat warnings (EFA that falls back to TCP, values that look like credentials, and the like) as errors, and fail unless every target can express the flow"},
+			outputFlag(),
 		}, flowFlags()...),
 		Action: func(c *ucli.Context) error {
 			if err := noArgs(c); err != nil {
+				return err
+			}
+			format, err := outputFormat(c)
+			if err != nil {
 				return err
 			}
 			batchGC()
@@ -52,6 +59,19 @@ func validateCommand(flow *sdk.Flow) *ucli.Command {
 					required[t.Name()] = "--strict"
 				}
 			}
+			if format != output.Table {
+				doc, err := validation(c, flow, required)
+				if err != nil {
+					return err
+				}
+				if err := output.Write(c.App.Writer, format, doc); err != nil {
+					return err
+				}
+				if !doc.OK {
+					return silentInvalid
+				}
+				return nil
+			}
 			p, err := load(c, flow)
 			if err != nil {
 				return err
@@ -70,8 +90,7 @@ func validateCommand(flow *sdk.Flow) *ucli.Command {
 			// Whether a target can express the flow is whether it can emit it: every
 			// target is emitted, its files thrown away, side by side as compile -o
 			// emits them.
-			emitted := make([]field.ErrorList, len(targets))
-			sideBySide(len(targets), func(i int) { emitted[i] = targets[i].Emit(p, emit.Discard) })
+			emitted := emitAll(p)
 			var can, cannot, failed []string
 			for i, t := range targets {
 				errs := emitted[i]
@@ -111,6 +130,60 @@ func validateCommand(flow *sdk.Flow) *ucli.Command {
 			return nil
 		},
 	}
+}
+
+// emitAll emits p to every target, side by side as compile -o emits them, its
+// files thrown away, and returns each target's errors: whether a target can
+// express the flow is whether it can emit it.
+func emitAll(p *plan.Flow) []field.ErrorList {
+	emitted := make([]field.ErrorList, len(targets))
+	sideBySide(len(targets), func(i int) { emitted[i] = targets[i].Emit(p, emit.Discard) })
+	return emitted
+}
+
+// validation is what validate says of flow, as a document: required maps the
+// targets asked for to the flag that asks.
+func validation(c *ucli.Context, flow *sdk.Flow, required map[string]string) (*output.Validation, error) {
+	doc := output.NewValidation(flowName(flow))
+	opts, err := options(c, flow)
+	if err != nil {
+		return nil, err
+	}
+	p, errs := compile.Compile(flow, opts)
+	for _, e := range errs {
+		doc.Errors = append(doc.Errors, output.Problem{Path: e.Field, Message: e.ErrorBody()})
+	}
+	if len(errs) > 0 {
+		return &doc, nil
+	}
+	for _, w := range compile.Lint(p) {
+		pr := output.Problem{Path: w.Field, Message: w.Detail}
+		if c.Bool("strict") {
+			doc.Errors = append(doc.Errors, pr)
+		} else {
+			doc.Warnings = append(doc.Warnings, pr)
+		}
+	}
+	if len(doc.Errors) > 0 {
+		return &doc, nil
+	}
+	doc.Valid, doc.OK = true, true
+	for i := range p.Steps {
+		s := &p.Steps[i]
+		ps := emit.StepPodSecurity(p, s)
+		doc.Steps = append(doc.Steps, output.Step{Name: s.Name, Summary: describe(s), PodSecurity: ps.Level, PodSecurityTodo: ps.Todo})
+	}
+	for i, errs := range emitAll(p) {
+		t := output.Target{Name: targets[i].Name(), OK: len(errs) == 0, Required: required[targets[i].Name()] != ""}
+		for _, e := range errs {
+			t.Errors = append(t.Errors, output.Problem{Path: e.Field, Message: e.ErrorBody()})
+		}
+		if t.Required && !t.OK {
+			doc.OK = false
+		}
+		doc.Targets = append(doc.Targets, t)
+	}
+	return &doc, nil
 }
 
 // printPodSecurity says which steps' pods meet Pod Security's restricted level,
