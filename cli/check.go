@@ -3,13 +3,13 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/manifoldflow/manifold/output"
 	"github.com/manifoldflow/manifold/placement"
 	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/runtimes/kube"
@@ -46,16 +46,16 @@ func checkCommand(flow *sdk.Flow) *ucli.Command {
 			&ucli.StringFlag{Name: "context", Usage: "the kubeconfig `CONTEXT` (default: its current context)"},
 			namespaceFlag("the `NAMESPACE` of steps without their own, where the dry run asks (default: the context's, or default)"),
 			&ucli.StringFlag{Name: "as", Value: kube.AsJob, Usage: "dry-run each step as a `KIND`: job or jobset, as run --kube --as would create it"},
-			&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "print a `FORMAT`: table or json"},
+			outputFlag(),
 			&ucli.BoolFlag{Name: "rbac", Usage: "print the Role (and ClusterRole) a user needs for run --kube of the flow, as YAML, and ask no cluster"},
 		}, append(limitFlags(""), flowFlags()...)...),
 		Action: func(c *ucli.Context) error {
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			format := c.String("output")
-			if format != "table" && format != "json" {
-				return usageErr("--output %q: choose table or json", format)
+			format, err := outputFormat(c)
+			if err != nil {
+				return err
 			}
 			if err := checkLimits(c); err != nil {
 				return err
@@ -89,12 +89,10 @@ func checkCommand(flow *sdk.Flow) *ucli.Command {
 			if err != nil {
 				return &exitError{code: ExitUnreachable, err: err}
 			}
-			if format == "json" {
-				data, err := json.MarshalIndent(report, "", "  ")
-				if err != nil {
-					return invalidErr(err)
+			if format != output.Table {
+				if err := output.Write(c.App.Writer, format, output.NewCheck(report)); err != nil {
+					return err
 				}
-				fmt.Fprintln(c.App.Writer, string(data))
 			} else if err := printReport(c, report); err != nil {
 				return err
 			}

@@ -13,10 +13,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/manifoldflow/manifold/harness/exampletest"
 	"github.com/manifoldflow/manifold/harness/simcluster"
+	"github.com/manifoldflow/manifold/output"
 	"github.com/manifoldflow/manifold/placement"
 	"github.com/manifoldflow/manifold/runtimes/record"
 )
@@ -104,13 +107,27 @@ func TestCheckCommand(t *testing.T) {
 		t.Errorf("check: status %d; want 0 and train ok on both trn1.32xlarge nodes:\n%s", code, out)
 	}
 
+	// -o json prints a Check (docs/reference/output.md), -o yaml the same.
 	out, code = run("--kubeconfig", c.Kubeconfig, "--set", "train.nodes=3", "-o", "json")
-	var report placement.Report
+	var report output.Check
 	if code != 1 {
 		t.Errorf("check of a 3-node train: status %d; want 1:\n%s", code, out)
 	}
-	if err := json.Unmarshal([]byte(out), &report); err != nil {
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&report); err != nil {
 		t.Fatalf("check -o json: %v:\n%s", err, out)
+	}
+	if report.APIVersion != output.APIVersion || report.Kind != output.KindCheck || report.OK || report.NodeCount == 0 {
+		t.Errorf("check -o json: apiVersion %q, kind %q, ok %v, %d nodes; want %s, %s, false and the cluster's nodes", report.APIVersion, report.Kind, report.OK, report.NodeCount, output.APIVersion, output.KindCheck)
+	}
+	yamlOut, code := run("--kubeconfig", c.Kubeconfig, "--set", "train.nodes=3", "-o", "yaml")
+	var fromYAML output.Check
+	if err := yaml.UnmarshalStrict([]byte(yamlOut), &fromYAML); err != nil || code != 1 {
+		t.Fatalf("check -o yaml: status %d, %v:\n%s", code, err, yamlOut)
+	}
+	if diff := cmp.Diff(report, fromYAML); diff != "" {
+		t.Errorf("check -o yaml differs from -o json (-json +yaml):\n%s", diff)
 	}
 	for _, p := range report.Steps {
 		if ok := p.Step != "train"; p.OK != ok {
