@@ -5,9 +5,6 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"strings"
-
-	"github.com/BurntSushi/toml"
 
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/sdk"
@@ -149,23 +146,16 @@ type ConfigToleration struct {
 func DefaultEntrypoint(flow string) string { return "/usr/local/bin/" + flow }
 
 // LoadConfig reads a manifold.toml. Keys it does not know are an error, so that a
-// misspelt key is not silently ignored.
+// misspelt key is not silently ignored; the error names the key most likely
+// meant. A value of the wrong type is an error naming its line and key.
 func LoadConfig(path string) (Config, error) {
 	var c Config
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return c, err
 	}
-	md, err := toml.Decode(string(data), &c)
-	if err != nil {
-		return Config{}, fmt.Errorf("%s: %w", path, err)
-	}
-	if undecoded := md.Undecoded(); len(undecoded) > 0 {
-		keys := make([]string, len(undecoded))
-		for i, k := range undecoded {
-			keys[i] = k.String()
-		}
-		return Config{}, fmt.Errorf("%s: unknown keys %s; known keys are namespace, image, entrypoint, service_account, image_pull_policy, image_pull_secrets, gpu_toleration, argo_multi_node, argo_max_bytes, artifacts, artifacts_endpoint, base_image, image_from_build, efa_wiring, efa_arch, queue, host_network, secrets, env, labels, annotations, node_selector, tolerations and device_classes", path, strings.Join(keys, ", "))
+	if err := decodeConfig(path, string(data), &c); err != nil {
+		return Config{}, err
 	}
 	if !validArgoMultiNode(c.ArgoMultiNode) {
 		return Config{}, fmt.Errorf("%s: argo_multi_node = %q: %s", path, c.ArgoMultiNode, argoMultiNodeChoice)

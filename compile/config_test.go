@@ -141,6 +141,45 @@ func TestLoadConfigErrors(t *testing.T) {
 	})
 }
 
+// TestLoadConfigSays: an unknown key is named with the key most likely meant,
+// and a value of the wrong type with its line, its key and the type it needs,
+// in the config's own words rather than the TOML library's.
+func TestLoadConfigSays(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		want       string
+	}{
+		{name: "misspelt key", text: "namespace = \"ml\"\nimagee = \"x\"\n",
+			want: "manifold.toml: unknown key imagee (did you mean image?); known keys are namespace, image, "},
+		{name: "misspelt keys", text: "imagee = \"x\"\nzzz = 1\n[labelz]\na = \"b\"\n",
+			want: "manifold.toml: unknown keys imagee (did you mean image?), zzz, labelz (did you mean labels?); known keys are "},
+		{name: "misspelt toleration key", text: "[[tolerations]]\nkey = \"k\"\nefect = \"NoSchedule\"\n",
+			want: "manifold.toml: unknown key tolerations.efect (did you mean tolerations.effect?); known keys of tolerations are key, operator, value and effect"},
+		{name: "string for a list", text: "namespace = \"ml\"\nimage_pull_secrets = \"ecr\"\n",
+			want: "manifold.toml:2: key image_pull_secrets: want a list of strings, got a string"},
+		{name: "string for a bool", text: "gpu_toleration = \"no\"\n",
+			want: "manifold.toml:1: key gpu_toleration: want true or false, got a string"},
+		{name: "string for a number", text: "\n\nargo_max_bytes = \"1MB\"\n",
+			want: "manifold.toml:3: key argo_max_bytes: want a whole number, got a string"},
+		{name: "string for a table", text: "labels = \"team\"\n",
+			want: "manifold.toml:1: key labels: want a table of strings, got a string"},
+		{name: "number in a table", text: "[labels]\nteam = 7\n",
+			want: "manifold.toml:2: key labels.team: want a string, got an integer"},
+		{name: "table for a list of tables", text: "[tolerations]\nkey = \"k\"\n",
+			want: "manifold.toml:1: key tolerations: want a list of tables ([[tolerations]]), got a table"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := compile.LoadConfig(writeConfig(t, tc.text))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v; want %q", err, tc.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "destination has type") {
+				t.Errorf("error %v is in the TOML library's words", err)
+			}
+		})
+	}
+}
+
 func TestConfigApplies(t *testing.T) {
 	cfg := compile.Config{
 		Namespace:        "ml",

@@ -19,6 +19,7 @@ func FuzzLoadConfig(f *testing.F) {
 		"gpu_toleration = false\nargo_multi_node = \"job\"\n", "artifacts = \"pvc://\"\n", "efa_wiring = true\nefa_arch = \"riscv\"\n",
 		"[device_classes]\nneuron = \"Not A Name\"\n", "unknown = 1\n", "[node_selector]\n\"\" = \"\"\n", "labels = [1,2]\n",
 		"namespace = \"a\"\nnamespace = \"b\"\n", "\x00", "[[tolerations]]\n[[tolerations]]\n",
+		"a.b = \"\"\n", "labels = \"team\"\n",
 	} {
 		f.Add(s)
 	}
