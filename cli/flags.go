@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/image/built"
+	"github.com/manifoldflow/manifold/internal/suggest"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/sdk"
@@ -75,7 +77,8 @@ func options(c *ucli.Context, flow *sdk.Flow) (compile.Options, error) {
 			return o, err
 		}
 		if !hasStep(flow, step) {
-			return o, usageErr("--set %q: flow %s has no step %q", s, flowName(flow), step)
+			names := stepNames(flow)
+			return o, usageErr("--set %q: flow %s has no step %q; its steps are %s%s", s, flowName(flow), step, strings.Join(names, ", "), suggest.DidYouMean(step, names))
 		}
 		if o.Overrides == nil {
 			o.Overrides = map[string][]sdk.StepOption{}
@@ -152,15 +155,18 @@ func paramFlags(c *ucli.Context) (map[string]string, error) {
 }
 
 func hasStep(flow *sdk.Flow, name string) bool {
-	if flow == nil {
-		return false
-	}
-	for _, d := range flow.Spec().Steps {
-		if d.Name == name {
-			return true
+	return slices.Contains(stepNames(flow), name)
+}
+
+// stepNames returns the names of flow's steps, in the order they were declared.
+func stepNames(flow *sdk.Flow) []string {
+	var names []string
+	if flow != nil {
+		for _, d := range flow.Spec().Steps {
+			names = append(names, d.Name)
 		}
 	}
-	return false
+	return names
 }
 
 // parseSet parses a --set flag, STEP.OPTION=VALUE (compile.ParseSet).

@@ -11,6 +11,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/manifoldflow/manifold/compile"
+	"github.com/manifoldflow/manifold/internal/suggest"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
@@ -82,7 +83,7 @@ func findRunStep(spec sdk.FlowSpec, name string) (*sdk.StepDecl, error) {
 		}
 		return d, nil
 	}
-	return nil, usageErr("flow %s has no step %q; its Run steps are %s", spec.Name, name, strings.Join(runSteps, ", "))
+	return nil, usageErr("flow %s has no step %q; its Run steps are %s%s", spec.Name, name, strings.Join(runSteps, ", "), suggest.DidYouMean(name, runSteps))
 }
 
 // stepContext gives the step its params, foreach item and run directory from the

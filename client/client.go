@@ -32,6 +32,7 @@ import (
 
 	"github.com/manifoldflow/manifold/artifact"
 	"github.com/manifoldflow/manifold/artifact/s3store"
+	"github.com/manifoldflow/manifold/internal/suggest"
 	"github.com/manifoldflow/manifold/runtimes/record"
 )
 
@@ -168,7 +169,7 @@ func (r *Run) Step(name string) *Step {
 	for i, s := range r.steps {
 		names[i] = s.Name
 	}
-	return &Step{Name: name, run: r, err: fmt.Errorf("run %s of flow %s has no step %q; its steps are %s", r.ID, r.Flow, name, strings.Join(names, ", "))}
+	return &Step{Name: name, run: r, err: fmt.Errorf("run %s of flow %s has no step %q; its steps are %s%s", r.ID, r.Flow, name, strings.Join(names, ", "), suggest.DidYouMean(name, names))}
 }
 
 // Store returns the store that holds the run's artifacts: the run directory of a

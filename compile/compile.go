@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/manifoldflow/manifold/image/built"
+	"github.com/manifoldflow/manifold/internal/suggest"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -206,7 +207,7 @@ func compileParams(declared []sdk.ParamSpec, given map[string]string, errs field
 	for _, name := range unknown {
 		detail := "the flow declares no params; add one with sdk.Param(name, default)"
 		if len(names) > 0 {
-			detail = "the flow's params are " + strings.Join(names, ", ")
+			detail = "the flow's params are " + strings.Join(names, ", ") + suggest.DidYouMean(name, names)
 		}
 		errs = append(errs, fieldErr(field.ErrorTypeNotFound, path.Key(name), name, detail))
 	}

@@ -475,10 +475,17 @@ func TestParamErrors(t *testing.T) {
 	runErrorCases(t, []errorCase{
 		{
 			name:    "unknown given param",
-			flow:    withParams(sdk.Param("epochs", "3")),
+			flow:    withParams(sdk.Param("epochs", "3"), sdk.Param("seed", "1")),
 			opts:    compile.Options{Params: map[string]string{"epoch": "4"}},
 			want:    field.ErrorList{field.NotFound(params.Key("epoch"), nil)},
-			details: []string{"epochs"},
+			details: []string{"the flow's params are epochs, seed; did you mean epochs?"},
+		},
+		{
+			name:    "unknown given param, near none",
+			flow:    withParams(sdk.Param("epochs", "3")),
+			opts:    compile.Options{Params: map[string]string{"zzz": "4"}},
+			want:    field.ErrorList{field.NotFound(params.Key("zzz"), nil)},
+			details: []string{"the flow's params are epochs"},
 		},
 		{
 			name: "unknown given params, in name order",

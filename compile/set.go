@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/manifoldflow/manifold/internal/suggest"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -52,7 +53,7 @@ func ParseSet(s string) (step string, opt sdk.StepOption, err error) {
 	}
 	build, known := setOptions[name]
 	if !known {
-		return "", nil, fmt.Errorf("unknown option %q; the options are %s", name, strings.Join(SetOptions(), ", "))
+		return "", nil, fmt.Errorf("unknown option %q; the options are %s%s", name, strings.Join(SetOptions(), ", "), suggest.DidYouMean(name, SetOptions()))
 	}
 	if opt, err = build(value); err != nil {
 		return "", nil, err

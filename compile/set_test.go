@@ -23,6 +23,7 @@ func TestParseSet(t *testing.T) {
 		"train.efa":        "write STEP.OPTION=VALUE",
 		".efa=1":           "write STEP.OPTION=VALUE",
 		"train.gpus=1":     `unknown option "gpus"; the options are cpu, disk, efa,`,
+		"train.trainum=4":  `; did you mean trainium?`,
 		"train.retry=two":  `"two" is not a whole number`,
 		"train.timeout=6":  `"6" is not a duration`,
 		"train.efa=lots":   `"lots" is not a whole number`,
