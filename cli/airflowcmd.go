@@ -18,6 +18,7 @@ import (
 
 	"github.com/manifoldflow/manifold/emit"
 	emitairflow "github.com/manifoldflow/manifold/emit/airflow"
+	"github.com/manifoldflow/manifold/output"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runid"
 	"github.com/manifoldflow/manifold/runtimes/airflow"
@@ -316,6 +317,13 @@ func airflowRunsList(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
 	if err != nil {
 		return invalidErr(err)
 	}
+	if format := c.String("output"); format != output.Table {
+		recs := make([]record.Record, len(runs))
+		for i := range runs {
+			recs[i] = *runRecord(cl, p, &runs[i])
+		}
+		return output.Write(c.App.Writer, format, output.NewRunList(recs, time.Now()))
+	}
 	rows := [][]string{{"RUN", "STATE", "STARTED", "DURATION", "TYPE"}}
 	for _, r := range runs {
 		rec := runRecord(cl, p, &r)
@@ -391,6 +399,9 @@ func airflowRunsShow(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, run string) 
 	tis, err := cl.TaskInstances(c.Context, id, run)
 	if err != nil {
 		return invalidErr(err)
+	}
+	if format := c.String("output"); format != output.Table {
+		return output.Write(c.App.Writer, format, output.NewRun(runRecord(cl, p, r), airflow.Tasks(p, tis), time.Now()))
 	}
 	return showRun(c.App.Writer, runRecord(cl, p, r), airflow.Tasks(p, tis))
 }

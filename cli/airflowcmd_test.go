@@ -5,6 +5,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -21,6 +22,7 @@ import (
 	"github.com/manifoldflow/manifold/harness/otlptest"
 	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/harness/testflows"
+	"github.com/manifoldflow/manifold/output"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/airflow"
 	"github.com/manifoldflow/manifold/runtimes/record"
@@ -229,6 +231,31 @@ func TestAirflowLifecycle(t *testing.T) {
 		// latest is the DAG's run that started last: this one.
 		if r := runAF(t, flow, p, "show", "latest"); r.code != 0 || !strings.HasPrefix(r.stdout, "run "+id+" of flow afok: succeeded\n") {
 			t.Errorf("runs show latest: exit %d; want run %s, in:\n%s%s", r.code, id, r.stdout, r.stderr)
+		}
+		// -o json reads the run back from Airflow as a RunList and a Run.
+		if r := runAF(t, flow, p, "list", "-o", "json"); r.code != 0 {
+			t.Errorf("runs list -o json: exit %d:\n%s", r.code, r.stderr)
+		} else {
+			var list output.RunList
+			strictJSON(t, r.stdout, &list)
+			i := slices.IndexFunc(list.Items, func(s output.RunSummary) bool { return s.ID == id })
+			if list.Kind != output.KindRunList || i < 0 || list.Items[i].State != record.Succeeded || list.Items[i].Runtime != "airflow" || list.Items[i].Start == nil {
+				t.Errorf("runs list -o json: want run %s succeeded on airflow, with its start, in:\n%s", id, r.stdout)
+			}
+		}
+		if r := runAF(t, flow, p, "show", "-o", "json", id); r.code != 0 {
+			t.Errorf("runs show -o json: exit %d:\n%s", r.code, r.stderr)
+		} else {
+			var run output.Run
+			strictJSON(t, r.stdout, &run)
+			if run.Kind != output.KindRun || run.ID != id || run.State != record.Succeeded || run.Params["size"] != "large" || len(run.Tasks) != 4 {
+				t.Errorf("runs show -o json: want run %s succeeded with size=large and 4 tasks:\n%s", id, r.stdout)
+			}
+			for _, tk := range run.Tasks {
+				if tk.State != record.Succeeded || tk.Attempts != 1 {
+					t.Errorf("runs show -o json: task %s%v: %s after %d attempts; want succeeded after 1", tk.Step, tk.Index, tk.State, tk.Attempts)
+				}
+			}
 		}
 		if strings.Contains(r.stdout, emitairflow.ConfTraceParent) {
 			t.Errorf("runs show shows the reserved %s among the params:\n%s", emitairflow.ConfTraceParent, r.stdout)
@@ -535,5 +562,15 @@ func waitTask(t *testing.T, cl *airflow.Client, dagID, run, task, state string) 
 			t.Fatalf("task %s of run %s never %s: %v, %v", task, run, state, states, err)
 		case <-time.After(500 * time.Millisecond):
 		}
+	}
+}
+
+// strictJSON decodes data into v, refusing a field v's type does not have.
+func strictJSON(t *testing.T, data string, v any) {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Errorf("decoding %T: %v:\n%s", v, err, data)
 	}
 }

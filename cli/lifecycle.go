@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/manifoldflow/manifold/compile"
+	"github.com/manifoldflow/manifold/output"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/argo"
 	"github.com/manifoldflow/manifold/runtimes/dag"
@@ -464,6 +465,9 @@ func argoRetry(c *ucli.Context, p *plan.Flow, run string) error {
 
 // argoRunsList lists the flow's runs on the cluster.
 func argoRunsList(c *ucli.Context, p *plan.Flow) error {
+	if err := argoTable(c); err != nil {
+		return err
+	}
 	a, err := argoClient(c, p)
 	if err != nil {
 		return err
@@ -483,8 +487,20 @@ func argoRunsList(c *ucli.Context, p *plan.Flow) error {
 	return writeTable(c.App.Writer, rows)
 }
 
+// argoTable refuses --output other than table with --target argo, whose runs
+// are Workflows, not records.
+func argoTable(c *ucli.Context) error {
+	if f := c.String("output"); f != output.Table {
+		return usageErr("runs %s --target argo prints a table: leave out --output %s (a run followed with --wait is recorded here, and runs %s -o %s reads it without --target)", c.Command.Name, f, c.Command.Name, f)
+	}
+	return nil
+}
+
 // argoRunsShow shows one run on the cluster.
 func argoRunsShow(c *ucli.Context, p *plan.Flow, run string) error {
+	if err := argoTable(c); err != nil {
+		return err
+	}
 	a, err := argoClient(c, p)
 	if err != nil {
 		return err

@@ -39,9 +39,6 @@ func runsCommand(flow *sdk.Flow) *ucli.Command {
 						return err
 					}
 					if c.IsSet("target") {
-						if format != output.Table {
-							return usageErr("runs list --target prints a table: leave out --output")
-						}
 						if c.IsSet("all") {
 							return usageErr("runs list --all reads the local records; with --target it lists the flow's runs on the target")
 						}
@@ -84,13 +81,7 @@ func runsCommand(flow *sdk.Flow) *ucli.Command {
 					if err != nil {
 						return err
 					}
-					if format != output.Table && c.Bool("artifacts") {
-						return usageErr("runs show --output %s: leave out --artifacts, and read each artifact with artifact get", format)
-					}
 					if c.IsSet("target") {
-						if format != output.Table {
-							return usageErr("runs show --target prints a table: leave out --output")
-						}
 						if c.IsSet("artifacts") {
 							return usageErr("runs show --artifacts reads the run's record: leave out --target (a run followed with --wait is recorded here)")
 						}
@@ -106,7 +97,21 @@ func runsCommand(flow *sdk.Flow) *ucli.Command {
 						tasks = append(tasks, t.Task)
 					}
 					if format != output.Table {
-						return output.Write(c.App.Writer, format, output.NewRun(&run.Record, tasks, time.Now()))
+						doc := output.NewRun(&run.Record, tasks, time.Now())
+						if c.Bool("artifacts") {
+							as, err := run.Artifacts(c.Context)
+							if err != nil {
+								return invalidErr(err)
+							}
+							for _, a := range as {
+								var index *int
+								if a.Index >= 0 {
+									index = &a.Index
+								}
+								doc.Artifacts = append(doc.Artifacts, output.Artifact{Step: a.Step, Index: index, Name: a.Name, SizeBytes: a.Size, Location: a.Location})
+							}
+						}
+						return output.Write(c.App.Writer, format, doc)
 					}
 					if err := showRun(c.App.Writer, &run.Record, tasks); err != nil {
 						return err

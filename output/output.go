@@ -98,6 +98,21 @@ type Run struct {
 	// Tasks are the run's steps, a foreach step's items one by one, in flow
 	// order.
 	Tasks []Task `json:"tasks"`
+	// Artifacts are what the run's steps put, in flow order: with runs show
+	// --artifacts only.
+	Artifacts []Artifact `json:"artifacts,omitempty"`
+}
+
+// Artifact is an artifact a step (or a foreach item) of a run put.
+type Artifact struct {
+	Step string `json:"step"`
+	// Index is the foreach item's that put it: absent for a step that runs
+	// once.
+	Index     *int   `json:"index,omitempty"`
+	Name      string `json:"name"`
+	SizeBytes int64  `json:"sizeBytes"`
+	// Location is where it is kept: a path or an s3:// URL.
+	Location string `json:"location"`
 }
 
 // Task is one step of a run, or one item of a foreach step.
