@@ -179,19 +179,34 @@ func TestRunsShowWithholdsCredentials(t *testing.T) {
 		}
 	}
 	quiet := sdk.NewFlow("quiet", sdk.Image("registry.example.com/quiet:v1")).Step("fan", sdk.Command("true"), sdk.Foreach("a", "b"))
-	var stdout, stderr bytes.Buffer
-	if code := cli.Run(context.Background(), quiet, []string{"quiet", "runs", "show", rec.ID}, &stdout, &stderr); code != cli.ExitOK {
-		t.Fatalf("runs show: exit status %d; stderr:\n%s", code, stderr.String())
-	}
-	out := stdout.String()
-	for _, secret := range []string{token, jwt, "urlpass-42", "errtoken-42", "taskpass-42"} {
-		if strings.Contains(out, secret) {
-			t.Errorf("runs show prints the credential %q:\n%s", secret, out)
+	// The table, and the documents of -o json and -o yaml, alike.
+	for _, args := range [][]string{{"runs", "show", rec.ID}, {"runs", "show", "-o", "json", rec.ID}, {"runs", "show", "-o", "yaml", rec.ID}, {"runs", "list", "-o", "json"}} {
+		var stdout, stderr bytes.Buffer
+		if code := cli.Run(context.Background(), quiet, append([]string{"quiet"}, args...), &stdout, &stderr); code != cli.ExitOK {
+			t.Fatalf("%s: exit status %d; stderr:\n%s", args, code, stderr.String())
 		}
-	}
-	for _, want := range []string{"api-token=(withheld)", "epochs=3", "shard-a", "eyJ… (withheld)", "http://admin:xxxxx@airflow.internal:8080", "https://u:xxxxx@data.example.com/x"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("runs show does not print %q:\n%s", want, out)
+		out := stdout.String()
+		for _, secret := range []string{token, jwt, "urlpass-42", "errtoken-42", "taskpass-42"} {
+			if strings.Contains(out, secret) {
+				t.Errorf("%s prints the credential %q:\n%s", args, secret, out)
+			}
+		}
+		wants := []string{"shard-a", "eyJ… (withheld)", "http://admin:xxxxx@airflow.internal:8080", "https://u:xxxxx@data.example.com/x"}
+		switch args[len(args)-2] {
+		case "runs", "show":
+			wants = append(wants, "api-token=(withheld)", "epochs=3")
+		case "json":
+			wants = append(wants, `"api-token": "(withheld)"`, `"epochs": "3"`)
+		case "yaml":
+			wants = append(wants, "api-token: (withheld)", `epochs: "3"`)
+		}
+		if args[1] == "list" {
+			wants = []string{"http://admin:xxxxx@airflow.internal:8080", "Authorization: Bearer"}
+		}
+		for _, want := range wants {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s does not print %q:\n%s", args, want, out)
+			}
 		}
 	}
 }
