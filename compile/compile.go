@@ -103,7 +103,7 @@ func Compile(f *sdk.Flow, o Options) (*plan.Flow, field.ErrorList) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(o.Overrides)) {
 		if !known[name] {
-			errs = append(errs, fieldErr(field.ErrorTypeNotFound, field.NewPath("set").Key(name), name, "no step of that name; the flow's steps are "+strings.Join(stepNames, ", ")))
+			errs = append(errs, fieldErr(field.ErrorTypeNotFound, field.NewPath("set").Key(name), name, "no step of that name; the flow's steps are "+strings.Join(stepNames, ", ")+suggest.DidYouMean(name, stepNames)))
 		}
 	}
 

@@ -55,6 +55,19 @@ func TestNameErrors(t *testing.T) {
 	}
 	name := field.NewPath("name")
 	runErrorCases(t, []errorCase{
+		{
+			name:    "after a misspelt step",
+			flow:    sdk.NewFlow("f", sdk.Image(img)).Step("prepare", sdk.Command("true")).Step("train", sdk.Command("true"), sdk.After("prepar")),
+			want:    field.ErrorList{field.NotFound(stepAt("train").Child("after").Index(0), nil)},
+			details: []string{"sdk.After names steps of the same flow; did you mean prepare?"},
+		},
+		{
+			name:    "set of a misspelt step",
+			flow:    stepNamed("train"),
+			opts:    compile.Options{Overrides: map[string][]sdk.StepOption{"trian": {sdk.Retry(1)}}},
+			want:    field.ErrorList{field.NotFound(field.NewPath("set").Key("trian"), nil)},
+			details: []string{"the flow's steps are train; did you mean train?"},
+		},
 		{name: "flow uppercase", flow: flowNamed("Train"), want: field.ErrorList{field.Invalid(name, nil, "")}},
 		{name: "flow underscore", flow: flowNamed("my_flow"), want: field.ErrorList{field.Invalid(name, nil, "")}},
 		{name: "flow starts with a digit", flow: flowNamed("1flow"), want: field.ErrorList{field.Invalid(name, nil, "")}, details: []string{"start with a letter"}},

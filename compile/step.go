@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/manifoldflow/manifold/internal/suggest"
 	"github.com/manifoldflow/manifold/plan"
 )
 
@@ -106,7 +107,7 @@ func checkOrder(r *resolved, s *plan.Step, known map[string]bool) field.ErrorLis
 		case a == r.name:
 			errs = append(errs, field.Invalid(at, a, "a step cannot wait for itself"))
 		case !known[a]:
-			errs = append(errs, fieldErr(field.ErrorTypeNotFound, at, a, "no step of that name; sdk.After names steps of the same flow"))
+			errs = append(errs, fieldErr(field.ErrorTypeNotFound, at, a, "no step of that name; sdk.After names steps of the same flow"+suggest.DidYouMean(a, slices.Sorted(maps.Keys(known)))))
 		case !seen[a]:
 			seen[a] = true
 			s.After = append(s.After, a)

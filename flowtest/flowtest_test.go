@@ -393,7 +393,7 @@ func TestRunRefuses(t *testing.T) {
 		"config": {[]flowtest.Option{flowtest.Stub("train"), flowtest.Config("testdata/none.toml")},
 			`flowtest.Config("testdata/none.toml"): no such file`},
 		"bad config": {[]flowtest.Option{flowtest.Stub("train"), flowtest.Config("testdata/bad.toml")},
-			"flowtest: testdata/bad.toml: unknown keys retries;"},
+			"flowtest: testdata/bad.toml: unknown key retries;"},
 		"items of a step without Foreach": {[]flowtest.Option{flowtest.Stub("train"), flowtest.Items("train", "a", "b")},
 			`flowtest.Items("train"): step train of flow refuse has no sdk.Foreach, so items would make it a foreach step it is not; give Items to a step declared with sdk.Foreach`},
 		"items of no step": {[]flowtest.Option{flowtest.Stub("train"), flowtest.Items("trian", "a")},
