@@ -185,6 +185,9 @@ type StepSpec struct {
 	// Claims name installed ResourceClaimTemplates the step's pods claim from
 	// (sdk.Claim), in the order given.
 	Claims []string
+	// NoArtifacts, when true, says the step's code neither puts nor gets
+	// artifacts (sdk.NoArtifacts).
+	NoArtifacts *bool
 }
 
 // Apply applies opts to s in order.
@@ -280,6 +283,7 @@ func (s StepSpec) clone() StepSpec {
 	c.RunAsUser = clonePtr(s.RunAsUser)
 	c.RunAsNonRoot = clonePtr(s.RunAsNonRoot)
 	c.HostNetwork = clonePtr(s.HostNetwork)
+	c.NoArtifacts = clonePtr(s.NoArtifacts)
 	c.Retry = clonePtr(s.Retry)
 	c.RetryBackoff = clonePtr(s.RetryBackoff)
 	c.Timeout = clonePtr(s.Timeout)
