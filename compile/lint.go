@@ -68,14 +68,14 @@ func lintArtifacts(p *plan.Flow) []Warning {
 	if p.Artifacts != nil {
 		return nil
 	}
-	var named []string
+	var runNamed, cmdNamed []string
 	more, runs, commands := 0, 0, 0
-	name := func(s string) {
-		if len(named) == maxNamed {
+	name := func(list *[]string, s string) {
+		if len(runNamed)+len(cmdNamed) == maxNamed {
 			more++
 			return
 		}
-		named = append(named, s)
+		*list = append(*list, s)
 	}
 	for i := range p.Steps {
 		s := &p.Steps[i]
@@ -83,7 +83,7 @@ func lintArtifacts(p *plan.Flow) []Warning {
 		if s.Body == plan.BodyRun {
 			if !s.NoArtifacts {
 				runs++
-				name(at.String() + " (a Run step)")
+				name(&runNamed, at.String())
 			}
 			continue
 		}
@@ -91,7 +91,7 @@ func lintArtifacts(p *plan.Flow) []Warning {
 			for _, v := range storeVars {
 				if strings.Contains(value, v) {
 					commands++
-					name(path.String() + " (" + v + ")")
+					name(&cmdNamed, path.String()+" ("+v+")")
 					return
 				}
 			}
@@ -108,7 +108,15 @@ func lintArtifacts(p *plan.Flow) []Warning {
 	if runs+commands == 0 {
 		return nil
 	}
-	list := strings.Join(named, ", ")
+	var parts []string
+	switch {
+	case len(runNamed) == 1 && runs == 1:
+		parts = append(parts, "its Run step "+runNamed[0])
+	case len(runNamed) > 0:
+		parts = append(parts, "its Run steps ("+strings.Join(runNamed, ", ")+")")
+	}
+	parts = append(parts, cmdNamed...)
+	list := strings.Join(parts, ", ")
 	if more > 0 {
 		list += fmt.Sprintf(" and %d more", more)
 	}
