@@ -44,8 +44,10 @@
 //	func main() { cli.Main(flow) }
 //
 // Then `go run . validate` checks it, `go run . run` runs it on this machine, and
-// `go run . compile --target argo` writes it for Argo Workflows (or job, jobset,
-// airflow).
+// `go run . compile --target argo --artifacts s3://bucket/prefix` writes it for
+// Argo Workflows (or job, jobset, airflow), with the artifact store through which
+// its steps pass data on a cluster (without one, compile and validate warn that
+// prepare's Put and evaluate's Get cannot work there).
 //
 // Options are values applied in order; the last one of a kind wins, and options
 // that add to a list (After, Env, Toleration, Label, Volume…) accumulate. A step
