@@ -127,7 +127,11 @@ func lintArtifacts(p *plan.Flow) []Warning {
 	if commands > 0 {
 		why = append(why, "the pods have no "+strings.Join(storeVars, ", ")+": a $("+plan.EnvArtifacts+") in a command or variable stays literal text, and a shell's $"+plan.EnvArtifacts+" is empty")
 	}
-	detail := "the flow has no artifact store, but " + list + " keep or read artifacts: on a cluster " + strings.Join(why, "; ") + "; " + NoStoreAdvice
+	verb := " keep or read"
+	if runs+commands == 1 {
+		verb = " keeps or reads"
+	}
+	detail := "the flow has no artifact store, but " + list + verb + " artifacts: on a cluster " + strings.Join(why, "; ") + "; " + NoStoreAdvice
 	if runs > 0 {
 		detail += "; a Run step that puts and gets nothing says so with sdk.NoArtifacts()"
 	}

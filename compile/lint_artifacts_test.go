@@ -36,7 +36,7 @@ func TestLintNoArtifactStore(t *testing.T) {
 	}, {
 		name: "a Command step's $(MANIFOLD_ARTIFACTS)",
 		flow: sdk.NewFlow("f", sdk.Image(img)).Step("save", sdk.Command("cp", "model.pt", "$(MANIFOLD_ARTIFACTS)/model.pt")),
-		want: []string{"steps[save].command[2]", "$(MANIFOLD_ARTIFACTS)", "literal"},
+		want: []string{"but steps[save].command[2] (MANIFOLD_ARTIFACTS) keeps or reads artifacts", "$(MANIFOLD_ARTIFACTS)", "literal"},
 	}, {
 		name: "a shell's $MANIFOLD_RUN_DIR and a variable made of MANIFOLD_ARTIFACTS",
 		flow: sdk.NewFlow("f", sdk.Image(img)).
@@ -52,7 +52,7 @@ func TestLintNoArtifactStore(t *testing.T) {
 	}, {
 		name: "one of two Run steps says it keeps nothing",
 		flow: sdk.NewFlow("f", sdk.Image(img)).Step("a", sdk.Run(run), sdk.NoArtifacts()).Step("b", sdk.Run(run)),
-		want: []string{"steps[b]"},
+		want: []string{"but its Run step steps[b] keeps or reads artifacts"},
 		not:  []string{"steps[a]"},
 	}, {
 		name: "an S3 store",
