@@ -122,7 +122,7 @@ func lintArtifacts(p *plan.Flow) []Warning {
 	}
 	var why []string
 	if runs > 0 {
-		why = append(why, "a Run step's ctx.Put keeps what it puts on its pod's own disk, which no other step sees, and its ctx.Get fails")
+		why = append(why, "each pod has only its own disk, which no other step's pod sees, so a Run step's ctx.Put and ctx.Get fail there")
 	}
 	if commands > 0 {
 		why = append(why, "the pods have no "+strings.Join(storeVars, ", ")+": a $("+plan.EnvArtifacts+") in a command or variable stays literal text, and a shell's $"+plan.EnvArtifacts+" is empty")
