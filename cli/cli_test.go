@@ -143,8 +143,8 @@ var panicFlow = sdk.NewFlow("panicflow", sdk.Image("registry.example.com/panic:v
 	Step("fail", sdk.Run(func(*sdk.Context) error { return errors.New("disk full") }))
 
 // cronFlow is valid, but the job target makes a CronJob only of a one-step flow:
-// compile fails where validate passes.
-var cronFlow = sdk.NewFlow("cronflow", sdk.Image("registry.example.com/cron:v1"), sdk.Schedule("0 3 * * *")).
+// compile fails where validate passes. Its steps keep no artifacts, and say so.
+var cronFlow = sdk.NewFlow("cronflow", sdk.Image("registry.example.com/cron:v1"), sdk.Schedule("0 3 * * *"), sdk.NoArtifacts()).
 	Step("extract", sdk.Run(noop)).
 	Step("load", sdk.Run(noop), sdk.After("extract"))
 

@@ -249,6 +249,13 @@ func lifecycle(c *ucli.Context, flow *sdk.Flow, build bool, onArgo, onAirflow fu
 	if err != nil {
 		return err
 	}
+	if c.Command.Name == "deploy" {
+		// What deploy puts on the engine runs as pods on a cluster: the flow's
+		// warnings, as compile prints them.
+		if err := lint(c, p, false); err != nil {
+			return err
+		}
+	}
 	if target == targetArgo {
 		return onArgo(p)
 	}

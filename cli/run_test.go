@@ -15,7 +15,7 @@ import (
 // os.Stdout and os.Stderr swapped for files, those files stay empty.
 func TestRunWriters(t *testing.T) {
 	quiet := sdk.NewFlow("quiet", sdk.Image("registry.example.com/quiet:v1")).
-		Step("one", sdk.Run(func(*sdk.Context) error { return nil }), sdk.CPU("1"))
+		Step("one", sdk.Run(func(*sdk.Context) error { return nil }), sdk.CPU("1"), sdk.NoArtifacts())
 
 	// Run steps would start this test binary again; a Command step runs as is.
 	shell := sdk.NewFlow("shell", sdk.Image("registry.example.com/shell:v1")).

@@ -31,14 +31,111 @@ func (w Warning) Error() string { return w.Field + ": " + w.Detail }
 // written as $(NAME) into a shell's script (lintShell), and values that look like
 // credentials (an AWS key, a private key, a token) written where every target's
 // files, the run records and anyone who can read the pod see them. A warning
-// never holds such a value: at most the prefix its kind shares (AKIA…).
+// never holds such a value: at most the prefix its kind shares (AKIA…). Then a
+// flow without an artifact store whose steps keep or read artifacts
+// (lintArtifacts).
 func Lint(p *plan.Flow) []Warning {
 	var out []Warning
 	for i := range p.Steps {
 		out = append(out, lintStep(&p.Steps[i])...)
 		out = append(out, lintShell(p, &p.Steps[i])...)
 	}
-	return append(out, lintCredentials(p)...)
+	out = append(out, lintCredentials(p)...)
+	return append(out, lintArtifacts(p)...)
+}
+
+// NoStoreAdvice says how to give a flow an artifact store, and what each kind
+// is: the advice of the warning of a flow without one and of the error of a
+// Put or Get in a pod without one.
+const NoStoreAdvice = "give the flow an artifact store that every pod reaches: --artifacts s3://bucket/prefix (an S3 bucket and prefix; with --artifacts-endpoint URL, an S3-compatible server such as MinIO), --artifacts pvc://CLAIM (a ReadWriteMany PersistentVolumeClaim that every pod mounts), the same as artifacts = \"s3://bucket/prefix\" in manifold.toml (for every command), or sdk.ArtifactVolume(\"CLAIM\") in the flow's code"
+
+// storeVars are the variables through which a Command step reaches the
+// artifact store; a pod of a flow without a store has none of them.
+var storeVars = []string{plan.EnvArtifacts, plan.EnvRunDir, plan.EnvArtifactStore}
+
+// maxNamed bounds the steps a warning names; it counts the others.
+const maxNamed = 5
+
+// lintArtifacts warns of a flow without an artifact store that has steps that
+// keep or read artifacts: Run steps, whose Go code may call ctx.Put and ctx.Get
+// (but those that say with sdk.NoArtifacts that they do not), and Command steps
+// whose command or variables name MANIFOLD_ARTIFACTS, MANIFOLD_RUN_DIR or
+// MANIFOLD_ARTIFACT_STORE. On a cluster each pod has only its own file system,
+// and none of those variables. Every target runs pods on a cluster, so
+// compile and validate lint every flow; a local run, which keeps artifacts in
+// its run directory, does not.
+func lintArtifacts(p *plan.Flow) []Warning {
+	if p.Artifacts != nil {
+		return nil
+	}
+	var runNamed, cmdNamed []string
+	more, runs, commands := 0, 0, 0
+	name := func(list *[]string, s string) {
+		if len(runNamed)+len(cmdNamed) == maxNamed {
+			more++
+			return
+		}
+		*list = append(*list, s)
+	}
+	for i := range p.Steps {
+		s := &p.Steps[i]
+		at := field.NewPath("steps").Key(s.Name)
+		if s.Body == plan.BodyRun {
+			if !s.NoArtifacts {
+				runs++
+				name(&runNamed, at.String())
+			}
+			continue
+		}
+		refers := func(path *field.Path, value string) {
+			for _, v := range storeVars {
+				if strings.Contains(value, v) {
+					commands++
+					name(&cmdNamed, path.String()+" ("+v+")")
+					return
+				}
+			}
+		}
+		for j, arg := range s.Command {
+			refers(at.Child("command").Index(j), arg)
+		}
+		for _, e := range s.Env {
+			if e.SecretName == "" {
+				refers(at.Child("env").Key(e.Name), e.Value)
+			}
+		}
+	}
+	if runs+commands == 0 {
+		return nil
+	}
+	var parts []string
+	switch {
+	case len(runNamed) == 1 && runs == 1:
+		parts = append(parts, "its Run step "+runNamed[0])
+	case len(runNamed) > 0:
+		parts = append(parts, "its Run steps ("+strings.Join(runNamed, ", ")+")")
+	}
+	parts = append(parts, cmdNamed...)
+	list := strings.Join(parts, ", ")
+	if more > 0 {
+		list += fmt.Sprintf(" and %d more", more)
+	}
+	var why []string
+	if runs > 0 {
+		why = append(why, "each pod has only its own disk, which no other step's pod sees, so a Run step's ctx.Put and ctx.Get fail there")
+	}
+	if commands > 0 {
+		why = append(why, "the pods have no "+strings.Join(storeVars, ", ")+": a $("+plan.EnvArtifacts+") in a command or variable stays literal text, and a shell's $"+plan.EnvArtifacts+" is empty")
+	}
+	verb := " keep or read"
+	if runs+commands == 1 {
+		verb = " keeps or reads"
+	}
+	detail := "the flow has no artifact store, but " + list + verb + " artifacts: on a cluster " + strings.Join(why, "; ") + "; " + NoStoreAdvice
+	if runs > 0 {
+		detail += "; a Run step that puts and gets nothing says so with sdk.NoArtifacts()"
+	}
+	return []Warning{{Field: field.NewPath("artifacts").String(), Detail: detail}}
 }
 
 func lintStep(s *plan.Step) []Warning {

@@ -88,6 +88,7 @@ type resolved struct {
 	runAsUser              val[int64]
 	runAsNonRoot           val[bool]
 	hostNetwork            val[bool]
+	noArtifacts            val[bool]
 
 	retry        val[int]
 	retryBackoff val[time.Duration]
@@ -149,6 +150,7 @@ func merge(name string, at *field.Path, layers []layer) *resolved {
 		runAsUser:        pick(layers, "runAsUser", func(s *sdk.StepSpec) *int64 { return s.RunAsUser }),
 		runAsNonRoot:     pick(layers, "runAsNonRoot", func(s *sdk.StepSpec) *bool { return s.RunAsNonRoot }),
 		hostNetwork:      pick(layers, "hostNetwork", func(s *sdk.StepSpec) *bool { return s.HostNetwork }),
+		noArtifacts:      pick(layers, "noArtifacts", func(s *sdk.StepSpec) *bool { return s.NoArtifacts }),
 
 		retry:        pick(layers, "retry", func(s *sdk.StepSpec) *int { return s.Retry }),
 		retryBackoff: pick(layers, "retryBackoff", func(s *sdk.StepSpec) *time.Duration { return s.RetryBackoff }),

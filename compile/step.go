@@ -320,6 +320,7 @@ func (e stepEnv) pod(r *resolved, s *plan.Step) field.ErrorList {
 		s.RunAsNonRoot = new(true)
 	}
 	s.HostNetwork = r.hostNetwork.set && r.hostNetwork.v
+	s.NoArtifacts = r.noArtifacts.set && r.noArtifacts.v
 	return errs
 }
 

@@ -259,6 +259,11 @@ type Step struct {
 	RunAsNonRoot *bool
 	// HostNetwork runs the step's pods in their node's network namespace.
 	HostNetwork bool
+	// NoArtifacts says the step's code neither puts nor gets artifacts
+	// (sdk.NoArtifacts), so it needs no artifact store. It is left out of the
+	// step's JSON when false, so that the digest of a step without it is what
+	// it was before the field was added.
+	NoArtifacts bool `json:",omitempty"`
 
 	// Retry is how many times a failed attempt is retried (0: never).
 	Retry        int

@@ -67,7 +67,8 @@ func TestPackageDocFlow(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build of the package doc's program: %v\n%s\n%s", err, out, src)
 	}
-	validate := exec.Command(bin, "validate")
+	// With the store the doc compiles it with: its steps pass data.
+	validate := exec.Command(bin, "validate", "--artifacts", "s3://ml-artifacts/flows")
 	validate.Dir = dir
 	out, err := validate.CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "flow neuron-train is valid: 3 steps\n") {

@@ -626,6 +626,20 @@ func ExampleArtifactVolume() {
 	//   name: manifold-artifacts
 }
 
+func ExampleNoArtifacts() {
+	// prepare puts what evaluate gets; report keeps nothing, and says so.
+	f := sdk.NewFlow("f", sdk.Image(img)).
+		Step("prepare", sdk.Run(func(ctx *sdk.Context) error { return ctx.Put("shards", 4) })).
+		Step("evaluate", sdk.Run(func(ctx *sdk.Context) error { var n int; return ctx.Get("prepare", "shards", &n) }), sdk.After("prepare")).
+		Step("report", sdk.Run(func(*sdk.Context) error { return nil }), sdk.After("evaluate"), sdk.NoArtifacts())
+	for _, w := range compile.Lint(compiled(f)) {
+		what, _, _ := strings.Cut(w.Detail, ":")
+		fmt.Println(w.Field+":", what)
+	}
+	// Output:
+	// artifacts: the flow has no artifact store, but its Run steps (steps[prepare], steps[evaluate]) keep or read artifacts
+}
+
 func ExampleDRA() {
 	f := sdk.NewFlow("f", sdk.Image(img)).
 		Step("train", sdk.Command("torchrun", "train.py"), sdk.InstanceType("trn2.48xlarge"), sdk.Trainium(16), sdk.EFA(16), sdk.DRA())

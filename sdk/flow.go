@@ -44,8 +44,10 @@
 //	func main() { cli.Main(flow) }
 //
 // Then `go run . validate` checks it, `go run . run` runs it on this machine, and
-// `go run . compile --target argo` writes it for Argo Workflows (or job, jobset,
-// airflow).
+// `go run . compile --target argo --artifacts s3://bucket/prefix` writes it for
+// Argo Workflows (or job, jobset, airflow), with the artifact store through which
+// its steps pass data on a cluster (without one, compile and validate warn that
+// prepare's Put and evaluate's Get cannot work there).
 //
 // Options are values applied in order; the last one of a kind wins, and options
 // that add to a list (After, Env, Toleration, Label, Volume…) accumulate. A step
@@ -185,6 +187,9 @@ type StepSpec struct {
 	// Claims name installed ResourceClaimTemplates the step's pods claim from
 	// (sdk.Claim), in the order given.
 	Claims []string
+	// NoArtifacts, when true, says the step's code neither puts nor gets
+	// artifacts (sdk.NoArtifacts).
+	NoArtifacts *bool
 }
 
 // Apply applies opts to s in order.
@@ -280,6 +285,7 @@ func (s StepSpec) clone() StepSpec {
 	c.RunAsUser = clonePtr(s.RunAsUser)
 	c.RunAsNonRoot = clonePtr(s.RunAsNonRoot)
 	c.HostNetwork = clonePtr(s.HostNetwork)
+	c.NoArtifacts = clonePtr(s.NoArtifacts)
 	c.Retry = clonePtr(s.Retry)
 	c.RetryBackoff = clonePtr(s.RetryBackoff)
 	c.Timeout = clonePtr(s.Timeout)

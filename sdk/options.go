@@ -603,6 +603,20 @@ type artifactVolume string
 func (o artifactVolume) applyFlow(f *FlowSpec) { f.ArtifactVolume = new(string(o)) }
 func (o artifactVolume) String() string        { return fmt.Sprintf("ArtifactVolume(%q)", string(o)) }
 
+// NoArtifacts says that the step's Go code (a Run step's) neither puts nor gets
+// artifacts, so that it needs no artifact store on a cluster: compile and
+// validate do not count it among the steps that keep or read artifacts when
+// they warn of a flow without a store. Given to the flow, it says so of every
+// step. It changes nothing else: on a cluster without a store, a Put or Get of
+// the step still fails, saying how to give the flow a store.
+func NoArtifacts() Option { return noArtifacts{} }
+
+type noArtifacts struct{}
+
+func (o noArtifacts) applyStep(s *StepSpec) { s.NoArtifacts = new(true) }
+func (o noArtifacts) applyFlow(f *FlowSpec) { o.applyStep(&f.Defaults) }
+func (o noArtifacts) String() string        { return "NoArtifacts()" }
+
 // upsert replaces the element of list with v's key, or appends v.
 func upsert[T any](list []T, v T, key func(T) string) []T {
 	for i := range list {

@@ -134,6 +134,7 @@ func TestOptionsCompareAndPrint(t *testing.T) {
 		{sdk.Param("epochs", "3"), `Param("epochs", "3")`},
 		{sdk.RunAsNonRoot(true), "RunAsNonRoot(true)"},
 		{sdk.HostNetwork(true), "HostNetwork(true)"},
+		{sdk.NoArtifacts(), "NoArtifacts()"},
 	} {
 		if got := fmt.Sprint(tc.opt); got != tc.want {
 			t.Errorf("%#v prints %q, want %q", tc.opt, got, tc.want)

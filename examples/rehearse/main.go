@@ -22,6 +22,8 @@ var flow = sdk.NewFlow("rehearse",
 	sdk.Image("registry.example.com/manifold/rehearse:v1"),
 	sdk.Param("epochs", "2"),
 	sdk.CPU("100m"), sdk.Memory("128Mi"),
+	// Its steps pass no data, so it needs no artifact store on a cluster.
+	sdk.NoArtifacts(),
 ).
 	Step("prepare", sdk.Run(prepare)).
 	Step("train", sdk.Run(train), sdk.After("prepare"),
