@@ -9,8 +9,9 @@
 //
 // A runtime keeps only what is its own: how it starts a unit, watches it and
 // stops it. It adds the units, calls Release for those it may start, reports
-// what each unit does (Start, Succeed, Fail, Interrupt, Update; Retry for a
-// failed attempt that a runtime retries itself, after Backoff), and calls
+// what each unit does (Start, Succeed, Fail, Interrupt, Update; Failed, or
+// Retry, for a failed attempt that a runtime retries itself, after Backoff),
+// and calls
 // Finish when none is left. Run.Now is the clock of the times recorded.
 package dag
 
@@ -496,6 +497,21 @@ func (r *Run) Retry(u *Unit, msg string, code *int) (time.Duration, bool) {
 	}
 	r.Disp.Event(u.Label, true, "attempt %d failed: %s; %s", n, msg, when)
 	return delay, true
+}
+
+// ErrCannotStart is wrapped by the error of an attempt whose program could not
+// start (not found, not executable): another attempt would fail alike.
+var ErrCannotStart = errors.New("cannot start")
+
+// Failed records that an attempt of u failed with err, its exit code being
+// code when one is known: Retry, but for an attempt whose program could not
+// start (ErrCannotStart), which fails u at once, retries left or not.
+func (r *Run) Failed(u *Unit, err error, code *int) (time.Duration, bool) {
+	if errors.Is(err, ErrCannotStart) {
+		r.Fail(u, err.Error(), "", code)
+		return 0, false
+	}
+	return r.Retry(u, err.Error(), code)
 }
 
 // Backoff is the delay before the retry that follows attempt n of a step with

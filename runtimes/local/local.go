@@ -245,9 +245,7 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	r.Trace = o.Tracer.Begin(f, id, "local")
 	r.Disp.Start()
 	r.loop(ctx)
-	res, err := r.Finish(ctx.Err() != nil, func(t record.Task) string {
-		return fmt.Sprintf(" (log: %s)", display.Rel(filepath.Join(t.Dir(dir), record.StderrLog)))
-	})
+	res, err := r.Finish(ctx.Err() != nil, func(t record.Task) string { return logOf(t.Dir(dir)) })
 	r.Disp.Stop()
 	r.Ended(res.State)
 	return res, err
@@ -369,7 +367,21 @@ func (r *runner) ended(ctx context.Context, t *task, o outcome) (time.Duration, 
 		r.Interrupt(t.Unit, "")
 		return 0, false
 	}
-	return r.Retry(t.Unit, o.failure().Error(), o.exitCode)
+	return r.Failed(t.Unit, o.failure(), o.exitCode)
+}
+
+// logOf is what the error of a failed task says of its log, in state directory
+// dir: " (log: PATH)" of its stderr.log, or of its stdout.log when it wrote
+// nothing to stderr; "" when it wrote nothing (a log is made at its first
+// write), or never started.
+func logOf(dir string) string {
+	for _, name := range []string{record.StderrLog, record.StdoutLog} {
+		path := filepath.Join(dir, name)
+		if info, err := os.Stat(path); err == nil && info.Size() > 0 {
+			return fmt.Sprintf(" (log: %s)", display.Rel(path))
+		}
+	}
+	return ""
 }
 
 func clip(s string, n int) string {
