@@ -50,7 +50,7 @@ func runsCommand(flow *sdk.Flow) *ucli.Command {
 						if !c.Bool("all") && r.Flow != flowName(flow) {
 							continue
 						}
-						rows = append(rows, []string{r.ID, r.Flow, string(r.State), r.Start.Local().Format(time.DateTime), span(r.State, r.Start, r.End), where(&r)})
+						rows = append(rows, []string{r.ID, r.Flow, runState(&r), r.Start.Local().Format(time.DateTime), span(r.State, r.Start, r.End), where(&r)})
 					}
 					return writeTable(c.App.Writer, rows)
 				},
@@ -134,6 +134,9 @@ func showRun(out io.Writer, rec *record.Record, tasks []record.Task) error {
 	if rec.Error != "" {
 		fmt.Fprintf(out, "error: %s\n", credential.Redact("", rec.Error))
 	}
+	if stubbed := rec.Stubbed(); len(stubbed) > 0 {
+		fmt.Fprintf(out, "stubbed, their programs not run: %s\n", strings.Join(stubbed, ", "))
+	}
 	fmt.Fprintln(out)
 	// NODE and REASON are a cluster's; a column shows only when a task has it.
 	nodes := slices.ContainsFunc(tasks, func(t record.Task) bool { return t.Node != "" })
@@ -155,7 +158,7 @@ func showRun(out io.Writer, rec *record.Record, tasks []record.Task) error {
 		if !t.Start.IsZero() {
 			dur = span(t.State, t.Start, t.End)
 		}
-		row := []string{t.Label(), credential.Redact("", t.Item), string(t.State), strconv.Itoa(t.Attempts), dur, exit}
+		row := []string{t.Label(), credential.Redact("", t.Item), t.Shown(), strconv.Itoa(t.Attempts), dur, exit}
 		if nodes {
 			row = append(row, t.Node)
 		}

@@ -201,14 +201,14 @@ func (r *Run) Resume(u *Unit) error {
 }
 
 // Earlier returns what an earlier runner of the run kept in dir recorded of
-// unit u, and whether u succeeded then, for the same item: such a unit is not
-// run again.
+// unit u, and whether u succeeded then, for the same item, and not stubbed:
+// such a unit is not run again.
 func Earlier(dir string, u *Unit) (record.Task, bool, error) {
 	prev, err := record.ReadTask(dir, u.Step.Name, u.Index)
 	if err != nil {
 		return prev, false, err
 	}
-	return prev, prev.State == record.Succeeded && prev.Item == u.rec.Item, nil
+	return prev, prev.State == record.Succeeded && !prev.Stubbed && prev.Item == u.rec.Item, nil
 }
 
 // Task returns a copy of u's record.
@@ -429,9 +429,33 @@ func (r *Run) Start(u *Unit) int {
 		if n == 1 {
 			t.Start, t.End = r.now(), time.Time{}
 		}
-		t.State, t.ExitCode, t.Error, t.Reason = record.Running, nil, "", ""
+		t.State, t.ExitCode, t.Error, t.Reason, t.Stubbed = record.Running, nil, "", "", false
 	})
 	return n
+}
+
+// Stub records that u succeeded without running: its step is stubbed (a
+// rehearsal of the flow), and its program did not run.
+func (r *Run) Stub(u *Unit) {
+	now := r.now()
+	r.Update(u, func(t *record.Task) {
+		t.State, t.Start, t.End, t.Attempts, t.Stubbed = record.Succeeded, now, now, 0, true
+		t.ExitCode, t.Error, t.Reason, t.Pods, t.Node = nil, "", "", nil, ""
+	})
+	r.Disp.Event(u.Label, false, "stubbed: its program did not run")
+}
+
+// stubbed returns the steps of which a unit is recorded stubbed, in flow
+// order; callers hold r.mu.
+func (r *Run) stubbed() []string {
+	var steps []string
+	for i := range r.Flow.Steps {
+		name := r.Flow.Steps[i].Name
+		if slices.ContainsFunc(r.steps[name], func(u *Unit) bool { return u.rec.Stubbed }) {
+			steps = append(steps, name)
+		}
+	}
+	return steps
 }
 
 // Running tells the run's trace that the attempt of u that runs now started
@@ -563,6 +587,12 @@ func (r *Run) Finish(interrupted bool, detail func(record.Task) string) (*Result
 		}
 	}
 	writeErr := r.writeErr
+	// A step is recorded stubbed when one of its units was: a resume without
+	// the stub runs it again (Changes).
+	stubbed := r.stubbed()
+	for i := range r.Rec.Steps {
+		r.Rec.Steps[i].Stubbed = slices.Contains(stubbed, r.Rec.Steps[i].Name)
+	}
 	r.mu.Unlock()
 
 	var err error
@@ -597,9 +627,14 @@ func (r *Run) Finish(interrupted bool, detail func(record.Task) string) (*Result
 	return res, err
 }
 
-// Ended tells how the run ended and how long it took.
+// Ended tells how the run ended and how long it took, and that it was a
+// rehearsal when steps were stubbed.
 func (r *Run) Ended(state record.State) {
-	r.Disp.Note("run %s %s in %s", r.ID, state, display.Human(r.Rec.End.Sub(r.Rec.Start)))
+	rehearsal := ""
+	if stubbed := r.Rec.Stubbed(); len(stubbed) > 0 {
+		rehearsal = "; a rehearsal: " + strings.Join(stubbed, ", ") + " stubbed, their programs not run"
+	}
+	r.Disp.Note("run %s %s in %s%s", r.ID, state, display.Human(r.Rec.End.Sub(r.Rec.Start)), rehearsal)
 }
 
 // Failure says which steps failed, why the first did (with what detail adds to
@@ -689,6 +724,8 @@ func Changes(id string, prev, now []record.StepInfo) (map[string]bool, string) {
 			why = "spec"
 		case old.Build != s.Build:
 			why = "program build"
+		case old.Stubbed && !s.Stubbed:
+			why = "stubbed then"
 		}
 		if why != "" {
 			changed = append(changed, s.Name+" ("+why+")")

@@ -136,6 +136,11 @@ type StepInfo struct {
 	// changed, and every step that waits for it.
 	Spec  string `json:"spec,omitempty"`
 	Build string `json:"build,omitempty"`
+	// Stubbed says the step was stubbed when the run last ran it: its units
+	// succeeded without running its program (a rehearsal, Task.Stubbed). A
+	// resume without the stub runs it again, with every step that waits for
+	// it.
+	Stubbed bool `json:"stubbed,omitempty"`
 }
 
 // Task is the state.json of one step, or of one item of a foreach step.
@@ -160,6 +165,30 @@ type Task struct {
 	// Reason is the cluster's word for how the last attempt ended or why it
 	// waits: OOMKilled, ImagePullBackOff, Unschedulable…
 	Reason string `json:"reason,omitempty"`
+	// Stubbed says the task succeeded without running its program: its step
+	// was stubbed (a rehearsal of the flow, run --stub).
+	Stubbed bool `json:"stubbed,omitempty"`
+}
+
+// Shown is the task's state as output shows it: "stubbed" for a task that
+// succeeded stubbed, so that a rehearsal never reads as a real run.
+func (t *Task) Shown() string {
+	if t.Stubbed && t.State == Succeeded {
+		return "stubbed"
+	}
+	return string(t.State)
+}
+
+// Stubbed returns the steps of the run that were stubbed when it last ran
+// (StepInfo.Stubbed), in flow order.
+func (rec *Record) Stubbed() []string {
+	var steps []string
+	for _, s := range rec.Steps {
+		if s.Stubbed {
+			steps = append(steps, s.Name)
+		}
+	}
+	return steps
 }
 
 // Label names the task in output: the step, with [index] for a foreach item.
