@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -142,6 +143,17 @@ func runState(rec *record.Record) string {
 		return string(rec.State) + " (stubbed)"
 	}
 	return string(rec.State)
+}
+
+// runSpan is how long a run ran, as runs list and runs show say it: span, of
+// the time its runners ran it (record.Record.Took), without the time between a
+// runner's end and a resume.
+func runSpan(rec *record.Record) string {
+	end := rec.End
+	if end.IsZero() {
+		end = time.Now()
+	}
+	return span(rec.State, end.Add(-rec.Took(end)), rec.End)
 }
 
 // terminal reports whether w is a terminal that can show the live view, and its

@@ -50,7 +50,7 @@ func runsCommand(flow *sdk.Flow) *ucli.Command {
 						if !c.Bool("all") && r.Flow != flowName(flow) {
 							continue
 						}
-						rows = append(rows, []string{r.ID, r.Flow, runState(&r), r.Start.Local().Format(time.DateTime), span(r.State, r.Start, r.End), where(&r)})
+						rows = append(rows, []string{r.ID, r.Flow, runState(&r), r.Start.Local().Format(time.DateTime), runSpan(&r), where(&r)})
 					}
 					return writeTable(c.App.Writer, rows)
 				},
@@ -122,7 +122,7 @@ func showRun(out io.Writer, rec *record.Record, tasks []record.Task) error {
 		// A DAG run Airflow has queued and not started.
 		fmt.Fprintln(out, "not started")
 	} else {
-		fmt.Fprintf(out, "started %s, took %s\n", rec.Start.Local().Format(time.DateTime), span(rec.State, rec.Start, rec.End))
+		fmt.Fprintf(out, "started %s, took %s\n", rec.Start.Local().Format(time.DateTime), runSpan(rec))
 	}
 	var params []string
 	for _, name := range slices.Sorted(maps.Keys(rec.Params)) {

@@ -116,12 +116,16 @@ type Run struct {
 	cursor     []int
 	// writeErr is the first failure to record a unit's state.
 	writeErr error
+	// open is the index in Rec.Spans of an earlier runner's span that has no
+	// end (the runner was killed), -1 for none: Resume ends it at the last
+	// time that runner's units recorded.
+	open int
 }
 
 // New returns the run id of flow f, kept in dir, without units.
 func New(f *plan.Flow, id, dir string) *Run {
 	return &Run{Flow: f, ID: id, Dir: dir, steps: map[string][]*Unit{}, released: map[string]bool{},
-		counts: map[string]map[record.State]int{}, touched: map[string]bool{}}
+		counts: map[string]map[record.State]int{}, touched: map[string]bool{}, open: -1}
 }
 
 // now reads the run's clock, in UTC.
@@ -184,6 +188,14 @@ func (r *Run) Resume(u *Unit) error {
 	prev, earlier, err := Earlier(r.Dir, u)
 	if err != nil {
 		return err
+	}
+	if r.open >= 0 {
+		sp := &r.Rec.Spans[r.open]
+		for _, at := range []time.Time{prev.Start, prev.End} {
+			if at.After(sp.End) {
+				sp.End = at.UTC()
+			}
+		}
 	}
 	earlier = earlier && !r.Rerun[u.Step.Name]
 	if earlier {
@@ -617,6 +629,9 @@ func (r *Run) Finish(interrupted bool, detail func(record.Task) string) (*Result
 		err = fmt.Errorf("run %s %w: %s stopped (%s)", r.ID, ErrInterrupted, strings.Join(stopped, ", "), why)
 	}
 	r.Rec.State, r.Rec.End = res.State, r.now()
+	if n := len(r.Rec.Spans); n > 0 {
+		r.Rec.Spans[n-1].End = r.Rec.End
+	}
 	if err != nil {
 		r.Rec.Error = err.Error()
 	}
@@ -634,7 +649,7 @@ func (r *Run) Ended(state record.State) {
 	if stubbed := r.Rec.Stubbed(); len(stubbed) > 0 {
 		rehearsal = "; a rehearsal: " + strings.Join(stubbed, ", ") + " stubbed, their programs not run"
 	}
-	r.Disp.Note("run %s %s in %s%s", r.ID, state, display.Human(r.Rec.End.Sub(r.Rec.Start)), rehearsal)
+	r.Disp.Note("run %s %s in %s%s", r.ID, state, display.Human(r.Rec.Took(r.Rec.End)), rehearsal)
 }
 
 // Failure says which steps failed, why the first did (with what detail adds to
@@ -694,7 +709,21 @@ func StepInfo(s *plan.Step, items int, build string) record.StepInfo {
 // Resuming compares the steps run prev recorded with those this run records
 // (Rec.Steps, set before) and sets Rerun (Changes). It returns what the run's
 // display says of that, "" when nothing changed. Call it before Resume.
+//
+// The run keeps prev's start, and the time each runner ran it (Rec.Spans):
+// prev's, and this runner's from Rec.Start, as set before. An earlier span
+// without an end (its runner was killed) ends at the last time its units
+// recorded, which Resume reads.
 func (r *Run) Resuming(prev *record.Record) string {
+	spans := slices.Clone(prev.Spans)
+	if len(spans) == 0 {
+		spans = []record.Span{{Start: prev.Start, End: prev.End}}
+	}
+	if last := &spans[len(spans)-1]; last.End.IsZero() {
+		last.End, r.open = last.Start, len(spans)-1
+	}
+	r.Rec.Spans = append(spans, record.Span{Start: r.Rec.Start})
+	r.Rec.Start = prev.Start
 	var note string
 	r.Rerun, note = Changes(r.ID, prev.Steps, r.Rec.Steps)
 	return note

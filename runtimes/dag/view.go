@@ -81,7 +81,7 @@ func (r *Run) UnitView(now time.Time, header []string, cols func(*Unit, record.T
 
 // title is the view's line for the run: done of total (noun) done, and time.
 func (r *Run) title(now time.Time, done, total int, noun string) string {
-	return fmt.Sprintf("run %s: %d/%d%s done, %s", r.ID, done, total, noun, display.Human(now.Sub(r.Rec.Start).Truncate(100*time.Millisecond)))
+	return fmt.Sprintf("run %s: %d/%d%s done, %s", r.ID, done, total, noun, display.Human(r.Rec.Took(now).Truncate(100*time.Millisecond)))
 }
 
 // took is how long a unit or step ran: from start to end once final, to now

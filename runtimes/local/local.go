@@ -217,7 +217,6 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 		if err := record.Resumable(prev, f.Name, params); err != nil {
 			return nil, err
 		}
-		r.Rec.Start = prev.Start
 		// What a killed runner's steps started may still run; it must not
 		// run beside the steps run again.
 		if orphans := stopOrphans(dir); len(orphans) > 0 {

@@ -89,6 +89,10 @@ type Record struct {
 	State State     `json:"state"`
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end,omitzero"`
+	// Spans are the times each runner of a resumed run ran it, in order (a
+	// run never resumed records none: it ran from Start to End). Took sums
+	// them: the time between a runner's end and a resume is not the run's.
+	Spans []Span `json:"spans,omitempty"`
 	// PID is the runner's process.
 	PID int `json:"pid"`
 	// Runtime names what ran the run: "kube" for a cluster; empty for this
@@ -110,6 +114,34 @@ type Record struct {
 	// Steps are the flow's steps in dependency order.
 	Steps []StepInfo `json:"steps"`
 	Error string     `json:"error,omitempty"`
+}
+
+// Span is the time one runner ran a run: from its start to its end, which is
+// zero while it runs (or when the runner was killed before it recorded it).
+type Span struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end,omitzero"`
+}
+
+// Took is how long the run ran, with now the end of a span that goes on (the
+// last, without an end): the sum of its Spans, or from Start to End (or now)
+// when it has none.
+func (rec *Record) Took(now time.Time) time.Duration {
+	spans := rec.Spans
+	if len(spans) == 0 {
+		spans = []Span{{Start: rec.Start, End: rec.End}}
+	}
+	var d time.Duration
+	for i, s := range spans {
+		end := s.End
+		if end.IsZero() && i == len(spans)-1 {
+			end = now
+		}
+		if end.After(s.Start) {
+			d += end.Sub(s.Start)
+		}
+	}
+	return d
 }
 
 // Artifacts says where a run's artifacts are kept: the flow's artifact store,
