@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -116,22 +117,40 @@ func plural(n int, one, many string) string {
 func lacking(f *plan.Flow, dir string, stubbed map[string]bool) error {
 	e := &MissingError{Flow: f.Name}
 	r := &runner{Run: dag.New(f, "", dir)}
+	// found holds what each program, in each PATH, was found to be: many
+	// steps run the same one.
+	found := map[[2]string]error{}
 	for i := range f.Steps {
 		s := &f.Steps[i]
 		if s.Body != plan.BodyCommand || stubbed[s.Name] || len(s.Command) == 0 {
 			continue
 		}
-		// Items differ in their variables, not in their program: the first
-		// item's argv stands for all.
-		index := -1
+		// A foreach step's items run one program, but for a program named
+		// by a variable ($(MANIFOLD_ITEM)): each distinct one is looked up.
+		indexes := []int{-1}
 		if s.Foreach != nil {
-			index = 0
+			indexes = []int{0}
+			if strings.Contains(s.Command[0], "$(") || slices.ContainsFunc(s.Env, func(e plan.EnvVar) bool { return e.Name == "PATH" && strings.Contains(e.Value, "$(") }) {
+				indexes = make([]int, len(s.Foreach))
+				for i := range indexes {
+					indexes[i] = i
+				}
+			}
 		}
-		argv, env, _ := r.command(newTask(dir, dag.NewUnit(s, index)))
-		if _, err := findProgram(argv[0], envPath(env)); err != nil {
-			e.Steps = append(e.Steps, s.Name)
-			e.Problems = append(e.Problems, field.NotFound(field.NewPath("steps").Key(s.Name).Child("command").Index(0), argv[0]))
-			e.Problems[len(e.Problems)-1].Detail = missing(argv[0], err)
+		for _, index := range indexes {
+			argv, env, _ := r.command(newTask(dir, dag.NewUnit(s, index)))
+			key := [2]string{argv[0], envPath(env)}
+			err, seen := found[key]
+			if !seen {
+				_, err = findProgram(key[0], key[1])
+				found[key] = err
+			}
+			if err != nil {
+				e.Steps = append(e.Steps, s.Name)
+				e.Problems = append(e.Problems, field.NotFound(field.NewPath("steps").Key(s.Name).Child("command").Index(0), argv[0]))
+				e.Problems[len(e.Problems)-1].Detail = missing(argv[0], err)
+				break
+			}
 		}
 	}
 	if len(e.Steps) == 0 {

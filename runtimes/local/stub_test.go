@@ -170,3 +170,15 @@ func TestStub(t *testing.T) {
 		t.Errorf("the resume does not say train runs again as it was stubbed:\n%s", again.stdout)
 	}
 }
+
+// TestMissingProgramOfAnItem: a foreach step whose program is named by its
+// item is refused when an item names a program this machine lacks.
+func TestMissingProgramOfAnItem(t *testing.T) {
+	flow := sdk.NewFlow("itemflow", sdk.Image("registry.example.com/item:v1")).
+		Step("fan", sdk.Foreach("true", "manifold-test-no-such-item-program"), sdk.Command("$(MANIFOLD_ITEM)"))
+	r := runFlow(t, t.Context(), flow, local.Options{})
+	want := `steps[fan].command[0]: Not found: "manifold-test-no-such-item-program": not found in PATH`
+	if !strings.Contains(fmt.Sprint(r.err), want) || r.res != nil {
+		t.Errorf("run: %v (result %+v), want an error with %q", r.err, r.res, want)
+	}
+}
