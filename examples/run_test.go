@@ -125,7 +125,7 @@ func TestNeuronTrainRehearses(t *testing.T) {
 		"prepare  | prepared 4 shards for 3 epochs\n",
 		"train: stubbed: its program did not run\n",
 		"evaluate | evaluated the model trained on 4 shards\n",
-		"; a rehearsal: train stubbed, their programs not run\n",
+		"; a rehearsal: train stubbed, its program not run\n",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

@@ -648,6 +648,9 @@ func (r *Run) Ended(state record.State) {
 	rehearsal := ""
 	if stubbed := r.Rec.Stubbed(); len(stubbed) > 0 {
 		rehearsal = "; a rehearsal: " + strings.Join(stubbed, ", ") + " stubbed, their programs not run"
+		if len(stubbed) == 1 {
+			rehearsal = "; a rehearsal: " + stubbed[0] + " stubbed, its program not run"
+		}
 	}
 	r.Disp.Note("run %s %s in %s%s", r.ID, state, display.Human(r.Rec.Took(r.Rec.End)), rehearsal)
 }
