@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -37,6 +38,11 @@ func runCommand(flow *sdk.Flow, arg0 string) *ucli.Command {
 			"since (its compiled spec, or for a Run step this program's build): a changed step runs again, with\n" +
 			"every step that waits for it, and the run says which changed. Accelerators\n" +
 			"(Neuron, EFA, GPUs) are reported and ignored; --strict refuses them instead.\n\n" +
+			"A run that would start a Command step whose program this machine lacks (looked up in the PATH the\n" +
+			"step gets) is refused before any step runs, naming the steps. --stub STEP rehearses the flow without\n" +
+			"running STEP: its units succeed at once, and the live view, the run's summary, run.json and runs show\n" +
+			"say they were stubbed. Resuming the run without --stub STEP runs STEP for real, and every step that\n" +
+			"waits for it again.\n\n" +
 			"With --kube the steps run on the cluster of the kubeconfig instead: each step is created exactly as\n" +
 			"`compile --target job` (or, with --as jobset, `--target jobset`) emits it, labelled with the run\n" +
 			"(" + plan.LabelFlow + ", " + plan.LabelRun + " and " + plan.LabelRunUID + ", by which alone it lists, watches and\n" +
@@ -49,6 +55,7 @@ func runCommand(flow *sdk.Flow, arg0 string) *ucli.Command {
 			&ucli.IntFlag{Name: "max-parallel", Aliases: []string{"j"}, Value: runtime.NumCPU(), Usage: "run at most `N` step processes at once"},
 			&ucli.StringFlag{Name: "run-id", Usage: "resume the run `ID` (or start a new run with that ID)"},
 			&ucli.BoolFlag{Name: "strict", Usage: "refuse steps that ask for accelerators instead of ignoring the request"},
+			&ucli.StringSliceFlag{Name: "stub", Usage: "rehearse the flow: step `STEP` succeeds without running its program, recorded and shown stubbed (repeatable)"},
 		}, append(kubeFlags(), flowFlags()...)...),
 		Action: func(c *ucli.Context) error {
 			if err := noArgs(c); err != nil {
@@ -58,6 +65,9 @@ func runCommand(flow *sdk.Flow, arg0 string) *ucli.Command {
 				return err
 			}
 			if c.Bool("kube") {
+				if c.IsSet("stub") {
+					return usageErr("--stub rehearses a run on this machine: leave it out with --kube")
+				}
 				p, err := load(c, flow)
 				if err != nil {
 					return err
@@ -78,6 +88,11 @@ func runCommand(flow *sdk.Flow, arg0 string) *ucli.Command {
 			p, err := load(c, flow)
 			if err != nil {
 				return err
+			}
+			for _, step := range c.StringSlice("stub") {
+				if err := local.CheckStub(p, step); err != nil {
+					return usageErr("--stub %s: %v", step, err)
+				}
 			}
 			exe, err := os.Executable()
 			if err != nil {
@@ -101,6 +116,7 @@ func runCommand(flow *sdk.Flow, arg0 string) *ucli.Command {
 				Width:       width,
 				Height:      height,
 				Tracer:      tracer,
+				Stub:        c.StringSlice("stub"),
 			})
 			var refused *local.RefusedError
 			switch {
@@ -118,6 +134,26 @@ func runCommand(flow *sdk.Flow, arg0 string) *ucli.Command {
 			return invalidErr(err)
 		},
 	}
+}
+
+// runState is a run's state as runs list shows it: "(stubbed)" follows the
+// state of a run with stubbed steps, a rehearsal.
+func runState(rec *record.Record) string {
+	if len(rec.Stubbed()) > 0 {
+		return string(rec.State) + " (stubbed)"
+	}
+	return string(rec.State)
+}
+
+// runSpan is how long a run ran, as runs list and runs show say it: span, of
+// the time its runners ran it (record.Record.Took), without the time between a
+// runner's end and a resume.
+func runSpan(rec *record.Record) string {
+	end := rec.End
+	if end.IsZero() {
+		end = time.Now()
+	}
+	return span(rec.State, end.Add(-rec.Took(end)), rec.End)
 }
 
 // terminal reports whether w is a terminal that can show the live view, and its

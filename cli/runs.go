@@ -57,7 +57,7 @@ func runsCommand(flow *sdk.Flow) *ucli.Command {
 					}
 					rows := [][]string{{"RUN", "FLOW", "STATE", "STARTED", "DURATION", "WHERE"}}
 					for _, r := range runs {
-						rows = append(rows, []string{r.ID, r.Flow, string(r.State), r.Start.Local().Format(time.DateTime), span(r.State, r.Start, r.End), where(&r)})
+						rows = append(rows, []string{r.ID, r.Flow, runState(&r), r.Start.Local().Format(time.DateTime), runSpan(&r), where(&r)})
 					}
 					return writeTable(c.App.Writer, rows)
 				},
@@ -151,7 +151,7 @@ func showRun(out io.Writer, rec *record.Record, tasks []record.Task) error {
 		// A DAG run Airflow has queued and not started.
 		fmt.Fprintln(out, "not started")
 	} else {
-		fmt.Fprintf(out, "started %s, took %s\n", rec.Start.Local().Format(time.DateTime), span(rec.State, rec.Start, rec.End))
+		fmt.Fprintf(out, "started %s, took %s\n", rec.Start.Local().Format(time.DateTime), runSpan(rec))
 	}
 	var params []string
 	for _, name := range slices.Sorted(maps.Keys(rec.Params)) {
@@ -162,6 +162,9 @@ func showRun(out io.Writer, rec *record.Record, tasks []record.Task) error {
 	}
 	if rec.Error != "" {
 		fmt.Fprintf(out, "error: %s\n", credential.Redact("", rec.Error))
+	}
+	if stubbed := rec.Stubbed(); len(stubbed) > 0 {
+		fmt.Fprintf(out, "stubbed, their programs not run: %s\n", strings.Join(stubbed, ", "))
 	}
 	fmt.Fprintln(out)
 	// NODE and REASON are a cluster's; a column shows only when a task has it.
@@ -184,7 +187,7 @@ func showRun(out io.Writer, rec *record.Record, tasks []record.Task) error {
 		if !t.Start.IsZero() {
 			dur = span(t.State, t.Start, t.End)
 		}
-		row := []string{t.Label(), credential.Redact("", t.Item), string(t.State), strconv.Itoa(t.Attempts), dur, exit}
+		row := []string{t.Label(), credential.Redact("", t.Item), t.Shown(), strconv.Itoa(t.Attempts), dur, exit}
 		if nodes {
 			row = append(row, t.Node)
 		}

@@ -84,8 +84,8 @@ func TestForeachRuns(t *testing.T) {
 	}
 }
 
-// TestNeuronTrainRunsLocally: the accelerators are reported and ignored; the Run
-// steps work, and train fails for want of torchrun, which stops evaluate.
+// TestNeuronTrainRunsLocally: on a machine without torchrun, the run is
+// refused before any step runs, naming train's program and what to do.
 func TestNeuronTrainRunsLocally(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(exampletest.Build(t)["neuron-train"], "run", "--run-id", "test")
@@ -97,16 +97,47 @@ func TestNeuronTrainRunsLocally(t *testing.T) {
 		t.Fatalf("exit %d (%v), want 1:\n%s", code, err, out)
 	}
 	for _, want := range []string{
-		"train asks 16 Trainium devices and 8 EFA: ignored locally",
-		"prepare: succeeded",
-		"evaluate: not started: train failed",
-		"error: step train failed: ",
+		`steps[train].command[0]: Not found: "torchrun": not found in PATH`,
+		"rehearse it here with those steps stubbed: run --stub train",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if got := artifact[[]string](t, dir, ".manifold", "runs", "test", "prepare", "shards"); len(got) != 4 {
-		t.Errorf("shards = %q", got)
+	if _, err := os.Stat(filepath.Join(dir, ".manifold", "runs", "test")); !os.IsNotExist(err) {
+		t.Errorf("the refused run left its directory: %v", err)
+	}
+}
+
+// TestNeuronTrainRehearses runs the README's command line, `neuron-train run
+// --stub train`, on a machine without torchrun: prepare and evaluate run,
+// train is stubbed, and the run succeeds as a rehearsal.
+func TestNeuronTrainRehearses(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(exampletest.Build(t)["neuron-train"], "run", "--stub", "train")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("neuron-train run --stub train: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"prepare  | prepared 4 shards for 3 epochs\n",
+		"train: stubbed: its program did not run\n",
+		"evaluate | evaluated the model trained on 4 shards\n",
+		"; a rehearsal: train stubbed, its program not run\n",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	runs, err := os.ReadDir(filepath.Join(dir, ".manifold", "runs"))
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs: %v %v", runs, err)
+	}
+	runDir := filepath.Join(dir, ".manifold", "runs", runs[0].Name())
+	report := artifact[map[string]any](t, runDir, "evaluate", "report")
+	if diff := cmp.Diff(map[string]any{"shards": 4.0, "epochs": "3"}, report); diff != "" {
+		t.Errorf("evaluate's report (-want +got):\n%s", diff)
 	}
 }

@@ -160,7 +160,7 @@ func (r *runner) ended(d due) {
 	ru.err = d.err
 	if d.err == nil {
 		r.Succeed(d.u, func(t *record.Task) { t.ExitCode = d.code })
-	} else if delay, again := r.Retry(d.u, d.err.Error(), d.code); again {
+	} else if delay, again := r.Failed(d.u, d.err, d.code); again {
 		r.after(delay, due{u: d.u, retry: true})
 		return
 	}

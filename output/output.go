@@ -73,7 +73,8 @@ type RunSummary struct {
 	// ended.
 	Start *time.Time `json:"start,omitempty"`
 	End   *time.Time `json:"end,omitempty"`
-	// DurationSeconds is from Start to End, or to now while the run goes on;
+	// DurationSeconds is the time the run ran, to now while it goes on: from
+	// Start to End, less the idle time between a runner's end and a resume;
 	// absent when it has not started, or ended without a recorded end.
 	DurationSeconds *float64 `json:"durationSeconds,omitempty"`
 	// Runtime says what ran it: local (this machine), kube, argo or airflow.
@@ -123,7 +124,10 @@ type Task struct {
 	Item  string       `json:"item,omitempty"`
 	State record.State `json:"state"`
 	// Attempts counts the attempts made.
-	Attempts        int        `json:"attempts"`
+	Attempts int `json:"attempts"`
+	// Stubbed says the task succeeded without running its program: its step
+	// was stubbed (run --stub), a rehearsal.
+	Stubbed         bool       `json:"stubbed,omitempty"`
 	Start           *time.Time `json:"start,omitempty"`
 	End             *time.Time `json:"end,omitempty"`
 	DurationSeconds *float64   `json:"durationSeconds,omitempty"`
@@ -211,7 +215,7 @@ func NewRun(rec *record.Record, tasks []record.Task, now time.Time) Run {
 	for _, t := range tasks {
 		task := Task{
 			Step: t.Step, Index: t.Index, Item: credential.Redact("", t.Item), State: t.State,
-			Attempts: t.Attempts, ExitCode: t.ExitCode, Pods: t.Pods,
+			Attempts: t.Attempts, Stubbed: t.Stubbed, ExitCode: t.ExitCode, Pods: t.Pods,
 			Reason: credential.Redact("", t.Reason), Error: credential.Redact("", t.Error),
 		}
 		task.Start, task.End, task.DurationSeconds = times(t.State, t.Start, t.End, now)
@@ -241,6 +245,13 @@ func summary(rec *record.Record, now time.Time) RunSummary {
 		s.Runtime = "local"
 	}
 	s.Start, s.End, s.DurationSeconds = times(rec.State, rec.Start, rec.End, now)
+	if s.DurationSeconds != nil {
+		end := rec.End
+		if end.IsZero() {
+			end = now
+		}
+		s.DurationSeconds = seconds(rec.Took(end))
+	}
 	return s
 }
 

@@ -9,8 +9,9 @@
 //
 // A runtime keeps only what is its own: how it starts a unit, watches it and
 // stops it. It adds the units, calls Release for those it may start, reports
-// what each unit does (Start, Succeed, Fail, Interrupt, Update; Retry for a
-// failed attempt that a runtime retries itself, after Backoff), and calls
+// what each unit does (Start, Succeed, Fail, Interrupt, Update; Failed, or
+// Retry, for a failed attempt that a runtime retries itself, after Backoff),
+// and calls
 // Finish when none is left. Run.Now is the clock of the times recorded.
 package dag
 
@@ -115,12 +116,16 @@ type Run struct {
 	cursor     []int
 	// writeErr is the first failure to record a unit's state.
 	writeErr error
+	// open is the index in Rec.Spans of an earlier runner's span that has no
+	// end (the runner was killed), -1 for none: Resume ends it at the last
+	// time that runner's units recorded.
+	open int
 }
 
 // New returns the run id of flow f, kept in dir, without units.
 func New(f *plan.Flow, id, dir string) *Run {
 	return &Run{Flow: f, ID: id, Dir: dir, steps: map[string][]*Unit{}, released: map[string]bool{},
-		counts: map[string]map[record.State]int{}, touched: map[string]bool{}}
+		counts: map[string]map[record.State]int{}, touched: map[string]bool{}, open: -1}
 }
 
 // now reads the run's clock, in UTC.
@@ -184,6 +189,14 @@ func (r *Run) Resume(u *Unit) error {
 	if err != nil {
 		return err
 	}
+	if r.open >= 0 {
+		sp := &r.Rec.Spans[r.open]
+		for _, at := range []time.Time{prev.Start, prev.End} {
+			if at.After(sp.End) {
+				sp.End = at.UTC()
+			}
+		}
+	}
 	earlier = earlier && !r.Rerun[u.Step.Name]
 	if earlier {
 		r.mu.Lock()
@@ -200,14 +213,14 @@ func (r *Run) Resume(u *Unit) error {
 }
 
 // Earlier returns what an earlier runner of the run kept in dir recorded of
-// unit u, and whether u succeeded then, for the same item: such a unit is not
-// run again.
+// unit u, and whether u succeeded then, for the same item, and not stubbed:
+// such a unit is not run again.
 func Earlier(dir string, u *Unit) (record.Task, bool, error) {
 	prev, err := record.ReadTask(dir, u.Step.Name, u.Index)
 	if err != nil {
 		return prev, false, err
 	}
-	return prev, prev.State == record.Succeeded && prev.Item == u.rec.Item, nil
+	return prev, prev.State == record.Succeeded && !prev.Stubbed && prev.Item == u.rec.Item, nil
 }
 
 // Task returns a copy of u's record.
@@ -428,9 +441,33 @@ func (r *Run) Start(u *Unit) int {
 		if n == 1 {
 			t.Start, t.End = r.now(), time.Time{}
 		}
-		t.State, t.ExitCode, t.Error, t.Reason = record.Running, nil, "", ""
+		t.State, t.ExitCode, t.Error, t.Reason, t.Stubbed = record.Running, nil, "", "", false
 	})
 	return n
+}
+
+// Stub records that u succeeded without running: its step is stubbed (a
+// rehearsal of the flow), and its program did not run.
+func (r *Run) Stub(u *Unit) {
+	now := r.now()
+	r.Update(u, func(t *record.Task) {
+		t.State, t.Start, t.End, t.Attempts, t.Stubbed = record.Succeeded, now, now, 0, true
+		t.ExitCode, t.Error, t.Reason, t.Pods, t.Node = nil, "", "", nil, ""
+	})
+	r.Disp.Event(u.Label, false, "stubbed: its program did not run")
+}
+
+// stubbed returns the steps of which a unit is recorded stubbed, in flow
+// order; callers hold r.mu.
+func (r *Run) stubbed() []string {
+	var steps []string
+	for i := range r.Flow.Steps {
+		name := r.Flow.Steps[i].Name
+		if slices.ContainsFunc(r.steps[name], func(u *Unit) bool { return u.rec.Stubbed }) {
+			steps = append(steps, name)
+		}
+	}
+	return steps
 }
 
 // Running tells the run's trace that the attempt of u that runs now started
@@ -498,6 +535,21 @@ func (r *Run) Retry(u *Unit, msg string, code *int) (time.Duration, bool) {
 	return delay, true
 }
 
+// ErrCannotStart is wrapped by the error of an attempt whose program could not
+// start (not found, not executable): another attempt would fail alike.
+var ErrCannotStart = errors.New("cannot start")
+
+// Failed records that an attempt of u failed with err, its exit code being
+// code when one is known: Retry, but for an attempt whose program could not
+// start (ErrCannotStart), which fails u at once, retries left or not.
+func (r *Run) Failed(u *Unit, err error, code *int) (time.Duration, bool) {
+	if errors.Is(err, ErrCannotStart) {
+		r.Fail(u, err.Error(), "", code)
+		return 0, false
+	}
+	return r.Retry(u, err.Error(), code)
+}
+
 // Backoff is the delay before the retry that follows attempt n of a step with
 // RetryBackoff d: d, then doubling.
 func Backoff(d time.Duration, n int) time.Duration {
@@ -547,6 +599,12 @@ func (r *Run) Finish(interrupted bool, detail func(record.Task) string) (*Result
 		}
 	}
 	writeErr := r.writeErr
+	// A step is recorded stubbed when one of its units was: a resume without
+	// the stub runs it again (Changes).
+	stubbed := r.stubbed()
+	for i := range r.Rec.Steps {
+		r.Rec.Steps[i].Stubbed = slices.Contains(stubbed, r.Rec.Steps[i].Name)
+	}
 	r.mu.Unlock()
 
 	var err error
@@ -571,6 +629,9 @@ func (r *Run) Finish(interrupted bool, detail func(record.Task) string) (*Result
 		err = fmt.Errorf("run %s %w: %s stopped (%s)", r.ID, ErrInterrupted, strings.Join(stopped, ", "), why)
 	}
 	r.Rec.State, r.Rec.End = res.State, r.now()
+	if n := len(r.Rec.Spans); n > 0 {
+		r.Rec.Spans[n-1].End = r.Rec.End
+	}
 	if err != nil {
 		r.Rec.Error = err.Error()
 	}
@@ -581,9 +642,17 @@ func (r *Run) Finish(interrupted bool, detail func(record.Task) string) (*Result
 	return res, err
 }
 
-// Ended tells how the run ended and how long it took.
+// Ended tells how the run ended and how long it took, and that it was a
+// rehearsal when steps were stubbed.
 func (r *Run) Ended(state record.State) {
-	r.Disp.Note("run %s %s in %s", r.ID, state, display.Human(r.Rec.End.Sub(r.Rec.Start)))
+	rehearsal := ""
+	if stubbed := r.Rec.Stubbed(); len(stubbed) > 0 {
+		rehearsal = "; a rehearsal: " + strings.Join(stubbed, ", ") + " stubbed, their programs not run"
+		if len(stubbed) == 1 {
+			rehearsal = "; a rehearsal: " + stubbed[0] + " stubbed, its program not run"
+		}
+	}
+	r.Disp.Note("run %s %s in %s%s", r.ID, state, display.Human(r.Rec.Took(r.Rec.End)), rehearsal)
 }
 
 // Failure says which steps failed, why the first did (with what detail adds to
@@ -643,7 +712,21 @@ func StepInfo(s *plan.Step, items int, build string) record.StepInfo {
 // Resuming compares the steps run prev recorded with those this run records
 // (Rec.Steps, set before) and sets Rerun (Changes). It returns what the run's
 // display says of that, "" when nothing changed. Call it before Resume.
+//
+// The run keeps prev's start, and the time each runner ran it (Rec.Spans):
+// prev's, and this runner's from Rec.Start, as set before. An earlier span
+// without an end (its runner was killed) ends at the last time its units
+// recorded, which Resume reads.
 func (r *Run) Resuming(prev *record.Record) string {
+	spans := slices.Clone(prev.Spans)
+	if len(spans) == 0 {
+		spans = []record.Span{{Start: prev.Start, End: prev.End}}
+	}
+	if last := &spans[len(spans)-1]; last.End.IsZero() {
+		last.End, r.open = last.Start, len(spans)-1
+	}
+	r.Rec.Spans = append(spans, record.Span{Start: r.Rec.Start})
+	r.Rec.Start = prev.Start
 	var note string
 	r.Rerun, note = Changes(r.ID, prev.Steps, r.Rec.Steps)
 	return note
@@ -673,6 +756,8 @@ func Changes(id string, prev, now []record.StepInfo) (map[string]bool, string) {
 			why = "spec"
 		case old.Build != s.Build:
 			why = "program build"
+		case old.Stubbed && !s.Stubbed:
+			why = "stubbed then"
 		}
 		if why != "" {
 			changed = append(changed, s.Name+" ("+why+")")

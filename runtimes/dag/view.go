@@ -2,6 +2,7 @@ package dag
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,7 +46,11 @@ func (r *Run) StepView(now time.Time) (string, []string, [][]string) {
 		if attempt > 1 && state != record.Succeeded {
 			detail = append(detail, fmt.Sprintf("attempt %d of %d", attempt, s.Retry+1))
 		}
-		rows = append(rows, []string{s.Name, string(state), took(start, end, state.Final(), now), strings.Join(detail, ", ")})
+		shown := string(state)
+		if state == record.Succeeded && slices.ContainsFunc(us, func(u *Unit) bool { return u.rec.Stubbed }) {
+			shown = "stubbed"
+		}
+		rows = append(rows, []string{s.Name, shown, took(start, end, state.Final(), now), strings.Join(detail, ", ")})
 	}
 	return r.title(now, done, len(r.Flow.Steps), " steps"), nil, rows
 }
@@ -67,7 +72,7 @@ func (r *Run) UnitView(now time.Time, header []string, cols func(*Unit, record.T
 		if t.Attempts > 0 {
 			attempt = fmt.Sprintf("%d/%d", t.Attempts, u.Step.Retry+1)
 		}
-		row := append([]string{u.Label, string(t.State)}, cols(u, t)...)
+		row := append([]string{u.Label, t.Shown()}, cols(u, t)...)
 		rows = append(rows, append(row, attempt, took(t.Start, t.End, t.State.Final(), now)))
 	}
 	head := append(append([]string{"STEP", "STATE"}, header...), "ATTEMPT", "TIME")
@@ -76,7 +81,7 @@ func (r *Run) UnitView(now time.Time, header []string, cols func(*Unit, record.T
 
 // title is the view's line for the run: done of total (noun) done, and time.
 func (r *Run) title(now time.Time, done, total int, noun string) string {
-	return fmt.Sprintf("run %s: %d/%d%s done, %s", r.ID, done, total, noun, display.Human(now.Sub(r.Rec.Start).Truncate(100*time.Millisecond)))
+	return fmt.Sprintf("run %s: %d/%d%s done, %s", r.ID, done, total, noun, display.Human(r.Rec.Took(now).Truncate(100*time.Millisecond)))
 }
 
 // took is how long a unit or step ran: from start to end once final, to now

@@ -546,7 +546,6 @@ func (r *runner) open(ctx context.Context, now time.Time, steps []record.StepInf
 		if err := r.resumable(prev, params); err != nil {
 			return false, "", err
 		}
-		r.Rec.Start = prev.Start
 	case !errors.Is(err, os.ErrNotExist):
 		return false, "", fmt.Errorf("run %s: %w", r.ID, err)
 	}

@@ -89,6 +89,12 @@ type Options struct {
 	// Tracer traces the run (package tracing), and gives each step's process
 	// its attempt's trace context in TRACEPARENT; nil traces nothing.
 	Tracer *tracing.Tracer
+	// Stub names steps that do not run: each of their units succeeds at once
+	// without running its program, and is recorded and shown stubbed (a
+	// rehearsal of the flow, for example on a machine without a Command
+	// step's program). A unit that succeeded for real in an earlier runner
+	// of the run keeps that success.
+	Stub []string
 }
 
 // DefaultKillGrace is the time a stopped step gets to exit before it is killed.
@@ -126,6 +132,8 @@ type runner struct {
 	o      Options
 	tasks  []*task
 	byUnit map[*dag.Unit]*task
+	// stubbed holds the steps that do not run (Options.Stub).
+	stubbed map[string]bool
 }
 
 // Run runs f and returns how the run ended. The error is nil only when every step
@@ -162,6 +170,13 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	if o.Strict && len(refused) > 0 {
 		return nil, &RefusedError{Problems: refused}
 	}
+	stubbed := map[string]bool{}
+	for _, step := range o.Stub {
+		if err := CheckStub(f, step); err != nil {
+			return nil, fmt.Errorf("stub %s: %w", step, err)
+		}
+		stubbed[step] = true
+	}
 
 	root, err := filepath.Abs(o.Root)
 	if err != nil {
@@ -174,17 +189,26 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	} else if err := runid.Check(id); err != nil {
 		return nil, err
 	}
+	params := map[string]string{}
+	for _, p := range f.Params {
+		params[p.Name] = p.Value
+	}
+	// A program this machine lacks is known before anything runs (but that
+	// the run ID is another flow's, or was made with other params).
+	if prev, err := record.ReadRecord(filepath.Join(root, id)); err == nil {
+		if err := record.Resumable(prev, f.Name, params); err != nil {
+			return nil, err
+		}
+	}
+	if err := lacking(f, filepath.Join(root, id), stubbed); err != nil {
+		return nil, err
+	}
 	dir, lk, err := record.Open(root, id)
 	if err != nil {
 		return nil, err
 	}
 	defer lk.Close()
-	r := &runner{Run: dag.New(f, id, dir), o: o, byUnit: map[*dag.Unit]*task{}}
-
-	params := map[string]string{}
-	for _, p := range f.Params {
-		params[p.Name] = p.Value
-	}
+	r := &runner{Run: dag.New(f, id, dir), o: o, byUnit: map[*dag.Unit]*task{}, stubbed: stubbed}
 	r.Rec = record.Record{Flow: f.Name, ID: id, State: record.Running, Start: now.UTC(), PID: os.Getpid(), Params: params}
 	prev, err := record.ReadRecord(dir)
 	resumed := err == nil
@@ -193,7 +217,6 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 		if err := record.Resumable(prev, f.Name, params); err != nil {
 			return nil, err
 		}
-		r.Rec.Start = prev.Start
 		// What a killed runner's steps started may still run; it must not
 		// run beside the steps run again.
 		if orphans := stopOrphans(dir); len(orphans) > 0 {
@@ -210,7 +233,9 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	}
 	for i := range f.Steps {
 		s := &f.Steps[i]
-		r.Rec.Steps = append(r.Rec.Steps, dag.StepInfo(s, len(s.Foreach), build))
+		info := dag.StepInfo(s, len(s.Foreach), build)
+		info.Stubbed = stubbed[s.Name]
+		r.Rec.Steps = append(r.Rec.Steps, info)
 	}
 	if resumed {
 		if note := r.Resuming(prev); note != "" {
@@ -242,15 +267,35 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	for _, n := range notes {
 		r.Disp.Note("%s", n)
 	}
+	if len(stubbed) > 0 {
+		var names []string
+		for i := range f.Steps {
+			if stubbed[f.Steps[i].Name] {
+				names = append(names, f.Steps[i].Name)
+			}
+		}
+		r.Disp.Note("stubbed, their programs not run (a rehearsal, not a real run): %s", strings.Join(names, ", "))
+	}
 	r.Trace = o.Tracer.Begin(f, id, "local")
 	r.Disp.Start()
 	r.loop(ctx)
-	res, err := r.Finish(ctx.Err() != nil, func(t record.Task) string {
-		return fmt.Sprintf(" (log: %s)", display.Rel(filepath.Join(t.Dir(dir), record.StderrLog)))
-	})
+	res, err := r.Finish(ctx.Err() != nil, func(t record.Task) string { return logOf(t.Dir(dir)) })
 	r.Disp.Stop()
 	r.Ended(res.State)
 	return res, err
+}
+
+// CheckStub returns nil when flow f has the step to stub, else an error that
+// names the steps it has.
+func CheckStub(f *plan.Flow, step string) error {
+	names := make([]string, len(f.Steps))
+	for i := range f.Steps {
+		if f.Steps[i].Name == step {
+			return nil
+		}
+		names[i] = f.Steps[i].Name
+	}
+	return fmt.Errorf("flow %s has no step %q; its steps are %s", f.Name, step, strings.Join(names, ", "))
 }
 
 // addTasks makes the tasks of step s: one, or one per foreach item. When resuming,
@@ -300,8 +345,21 @@ func (r *runner) loop(ctx context.Context) {
 	stop, interrupted := ctx.Done(), false
 	for {
 		if !interrupted {
-			for _, u := range r.Release() {
-				queue = append(queue, r.byUnit[u])
+			for ready := r.Release(); len(ready) > 0; ready = r.Release() {
+				stubbed := false
+				for _, u := range ready {
+					if r.stubbed[u.Step.Name] {
+						// A stubbed unit succeeds at once; what waits for it
+						// may be ready now.
+						r.Stub(u)
+						stubbed = true
+						continue
+					}
+					queue = append(queue, r.byUnit[u])
+				}
+				if !stubbed {
+					break
+				}
 			}
 			for running < r.o.MaxParallel && len(queue) > 0 {
 				t := queue[0]
@@ -369,7 +427,21 @@ func (r *runner) ended(ctx context.Context, t *task, o outcome) (time.Duration, 
 		r.Interrupt(t.Unit, "")
 		return 0, false
 	}
-	return r.Retry(t.Unit, o.failure().Error(), o.exitCode)
+	return r.Failed(t.Unit, o.failure(), o.exitCode)
+}
+
+// logOf is what the error of a failed task says of its log, in state directory
+// dir: " (log: PATH)" of its stderr.log, or of its stdout.log when it wrote
+// nothing to stderr; "" when it wrote nothing (a log is made at its first
+// write), or never started.
+func logOf(dir string) string {
+	for _, name := range []string{record.StderrLog, record.StdoutLog} {
+		path := filepath.Join(dir, name)
+		if info, err := os.Stat(path); err == nil && info.Size() > 0 {
+			return fmt.Sprintf(" (log: %s)", display.Rel(path))
+		}
+	}
+	return ""
 }
 
 func clip(s string, n int) string {

@@ -16,3 +16,7 @@ func signalGroup(pid int, _ bool) {
 		_ = p.Kill()
 	}
 }
+
+// findProgram returns the file that a step's process runs as program (its
+// argv[0]), found as exec.LookPath finds it, in this process's PATH.
+func findProgram(program, _ string) (string, error) { return exec.LookPath(program) }

@@ -23,3 +23,7 @@ func signalGroup(pid int, kill bool) {
 	}
 	_ = syscall.Kill(-pid, sig)
 }
+
+// findProgram returns the file that a step's process, with PATH path, runs as
+// program (its argv[0]): searchPath.
+func findProgram(program, path string) (string, error) { return searchPath(program, path) }

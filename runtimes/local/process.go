@@ -197,7 +197,14 @@ func (r *runner) attempt(ctx context.Context, t *task, n int) outcome {
 		cmd = exec.Command(r.o.Program, argv[1:]...)
 		cmd.Args[0] = r.o.Arg0
 	} else {
-		cmd = exec.Command(argv[0], argv[1:]...)
+		// The program is found in the PATH the step gets, as a container's
+		// is; one this machine lacks fails the step at once.
+		file, err := findProgram(argv[0], envPath(env))
+		if err != nil {
+			return outcome{err: &programError{step: t.Step.Name, program: argv[0], err: err}}
+		}
+		cmd = exec.Command(file, argv[1:]...)
+		cmd.Args[0] = argv[0]
 	}
 	cmd.Env = env
 	newGroup(cmd)
@@ -228,6 +235,9 @@ func (r *runner) attempt(ctx context.Context, t *task, n int) outcome {
 	outW.Close()
 	errW.Close()
 	if err != nil {
+		if cannotStart(err) {
+			return outcome{err: &programError{step: t.Step.Name, program: cmd.Args[0], err: red.err(err)}}
+		}
 		return outcome{err: red.err(err)}
 	}
 	r.Running(t.Unit, time.Now())

@@ -27,6 +27,9 @@ func FuzzRead(f *testing.F) {
 		{`{` + head + `, "steps": [{"name": "../../x"}]}`, `{"step": "../../x", "state": "failed"}`},
 		{`{` + head + `, "steps": [{"name": "a"`, `{"step": "a", "sta`},
 		{`{` + head + `, "steps": [{"name": "a", "items": "3"}]}`, `{"step": "a", "attempts": "1"}`},
+		{`{` + head + `, "spans": [{"start": "2026-01-02T03:04:05Z", "end": "2026-01-02T03:04:20Z"}, {"start": "2026-01-02T03:11:00Z"}], "steps": [{"name": "a", "stubbed": true}]}`,
+			`{"step": "a", "state": "succeeded", "attempts": 0, "stubbed": true}`},
+		{`{` + head + `, "spans": [{"start": "2026-01-02T03:04:05Z", "end": "2026-01-02T03:00:00Z"}], "steps": [{"name": "a"}]}`, ``},
 		{`{` + head + `, "artifacts": {"url": "/etc"}, "steps": [{"name": "a"}]}`, `{"step": "a", "index": 9, "state": "failed", "attempts": 2000000000}`},
 	} {
 		f.Add([]byte(seed.run), []byte(seed.state))

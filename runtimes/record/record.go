@@ -90,6 +90,10 @@ type Record struct {
 	State State     `json:"state"`
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end,omitzero"`
+	// Spans are the times each runner of a resumed run ran it, in order (a
+	// run never resumed records none: it ran from Start to End). Took sums
+	// them: the time between a runner's end and a resume is not the run's.
+	Spans []Span `json:"spans,omitempty"`
 	// PID is the runner's process.
 	PID int `json:"pid"`
 	// Runtime names what ran the run: "kube" for a cluster; empty for this
@@ -111,6 +115,34 @@ type Record struct {
 	// Steps are the flow's steps in dependency order.
 	Steps []StepInfo `json:"steps"`
 	Error string     `json:"error,omitempty"`
+}
+
+// Span is the time one runner ran a run: from its start to its end, which is
+// zero while it runs (or when the runner was killed before it recorded it).
+type Span struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end,omitzero"`
+}
+
+// Took is how long the run ran, with now the end of a span that goes on (the
+// last, without an end): the sum of its Spans, or from Start to End (or now)
+// when it has none.
+func (rec *Record) Took(now time.Time) time.Duration {
+	spans := rec.Spans
+	if len(spans) == 0 {
+		spans = []Span{{Start: rec.Start, End: rec.End}}
+	}
+	var d time.Duration
+	for i, s := range spans {
+		end := s.End
+		if end.IsZero() && i == len(spans)-1 {
+			end = now
+		}
+		if end.After(s.Start) {
+			d += end.Sub(s.Start)
+		}
+	}
+	return d
 }
 
 // Artifacts says where a run's artifacts are kept: the flow's artifact store,
@@ -137,6 +169,11 @@ type StepInfo struct {
 	// changed, and every step that waits for it.
 	Spec  string `json:"spec,omitempty"`
 	Build string `json:"build,omitempty"`
+	// Stubbed says the step was stubbed when the run last ran it: its units
+	// succeeded without running its program (a rehearsal, Task.Stubbed). A
+	// resume without the stub runs it again, with every step that waits for
+	// it.
+	Stubbed bool `json:"stubbed,omitempty"`
 }
 
 // Task is the state.json of one step, or of one item of a foreach step.
@@ -161,6 +198,30 @@ type Task struct {
 	// Reason is the cluster's word for how the last attempt ended or why it
 	// waits: OOMKilled, ImagePullBackOff, Unschedulable…
 	Reason string `json:"reason,omitempty"`
+	// Stubbed says the task succeeded without running its program: its step
+	// was stubbed (a rehearsal of the flow, run --stub).
+	Stubbed bool `json:"stubbed,omitempty"`
+}
+
+// Shown is the task's state as output shows it: "stubbed" for a task that
+// succeeded stubbed, so that a rehearsal never reads as a real run.
+func (t *Task) Shown() string {
+	if t.Stubbed && t.State == Succeeded {
+		return "stubbed"
+	}
+	return string(t.State)
+}
+
+// Stubbed returns the steps of the run that were stubbed when it last ran
+// (StepInfo.Stubbed), in flow order.
+func (rec *Record) Stubbed() []string {
+	var steps []string
+	for _, s := range rec.Steps {
+		if s.Stubbed {
+			steps = append(steps, s.Name)
+		}
+	}
+	return steps
 }
 
 // Label names the task in output: the step, with [index] for a foreach item.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -180,6 +181,12 @@ func (rec *Record) check(dir string) field.ErrorList {
 		// A cluster run's store is an S3 bucket or a volume claim; the record
 		// never names a directory of this machine.
 		errs = append(errs, field.Invalid(field.NewPath("artifacts", "url"), a.URL, "must be an s3:// URL, or the mount path of a volume claim"))
+	}
+	for i, sp := range rec.Spans {
+		if !sp.End.IsZero() && sp.End.Before(sp.Start) {
+			errs = append(errs, field.Invalid(field.NewPath("spans").Index(i).Child("end"), sp.End.Format(time.RFC3339Nano), "must not be before the span's start"))
+			break
+		}
 	}
 	stepsPath := field.NewPath("steps")
 	if len(rec.Steps) > compile.MaxTasks {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -257,5 +258,44 @@ func TestReadLargest(t *testing.T) {
 	got, tasks, err := record.Read(root, "r1")
 	if err != nil || len(got.Steps) != compile.MaxTasks || len(tasks) != compile.MaxTasks {
 		t.Fatalf("Read: %v", err)
+	}
+}
+
+// TestReadSpanEndingBeforeItsStart: a runner's span that ends before it
+// starts is no span a runner records.
+func TestReadSpanEndingBeforeItsStart(t *testing.T) {
+	root, dir := writeRun(t, "r1", `{"flow": "f", "id": "r1", "state": "succeeded", "start": "2026-01-02T03:04:05Z",
+		"spans": [{"start": "2026-01-02T03:04:05Z", "end": "2026-01-02T03:04:20Z"}, {"start": "2026-01-02T03:11:00Z", "end": "2026-01-02T03:10:00Z"}],
+		"steps": [{"name": "a"}]}`)
+	_, _, err := record.Read(root, "r1")
+	wantBad(t, err, filepath.Join(dir, "run.json"), "spans[1].end")
+}
+
+// TestTook: a resumed run took the sum of its runners' spans, the last one
+// to now while it goes on; a run never resumed, from its start to its end.
+func TestTook(t *testing.T) {
+	at := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339, "2026-01-02T"+s+"Z")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, tt := range []struct {
+		name string
+		rec  record.Record
+		now  time.Time
+		want time.Duration
+	}{
+		{"once", record.Record{Start: at("10:00:00"), End: at("10:00:15")}, at("11:00:00"), 15 * time.Second},
+		{"running", record.Record{Start: at("10:00:00")}, at("10:00:30"), 30 * time.Second},
+		{"resumed", record.Record{Start: at("10:00:00"), End: at("10:07:05"),
+			Spans: []record.Span{{Start: at("10:00:00"), End: at("10:00:15")}, {Start: at("10:07:00"), End: at("10:07:05")}}}, at("11:00:00"), 20 * time.Second},
+		{"resumed-running", record.Record{Start: at("10:00:00"),
+			Spans: []record.Span{{Start: at("10:00:00"), End: at("10:00:15")}, {Start: at("10:07:00")}}}, at("10:07:10"), 25 * time.Second},
+	} {
+		if got := tt.rec.Took(tt.now); got != tt.want {
+			t.Errorf("%s: took %s, want %s", tt.name, got, tt.want)
+		}
 	}
 }
