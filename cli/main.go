@@ -82,7 +82,7 @@ func Run(ctx context.Context, flow *sdk.Flow, args []string, stdout, stderr io.W
 		arg0 = args[0]
 	}
 	app := newApp(flow, arg0, stdout, stderr)
-	err := app.RunContext(ctx, args)
+	err := app.RunContext(ctx, interspersed(app, args))
 	var ex *exitError
 	switch {
 	case err == nil:
@@ -141,8 +141,8 @@ func newApp(flow *sdk.Flow, arg0 string, stdout, stderr io.Writer) *ucli.App {
 		HideVersion:               true,
 		DisableSliceFlagSeparator: true,
 		ExitErrHandler:            func(*ucli.Context, error) {},
-		OnUsageError: func(_ *ucli.Context, err error, _ bool) error {
-			return usageErr("%v", err)
+		OnUsageError: func(c *ucli.Context, err error, _ bool) error {
+			return usageError(c, err)
 		},
 		Commands: []*ucli.Command{
 			runCommand(flow, arg0),
@@ -164,27 +164,24 @@ func newApp(flow *sdk.Flow, arg0 string, stdout, stderr io.Writer) *ucli.App {
 		for _, sub := range c.Subcommands {
 			sub.OnUsageError = app.OnUsageError
 		}
+		if len(c.Subcommands) > 0 && c.Action == nil {
+			c.Action = subcommandsOnly
+		}
 	}
 	app.Action = func(c *ucli.Context) error {
 		if c.Args().Present() {
-			var names []string
-			for _, cmd := range app.Commands {
-				if cmd.Name != "help" {
-					names = append(names, cmd.Name)
-				}
-			}
-			return usageErr("unknown command %q; the commands are %s (see --help)", c.Args().First(), strings.Join(names, ", "))
+			return unknownCommand(app.Name, c.Args().First(), app.Commands)
 		}
 		return ucli.ShowAppHelp(c)
 	}
 	return app
 }
 
-// noArgs refuses stray arguments, which flag parsing would otherwise leave unread
-// (a flag written after them, for example).
+// noArgs refuses stray arguments, which the command would otherwise leave
+// unread.
 func noArgs(c *ucli.Context) error {
 	if c.Args().Present() {
-		return usageErr("%s takes no arguments, got %q (flags go before arguments)", c.Command.Name, c.Args().Slice())
+		return usageErr("%s takes no arguments, got %q (see %s --help)", c.Command.Name, c.Args().Slice(), commandPath(c))
 	}
 	return nil
 }
