@@ -117,7 +117,7 @@ func lifecycleCommands(flow *sdk.Flow) []*ucli.Command {
 				return argoAct(c, p, run, "stopping", (*argo.Client).Stop)
 			},
 			func(c *ucli.Context, p *plan.Flow, run string) error { return airflowStop(c, flow, p, run) }),
-		runCommandOf(flow, "suspend", "suspend a run on Argo: running steps finish, and no step starts until resume",
+		runCommandOf(flow, "suspend", "suspend a run on Argo: running steps finish, and no step starts until unsuspend",
 			"Sets the Workflow's spec.suspend.",
 			nil,
 			func(c *ucli.Context, p *plan.Flow, run string) error {
@@ -126,14 +126,15 @@ func lifecycleCommands(flow *sdk.Flow) []*ucli.Command {
 			func(*ucli.Context, *plan.Flow, string) error {
 				return usageErr("suspend: Airflow cannot suspend a run; `%s stop --target airflow RUN` stops it, and `%s retry --target airflow RUN` runs its failed tasks again", name, name)
 			}),
-		runCommandOf(flow, "resume", "resume a run on Argo that suspend suspended",
-			"Clears the Workflow's spec.suspend.",
+		runCommandOf(flow, "unsuspend", "let a run on Argo that suspend suspended go on (argo resume)",
+			"Clears the Workflow's spec.suspend, as `argo resume` does. (resume, without --target, resumes a\n"+
+				"failed run recorded here, as Metaflow's resume does; retry runs a failed run's steps again on the cluster.)",
 			nil,
 			func(c *ucli.Context, p *plan.Flow, run string) error {
-				return argoAct(c, p, run, "resumed", (*argo.Client).Resume)
+				return argoAct(c, p, run, "unsuspended", (*argo.Client).Resume)
 			},
 			func(*ucli.Context, *plan.Flow, string) error {
-				return usageErr("resume: Airflow cannot suspend a run, so there is none to resume; `%s retry --target airflow RUN` runs a failed run's tasks again", name)
+				return usageErr("unsuspend: Airflow cannot suspend a run, so there is none to unsuspend; `%s retry --target airflow RUN` runs a failed run's tasks again", name)
 			}),
 		runCommandOf(flow, "retry", "run again the failed steps of a run, on the cluster, in place; --wait follows it",
 			"With --target argo, retries the Workflow as `argo retry` does: its failed nodes are reset and their\n"+

@@ -133,6 +133,7 @@ func newApp(flow *sdk.Flow, arg0 string, stdout, stderr io.Writer) *ucli.App {
 	if flow != nil && flow.Name() != "" {
 		name = flow.Name()
 	}
+	run := runCommand(flow, arg0)
 	app := &ucli.App{
 		Name:                      name,
 		Usage:                     "compile, check and run the " + name + " flow",
@@ -145,7 +146,8 @@ func newApp(flow *sdk.Flow, arg0 string, stdout, stderr io.Writer) *ucli.App {
 			return usageError(c, err)
 		},
 		Commands: []*ucli.Command{
-			runCommand(flow, arg0),
+			run,
+			resumeCommand(flow, run),
 			runsCommand(flow),
 			compileCommand(flow),
 			validateCommand(flow),
