@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -227,6 +228,9 @@ func TestScripts(t *testing.T) {
 		RequireUniqueNames:  true,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv(envStatus, filepath.Join(env.WorkDir, ".status"))
+			// What the flow programs (this test binary) were built with.
+			env.Setenv("BUILTGO", runtime.Version())
+			env.Setenv("BUILTFOR", runtime.GOOS+"/"+runtime.GOARCH)
 			return nil
 		},
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){

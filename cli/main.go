@@ -73,7 +73,7 @@ func Main(flow *sdk.Flow) {
 // Run runs the command line args (args[0] is the program name) for flow, writing to
 // stdout and stderr, and returns the exit status.
 func Run(ctx context.Context, flow *sdk.Flow, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 1 || len(args) > 1 && strings.HasPrefix(args[1], "-") && !helpFlag(args[1]) {
+	if len(args) == 1 || len(args) > 1 && strings.HasPrefix(args[1], "-") && !helpFlag(args[1]) && !isVersionFlag(args[1]) {
 		// No command: run the flow, with the flags given.
 		args = append([]string{args[0], "run"}, args[1:]...)
 	}
@@ -97,6 +97,8 @@ func Run(ctx context.Context, flow *sdk.Flow, args []string, stdout, stderr io.W
 		return ExitUsage
 	}
 }
+
+func isVersionFlag(arg string) bool { return arg == "--version" || arg == "-version" }
 
 func helpFlag(arg string) bool {
 	switch arg {
@@ -159,8 +161,10 @@ func newApp(flow *sdk.Flow, arg0 string, stdout, stderr io.Writer) *ucli.App {
 			artifactCommand(flow),
 			logsCommand(flow),
 		},
+		Flags: []ucli.Flag{versionFlag()},
 	}
 	app.Commands = append(app.Commands, lifecycleCommands(flow)...)
+	app.Commands = append(app.Commands, versionCommand())
 	for _, c := range app.Commands {
 		c.OnUsageError = app.OnUsageError
 		for _, sub := range c.Subcommands {
@@ -171,6 +175,9 @@ func newApp(flow *sdk.Flow, arg0 string, stdout, stderr io.Writer) *ucli.App {
 		}
 	}
 	app.Action = func(c *ucli.Context) error {
+		if c.Bool("version") {
+			return programVersion(app.Name).write(c.App.Writer)
+		}
 		if c.Args().Present() {
 			return unknownCommand(app.Name, c.Args().First(), app.Commands)
 		}
