@@ -73,6 +73,10 @@ func Main(flow *sdk.Flow) {
 // Run runs the command line args (args[0] is the program name) for flow, writing to
 // stdout and stderr, and returns the exit status.
 func Run(ctx context.Context, flow *sdk.Flow, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 1 && args[len(args)-1] == completionFlag {
+		complete(newApp(flow, args[0], stdout, stderr), flow, args, stdout)
+		return ExitOK
+	}
 	if len(args) == 1 || len(args) > 1 && strings.HasPrefix(args[1], "-") && !helpFlag(args[1]) && !isVersionFlag(args[1]) {
 		// No command: run the flow, with the flags given.
 		args = append([]string{args[0], "run"}, args[1:]...)
@@ -164,7 +168,7 @@ func newApp(flow *sdk.Flow, arg0 string, stdout, stderr io.Writer) *ucli.App {
 		Flags: []ucli.Flag{versionFlag()},
 	}
 	app.Commands = append(app.Commands, lifecycleCommands(flow)...)
-	app.Commands = append(app.Commands, versionCommand())
+	app.Commands = append(app.Commands, versionCommand(), completionCommand())
 	for _, c := range app.Commands {
 		c.OnUsageError = app.OnUsageError
 		for _, sub := range c.Subcommands {
