@@ -54,7 +54,7 @@ func lifecycleCommands(flow *sdk.Flow) []*ucli.Command {
 				"or a DAG file of the flow's name it did not write (airflow), is refused, naming it (and, on argo,\n" +
 				"its field managers); --take-over applies over it and makes it the flow's, for undeploy to delete.",
 			Flags: lifecycleFlags([]string{"airflow-url", "dags-folder", "wait-parsed", "parse-timeout"}, []ucli.Flag{
-				&ucli.BoolFlag{Name: "image-from-build", Usage: "make every Run step's image the one `image build` recorded"},
+				&ucli.BoolFlag{Name: "image-from-build", Usage: "make every Run step's image the one image build recorded"},
 				&ucli.BoolFlag{Name: "take-over", Usage: "apply over an object (argo) or DAG file (airflow) of the flow's name that manifold did not deploy, making it the flow's"},
 				&ucli.StringFlag{Name: "dry-run", Usage: "with --target argo: `server`, to have the API server check what deploy applies, and change nothing"},
 			}, flowFlags()),
@@ -92,7 +92,7 @@ func lifecycleCommands(flow *sdk.Flow) []*ucli.Command {
 				"(named with its pod and the reason), 130 when interrupted. Ctrl-C asks, on a terminal, whether to\n" +
 				"stop the run or leave it running; elsewhere --on-interrupt says (default: leave).",
 			Flags: lifecycleFlags([]string{"airflow-url"}, append([]ucli.Flag{
-				&ucli.BoolFlag{Name: "image-from-build", Usage: "make every Run step's image the one `image build` recorded"},
+				&ucli.BoolFlag{Name: "image-from-build", Usage: "make every Run step's image the one image build recorded"},
 			}, waitFlags()...), flowFlags()),
 			Action: func(c *ucli.Context) error {
 				return lifecycle(c, flow, true, func(p *plan.Flow) error {

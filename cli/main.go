@@ -169,6 +169,7 @@ func newApp(flow *sdk.Flow, arg0 string, stdout, stderr io.Writer) *ucli.App {
 	}
 	app.Commands = append(app.Commands, lifecycleCommands(flow)...)
 	app.Commands = append(app.Commands, versionCommand(), completionCommand())
+	addExamples(app, commandExamples(name, flow))
 	for _, c := range app.Commands {
 		c.OnUsageError = app.OnUsageError
 		for _, sub := range c.Subcommands {
