@@ -16,6 +16,18 @@ import (
 	"github.com/manifoldflow/manifold/sdk"
 )
 
+// The targets a flow is deployed to and run on by the lifecycle commands.
+const (
+	targetArgo    = "argo"
+	targetAirflow = "airflow"
+)
+
+// Values of --on-interrupt.
+const (
+	interruptStop  = "stop"
+	interruptLeave = "leave"
+)
+
 // flowFlags are the flags of every command that compiles the flow.
 func flowFlags() []ucli.Flag {
 	return []ucli.Flag{

@@ -25,18 +25,6 @@ import (
 	"github.com/manifoldflow/manifold/sdk"
 )
 
-// The targets a flow is deployed to and run on by the lifecycle commands.
-const (
-	targetArgo    = "argo"
-	targetAirflow = "airflow"
-)
-
-// Values of --on-interrupt.
-const (
-	interruptStop  = "stop"
-	interruptLeave = "leave"
-)
-
 // lifecycleCommands are the commands that deploy the flow to Argo Workflows or
 // Airflow, run it there and manage its runs.
 func lifecycleCommands(flow *sdk.Flow) []*ucli.Command {
