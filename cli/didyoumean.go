@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"regexp"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -8,17 +9,19 @@ import (
 	"github.com/manifoldflow/manifold/internal/suggest"
 )
 
-// usageError is the error of a command line urfave/cli could not parse: an
-// unknown flag is named with its command, the flag the user most likely meant
-// and where the flags are listed.
+// Go's flag package's errors of a flag's value, which name it -name.
+var (
+	needsValueRE = regexp.MustCompile(`^flag needs an argument: -+([\w-]+)$`)
+	badValueRE   = regexp.MustCompile(`^invalid (?:boolean )?value ("(?:[^"\\]|\\.)*") for (?:flag )?-+([\w-]+): (.*)$`)
+)
+
+// usageError is the error of a command line urfave/cli could not parse. It
+// names the command and where its flags are listed; an unknown flag, the flag
+// the user most likely meant; a flag without its value, the value it takes.
 func usageError(c *ucli.Context, err error) error {
 	const undefined = "flag provided but not defined: "
 	msg := err.Error()
-	name, ok := strings.CutPrefix(msg, undefined)
-	if !ok {
-		return usageErr("%v", err)
-	}
-	name = strings.TrimLeft(name, "-")
+	path := commandPath(c)
 	var flags []ucli.Flag
 	if c.Command != nil {
 		flags = c.Command.Flags
@@ -26,6 +29,38 @@ func usageError(c *ucli.Context, err error) error {
 	if len(flags) == 0 {
 		flags = c.App.Flags
 	}
+	if m := needsValueRE.FindStringSubmatch(msg); m != nil {
+		name := m[1]
+		if f := findFlag(flags, name); f != nil {
+			name = f.Names()[0]
+			if p := placeholder(f); p != "" {
+				return usageErr("flag %s of %s needs a value, %s (see %s --help)", dashed(name), path, p, path)
+			}
+		}
+		return usageErr("flag %s of %s needs a value (see %s --help)", dashed(name), path, path)
+	}
+	if m := badValueRE.FindStringSubmatch(msg); m != nil {
+		name, why := m[2], m[3]
+		if f := findFlag(flags, name); f != nil {
+			name = f.Names()[0]
+			switch f.(type) {
+			case *ucli.DurationFlag:
+				why = "give a duration, such as 90s, 5m or 1h30m"
+			case *ucli.IntFlag, *ucli.Int64Flag, *ucli.UintFlag, *ucli.Uint64Flag:
+				why = "give a whole number"
+			case *ucli.Float64Flag:
+				why = "give a number"
+			case *ucli.BoolFlag:
+				why = "give true or false"
+			}
+		}
+		return usageErr("invalid value %s for flag %s of %s: %s (see %s --help)", m[1], dashed(name), path, why, path)
+	}
+	name, ok := strings.CutPrefix(msg, undefined)
+	if !ok {
+		return usageErr("%v", err)
+	}
+	name = strings.TrimLeft(name, "-")
 	var names []string
 	for _, f := range flags {
 		for _, n := range f.Names() {
@@ -39,8 +74,18 @@ func usageError(c *ucli.Context, err error) error {
 	if s, ok := suggest.Closest(name, names); ok {
 		mean = "; did you mean " + dashed(s) + "?"
 	}
-	path := commandPath(c)
 	return usageErr("unknown flag %s for %s%s (see %s --help)", dashed(name), path, mean, path)
+}
+
+// placeholder is the word f's help names its value by (TARGET of --target
+// TARGET), "" for a flag without one.
+func placeholder(f ucli.Flag) string {
+	names, _, _ := strings.Cut(ucli.FlagStringer(f), "\t")
+	fields := strings.Fields(names)
+	if len(fields) < 2 || strings.HasPrefix(fields[1], "-") || strings.HasPrefix(fields[1], "[") {
+		return ""
+	}
+	return strings.TrimSuffix(fields[1], ",")
 }
 
 // dashed is a flag's name as written: -x, or --name.
