@@ -8,6 +8,7 @@
 //	hello run --param name=you --max-parallel 4
 //	hello run --kube --context kind-manifold   # run it on a cluster
 //	hello runs list             # the runs, local and on clusters; `hello runs show RUN` shows one
+//	hello resume RUN            # resume a failed run: what succeeded is not run again
 //	hello compile --target job -o out/
 //	hello validate --set train.efa=4
 //	hello graph --format dot
@@ -15,6 +16,12 @@
 //	hello image build --push --tag registry.example.com/ml/hello:v1   # the program's image
 //	hello check --context kind-manifold   # can the cluster's nodes take every step?
 //	hello kind up --simulate trn1.32xlarge=2 --with jobset   # a laptop cluster with simulated Trainium nodes; kind load IMAGE, kind down
+//	hello --version             # the program's module, manifold's version, Go, its commit
+//	source <(hello completion bash)   # complete commands, flags, steps and run IDs (zsh, fish too)
+//
+// Flags go before or after a command's arguments; a word after "--" is an
+// argument. A mistyped command or flag is answered with the closest name
+// (package internal/suggest).
 //
 // run executes the flow with the local runtime (package runtimes/local): steps in
 // dependency order, Run steps through `step NAME` of this same program, Command
