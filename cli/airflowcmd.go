@@ -40,9 +40,9 @@ func airflowFlags() []ucli.Flag {
 	return []ucli.Flag{
 		&ucli.StringFlag{Name: "airflow-url", Usage: "with --target airflow: the Airflow API server's `URL` (default: $" + airflow.EnvURL + ", then url in " + airflowConfigHint() + ")"},
 		&ucli.StringFlag{Name: "dags-folder", Usage: "with --target airflow: the `DIR` of Airflow's DAG processor, as this machine reaches it (default: dags_folder in " + airflowConfigHint() + ")"},
-		&ucli.BoolFlag{Name: "wait-parsed", Usage: "deploy --target airflow: wait until Airflow has imported the DAG, or print its import error"},
-		&ucli.DurationFlag{Name: "parse-timeout", Value: 10 * time.Minute, Usage: "deploy --target airflow --wait-parsed: give up after `DURATION`"},
-		&ucli.BoolFlag{Name: "delete-dag", Usage: "undeploy --target airflow: also delete the DAG and the record of its runs from Airflow"},
+		&ucli.BoolFlag{Name: "wait-parsed", Usage: "with --target airflow: wait until Airflow has imported the DAG, or print its import error"},
+		&ucli.DurationFlag{Name: "parse-timeout", Value: 10 * time.Minute, Usage: "with --wait-parsed: give up after `DURATION`"},
+		&ucli.BoolFlag{Name: "delete-dag", Usage: "with --target airflow: also delete the DAG and the record of its runs from Airflow"},
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -40,24 +39,10 @@ func openClient(c *ucli.Context) *client.Client {
 }
 
 // args checks that command got between least and most arguments, as usage
-// says, and says that flags go before them when one came after.
+// says.
 func args(c *ucli.Context, command, usage string, least, most int) error {
-	if err := flagsFirst(c, command, usage); err != nil {
-		return err
-	}
 	if n := c.NArg(); n < least || n > most {
 		return usageErr("%s takes %s, got %d arguments", command, usage, n)
-	}
-	return nil
-}
-
-// flagsFirst refuses a flag written after command's arguments, which flag
-// parsing would otherwise take for an argument.
-func flagsFirst(c *ucli.Context, command, usage string) error {
-	for _, a := range c.Args().Slice() {
-		if strings.HasPrefix(a, "-") {
-			return usageErr("%s: flag %s after the arguments; flags go before them: %s [flags] %s", command, a, command, usage)
-		}
 	}
 	return nil
 }

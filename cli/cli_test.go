@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -162,6 +163,12 @@ var sleepyFlow = sdk.NewFlow("sleepyflow", sdk.Image("registry.example.com/sleep
 	})).
 	Step("never", sdk.After("nap", "scribble"), sdk.Command("true"))
 
+// resumeFlow fails at its second step until the file "fixed" exists in the
+// working directory; its first step says its param.
+var resumeFlow = sdk.NewFlow("resumeflow", sdk.Image("registry.example.com/resume:v1"), sdk.Param("greeting", "hello")).
+	Step("greet", sdk.Command("sh", "-c", `echo "greet: $MANIFOLD_PARAM_GREETING"`)).
+	Step("check", sdk.After("greet"), sdk.Command("sh", "-c", `test -e fixed || { echo "not fixed" >&2; exit 3; }`))
+
 // envStatus names the file where a flow command records its exit status, for the
 // scripts' status command.
 const envStatus = "CLITEST_STATUS"
@@ -185,6 +192,7 @@ func TestMain(m *testing.M) {
 		"cronflow":   flowMain(cronFlow),
 		"sleepyflow": flowMain(sleepyFlow),
 		"shakyflow":  flowMain(shakyFlow),
+		"resumeflow": flowMain(resumeFlow),
 	})
 }
 
@@ -220,6 +228,9 @@ func TestScripts(t *testing.T) {
 		RequireUniqueNames:  true,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv(envStatus, filepath.Join(env.WorkDir, ".status"))
+			// What the flow programs (this test binary) were built with.
+			env.Setenv("BUILTGO", runtime.Version())
+			env.Setenv("BUILTFOR", runtime.GOOS+"/"+runtime.GOARCH)
 			return nil
 		},
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){

@@ -36,9 +36,9 @@ func compileCommand(flow *sdk.Flow) *ucli.Command {
 			"Nothing is written unless the whole flow compiles, and DIR's files of the flow change all together\n" +
 			"or not at all. Warnings go to standard error; with --strict they are errors and nothing is written.",
 		Flags: append([]ucli.Flag{
-			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Value: "job", Usage: "what to emit: " + strings.Join(targetNames(), ", ") + ", or all"},
+			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Value: "job", Usage: "emit the flow for `TARGET`: " + strings.Join(targetNames(), ", ") + ", or all"},
 			&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Usage: "write files into `DIR`; - for standard output"},
-			&ucli.BoolFlag{Name: "image-from-build", Usage: "make every Run step's image the one `image build` recorded in " + built.File},
+			&ucli.BoolFlag{Name: "image-from-build", Usage: "make every Run step's image the one image build recorded in " + built.File},
 			strictFlag,
 			&ucli.StringFlag{Name: "run-id", Usage: "job and jobset targets: emit the objects of run `ID`, as run --kube creates them (names end in a hash of ID, pods carry " + plan.LabelRun + " and, with an artifact store, " + plan.EnvRunID + "=ID)"},
 		}, flowFlags()...),

@@ -18,15 +18,32 @@ import (
 	"github.com/manifoldflow/manifold/sdk"
 )
 
+// The targets a flow is deployed to and run on by the lifecycle commands.
+const (
+	targetArgo    = "argo"
+	targetAirflow = "airflow"
+)
+
+// Values of --on-interrupt.
+const (
+	interruptStop  = "stop"
+	interruptLeave = "leave"
+)
+
 // flowFlags are the flags of every command that compiles the flow.
 func flowFlags() []ucli.Flag {
 	return []ucli.Flag{
 		paramFlag(),
 		&ucli.StringSliceFlag{Name: "set", Usage: "override a step option, `STEP.OPTION=VALUE`, such as train.efa=4, or train.trainium=0 for none (repeatable); options: " + strings.Join(compile.SetOptions(), ", ")},
-		&ucli.StringFlag{Name: "config", Usage: "read defaults from `FILE` (default: " + compile.ConfigFile + " in the working directory, if present)"},
+		configFlag(),
 		&ucli.StringFlag{Name: "artifacts", Usage: "keep artifacts on a cluster in `STORE`: s3://bucket/prefix, or pvc://CLAIM for a ReadWriteMany volume (replaces sdk.ArtifactVolume and manifold.toml's artifacts)"},
 		&ucli.StringFlag{Name: "artifacts-endpoint", Usage: "the `URL` of the S3-compatible server of an s3:// artifact store, such as http://minio.storage:9000"},
 	}
+}
+
+// configFlag is --config, the manifold.toml to read.
+func configFlag() ucli.Flag {
+	return &ucli.StringFlag{Name: "config", Usage: "read defaults from `FILE` (default: " + compile.ConfigFile + " in the working directory, if present)"}
 }
 
 // load compiles the flow with the command's flags. Errors in the flow are printed
@@ -77,7 +94,7 @@ func options(c *ucli.Context, flow *sdk.Flow) (compile.Options, error) {
 			return o, err
 		}
 		if !hasStep(flow, step) {
-			names := stepNames(flow)
+			names := stepNames(flow, false)
 			return o, usageErr("--set %q: flow %s has no step %q; its steps are %s%s", s, flowName(flow), step, strings.Join(names, ", "), suggest.DidYouMean(step, names))
 		}
 		if o.Overrides == nil {
@@ -155,18 +172,7 @@ func paramFlags(c *ucli.Context) (map[string]string, error) {
 }
 
 func hasStep(flow *sdk.Flow, name string) bool {
-	return slices.Contains(stepNames(flow), name)
-}
-
-// stepNames returns the names of flow's steps, in the order they were declared.
-func stepNames(flow *sdk.Flow) []string {
-	var names []string
-	if flow != nil {
-		for _, d := range flow.Spec().Steps {
-			names = append(names, d.Name)
-		}
-	}
-	return names
+	return slices.Contains(stepNames(flow, false), name)
 }
 
 // parseSet parses a --set flag, STEP.OPTION=VALUE (compile.ParseSet).

@@ -16,7 +16,7 @@ func graphCommand(flow *sdk.Flow) *ucli.Command {
 		Name:  "graph",
 		Usage: "draw the flow's steps and their order",
 		Flags: append([]ucli.Flag{
-			&ucli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "mermaid", Usage: "mermaid or dot"},
+			&ucli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "mermaid", Usage: "draw the graph in `FORMAT`: mermaid or dot"},
 		}, flowFlags()...),
 		Action: func(c *ucli.Context) error {
 			if err := noArgs(c); err != nil {

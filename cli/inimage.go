@@ -75,7 +75,7 @@ func runKube(*ucli.Context, *sdk.Flow, *plan.Flow) error {
 // Argo Workflows or Airflow and manage its runs there.
 func lifecycleCommands(*sdk.Flow) []*ucli.Command {
 	var cmds []*ucli.Command
-	for _, name := range []string{"deploy", "undeploy", "trigger", "stop", "suspend", "resume", "retry"} {
+	for _, name := range []string{"deploy", "undeploy", "trigger", "stop", "suspend", "unsuspend", "retry"} {
 		cmds = append(cmds, workstationCommand(name, name+" the flow or its runs on Argo Workflows or Airflow"))
 	}
 	return cmds

@@ -94,7 +94,7 @@ func kindCommand(flow *sdk.Flow) *ucli.Command {
 				Flags: []ucli.Flag{nameFlag()},
 				Action: func(c *ucli.Context) error {
 					if c.NArg() != 1 {
-						return usageErr("kind load takes one image reference or image archive, got %d arguments %q (flags go before arguments)", c.NArg(), c.Args().Slice())
+						return usageErr("kind load takes one image reference or image archive, got %d arguments %q (see %s --help)", c.NArg(), c.Args().Slice(), commandPath(c))
 					}
 					name := c.String("name")
 					if err := kind.CheckName(name); err != nil {

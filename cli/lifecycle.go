@@ -26,18 +26,6 @@ import (
 	"github.com/manifoldflow/manifold/sdk"
 )
 
-// The targets a flow is deployed to and run on by the lifecycle commands.
-const (
-	targetArgo    = "argo"
-	targetAirflow = "airflow"
-)
-
-// Values of --on-interrupt.
-const (
-	interruptStop  = "stop"
-	interruptLeave = "leave"
-)
-
 // lifecycleCommands are the commands that deploy the flow to Argo Workflows or
 // Airflow, run it there and manage its runs.
 func lifecycleCommands(flow *sdk.Flow) []*ucli.Command {
@@ -54,11 +42,11 @@ func lifecycleCommands(flow *sdk.Flow) []*ucli.Command {
 				"Deploy touches only what it made: an object of a name it applies without those labels (argo),\n" +
 				"or a DAG file of the flow's name it did not write (airflow), is refused, naming it (and, on argo,\n" +
 				"its field managers); --take-over applies over it and makes it the flow's, for undeploy to delete.",
-			Flags: lifecycleFlags(
-				&ucli.BoolFlag{Name: "image-from-build", Usage: "make every Run step's image the one `image build` recorded"},
+			Flags: lifecycleFlags([]string{"airflow-url", "dags-folder", "wait-parsed", "parse-timeout"}, []ucli.Flag{
+				&ucli.BoolFlag{Name: "image-from-build", Usage: "make every Run step's image the one image build recorded"},
 				&ucli.BoolFlag{Name: "take-over", Usage: "apply over an object (argo) or DAG file (airflow) of the flow's name that manifold did not deploy, making it the flow's"},
 				&ucli.StringFlag{Name: "dry-run", Usage: "with --target argo: `server`, to have the API server check what deploy applies, and change nothing"},
-			),
+			}, flowFlags()),
 			Action: func(c *ucli.Context) error {
 				return lifecycle(c, flow, true, func(p *plan.Flow) error {
 					if err := dryRunFlag(c); err != nil {
@@ -72,7 +60,9 @@ func lifecycleCommands(flow *sdk.Flow) []*ucli.Command {
 			Name:        "undeploy",
 			Usage:       "remove what deploy made for the flow, and nothing else; its runs stay",
 			Description: "With --target argo, deletes the objects labelled with the flow and manifold.dev/deploy=argo.",
-			Flags:       lifecycleFlags(&ucli.StringFlag{Name: "dry-run", Usage: "with --target argo: `server`, to have the API server check what undeploy deletes, and change nothing"}),
+			Flags: lifecycleFlags([]string{"airflow-url", "dags-folder", "delete-dag"}, []ucli.Flag{
+				&ucli.StringFlag{Name: "dry-run", Usage: "with --target argo: `server`, to have the API server check what undeploy deletes, and change nothing"},
+			}, []ucli.Flag{configFlag()}),
 			Action: func(c *ucli.Context) error {
 				return lifecycle(c, flow, false, func(p *plan.Flow) error {
 					if err := dryRunFlag(c); err != nil {
@@ -90,9 +80,9 @@ func lifecycleCommands(flow *sdk.Flow) []*ucli.Command {
 				".manifold/runs/<run>/, and exits with its result: 0 when it succeeded, 1 when a step failed\n" +
 				"(named with its pod and the reason), 130 when interrupted. Ctrl-C asks, on a terminal, whether to\n" +
 				"stop the run or leave it running; elsewhere --on-interrupt says (default: leave).",
-			Flags: lifecycleFlags(append([]ucli.Flag{
-				&ucli.BoolFlag{Name: "image-from-build", Usage: "make every Run step's image the one `image build` recorded"},
-			}, waitFlags()...)...),
+			Flags: lifecycleFlags([]string{"airflow-url"}, append([]ucli.Flag{
+				&ucli.BoolFlag{Name: "image-from-build", Usage: "make every Run step's image the one image build recorded"},
+			}, waitFlags()...), flowFlags()),
 			Action: func(c *ucli.Context) error {
 				return lifecycle(c, flow, true, func(p *plan.Flow) error {
 					params, err := triggerParams(c, p)
@@ -111,30 +101,35 @@ func lifecycleCommands(flow *sdk.Flow) []*ucli.Command {
 		},
 		runCommandOf(flow, "stop", "stop a run: its running steps are stopped and no other starts",
 			"With --target argo, sets the Workflow's spec.shutdown to Stop, as `argo stop` does.",
+			[]string{"airflow-url"},
 			func(c *ucli.Context, p *plan.Flow, run string) error {
 				return argoAct(c, p, run, "stopping", (*argo.Client).Stop)
 			},
 			func(c *ucli.Context, p *plan.Flow, run string) error { return airflowStop(c, flow, p, run) }),
-		runCommandOf(flow, "suspend", "suspend a run on Argo: running steps finish, and no step starts until resume",
+		runCommandOf(flow, "suspend", "suspend a run on Argo: running steps finish, and no step starts until unsuspend",
 			"Sets the Workflow's spec.suspend.",
+			nil,
 			func(c *ucli.Context, p *plan.Flow, run string) error {
 				return argoAct(c, p, run, "suspended", (*argo.Client).Suspend)
 			},
 			func(*ucli.Context, *plan.Flow, string) error {
 				return usageErr("suspend: Airflow cannot suspend a run; `%s stop --target airflow RUN` stops it, and `%s retry --target airflow RUN` runs its failed tasks again", name, name)
 			}),
-		runCommandOf(flow, "resume", "resume a run on Argo that suspend suspended",
-			"Clears the Workflow's spec.suspend.",
+		runCommandOf(flow, "unsuspend", "let a run on Argo that suspend suspended go on (argo resume)",
+			"Clears the Workflow's spec.suspend, as `argo resume` does. (resume, without --target, resumes a\n"+
+				"failed run recorded here, as Metaflow's resume does; retry runs a failed run's steps again on the cluster.)",
+			nil,
 			func(c *ucli.Context, p *plan.Flow, run string) error {
-				return argoAct(c, p, run, "resumed", (*argo.Client).Resume)
+				return argoAct(c, p, run, "unsuspended", (*argo.Client).Resume)
 			},
 			func(*ucli.Context, *plan.Flow, string) error {
-				return usageErr("resume: Airflow cannot suspend a run, so there is none to resume; `%s retry --target airflow RUN` runs a failed run's tasks again", name)
+				return usageErr("unsuspend: Airflow cannot suspend a run, so there is none to unsuspend; `%s retry --target airflow RUN` runs a failed run's tasks again", name)
 			}),
 		runCommandOf(flow, "retry", "run again the failed steps of a run, on the cluster, in place; --wait follows it",
 			"With --target argo, retries the Workflow as `argo retry` does: its failed nodes are reset and their\n"+
 				"pods deleted, and Argo's controller runs them again; what succeeded is not run again.\n"+
 				"Of a flow split into parts, a failed part's Workflow is created anew and runs all the part's steps.",
+			[]string{"airflow-url"},
 			func(c *ucli.Context, p *plan.Flow, run string) error { return argoRetry(c, p, run) },
 			func(c *ucli.Context, p *plan.Flow, run string) error { return airflowRetry(c, flow, p, run) },
 			waitFlags()...),
@@ -162,21 +157,35 @@ func argoFlags() []ucli.Flag {
 // argoOnly names the flags that mean nothing with --target airflow.
 var argoOnly = []string{"kubeconfig", "context", "namespace", "qps", "burst", "dry-run"}
 
-// lifecycleFlags are the flags of a lifecycle command: --target, the flow's,
-// Argo's, Airflow's, then extra.
-func lifecycleFlags(extra ...ucli.Flag) []ucli.Flag {
+// lifecycleFlags are the flags of a lifecycle command: --target, extra,
+// Argo's, the flags of airflowFlags named by airflow, then common.
+func lifecycleFlags(airflow []string, extra, common []ucli.Flag) []ucli.Flag {
 	flags := []ucli.Flag{targetFlag()}
 	flags = append(flags, extra...)
 	flags = append(flags, argoFlags()...)
-	flags = append(flags, airflowFlags()...)
-	return append(flags, flowFlags()...)
+	flags = append(flags, flagsNamed(airflowFlags(), airflow...)...)
+	return append(flags, common...)
 }
 
-// runCommandOf is a lifecycle command that acts on the run RUN.
-func runCommandOf(flow *sdk.Flow, name, usage, description string, onArgo, onAirflow func(*ucli.Context, *plan.Flow, string) error, extra ...ucli.Flag) *ucli.Command {
+// flagsNamed returns the flags of flags with the names given, in their order.
+func flagsNamed(flags []ucli.Flag, names ...string) []ucli.Flag {
+	var out []ucli.Flag
+	for _, name := range names {
+		f := findFlag(flags, name)
+		if f == nil {
+			panic("cli: no flag --" + name)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// runCommandOf is a lifecycle command that acts on the run RUN; airflow
+// names the flags of airflowFlags it takes.
+func runCommandOf(flow *sdk.Flow, name, usage, description string, airflow []string, onArgo, onAirflow func(*ucli.Context, *plan.Flow, string) error, extra ...ucli.Flag) *ucli.Command {
 	return &ucli.Command{
 		Name: name, Usage: usage, Description: description, ArgsUsage: "RUN",
-		Flags: lifecycleFlags(extra...),
+		Flags: lifecycleFlags(airflow, extra, []ucli.Flag{configFlag()}),
 		Action: func(c *ucli.Context) error {
 			if err := args(c, name, "RUN", 1, 1); err != nil {
 				return err
@@ -627,6 +636,6 @@ func targetRuns(c *ucli.Context, flow *sdk.Flow, onArgo, onAirflow func(*plan.Fl
 func targetRunsFlags() []ucli.Flag {
 	flags := []ucli.Flag{&ucli.StringFlag{Name: "target", Usage: "read the flow's runs on `TARGET`, argo or airflow, instead of the local records"}}
 	flags = append(flags, argoFlags()...)
-	flags = append(flags, airflowFlags()...)
-	return append(flags, &ucli.StringFlag{Name: "config", Usage: "read defaults from `FILE` (default: " + compile.ConfigFile + " in the working directory, if present)"})
+	flags = append(flags, flagsNamed(airflowFlags(), "airflow-url")...)
+	return append(flags, configFlag())
 }

@@ -8,6 +8,7 @@
 //	hello run --param name=you --max-parallel 4
 //	hello run --kube --context kind-manifold   # run it on a cluster
 //	hello runs list             # the runs, local and on clusters; `hello runs show RUN` shows one
+//	hello resume RUN            # resume a failed run: what succeeded is not run again
 //	hello compile --target job -o out/
 //	hello validate --set train.efa=4
 //	hello graph --format dot
@@ -15,6 +16,12 @@
 //	hello image build --push --tag registry.example.com/ml/hello:v1   # the program's image
 //	hello check --context kind-manifold   # can the cluster's nodes take every step?
 //	hello kind up --simulate trn1.32xlarge=2 --with jobset   # a laptop cluster with simulated Trainium nodes; kind load IMAGE, kind down
+//	hello --version             # the program's module, manifold's version, Go, its commit
+//	source <(hello completion bash)   # complete commands, flags, steps and run IDs (zsh, fish too)
+//
+// Flags go before or after a command's arguments; a word after "--" is an
+// argument. A mistyped command or flag is answered with the closest name
+// (package internal/suggest).
 //
 // run executes the flow with the local runtime (package runtimes/local): steps in
 // dependency order, Run steps through `step NAME` of this same program, Command
@@ -73,7 +80,11 @@ func Main(flow *sdk.Flow) {
 // Run runs the command line args (args[0] is the program name) for flow, writing to
 // stdout and stderr, and returns the exit status.
 func Run(ctx context.Context, flow *sdk.Flow, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 1 || len(args) > 1 && strings.HasPrefix(args[1], "-") && !helpFlag(args[1]) {
+	if len(args) > 1 && args[len(args)-1] == completionFlag {
+		complete(newApp(flow, args[0], stdout, stderr), flow, args, stdout)
+		return ExitOK
+	}
+	if len(args) == 1 || len(args) > 1 && strings.HasPrefix(args[1], "-") && !helpFlag(args[1]) && !isVersionFlag(args[1]) {
 		// No command: run the flow, with the flags given.
 		args = append([]string{args[0], "run"}, args[1:]...)
 	}
@@ -82,7 +93,7 @@ func Run(ctx context.Context, flow *sdk.Flow, args []string, stdout, stderr io.W
 		arg0 = args[0]
 	}
 	app := newApp(flow, arg0, stdout, stderr)
-	err := app.RunContext(ctx, args)
+	err := app.RunContext(ctx, interspersed(app, args))
 	var ex *exitError
 	switch {
 	case err == nil:
@@ -97,6 +108,8 @@ func Run(ctx context.Context, flow *sdk.Flow, args []string, stdout, stderr io.W
 		return ExitUsage
 	}
 }
+
+func isVersionFlag(arg string) bool { return arg == "--version" || arg == "-version" }
 
 func helpFlag(arg string) bool {
 	switch arg {
@@ -133,6 +146,7 @@ func newApp(flow *sdk.Flow, arg0 string, stdout, stderr io.Writer) *ucli.App {
 	if flow != nil && flow.Name() != "" {
 		name = flow.Name()
 	}
+	run := runCommand(flow, arg0)
 	app := &ucli.App{
 		Name:                      name,
 		Usage:                     "compile, check and run the " + name + " flow",
@@ -141,11 +155,12 @@ func newApp(flow *sdk.Flow, arg0 string, stdout, stderr io.Writer) *ucli.App {
 		HideVersion:               true,
 		DisableSliceFlagSeparator: true,
 		ExitErrHandler:            func(*ucli.Context, error) {},
-		OnUsageError: func(_ *ucli.Context, err error, _ bool) error {
-			return usageErr("%v", err)
+		OnUsageError: func(c *ucli.Context, err error, _ bool) error {
+			return usageError(c, err)
 		},
 		Commands: []*ucli.Command{
-			runCommand(flow, arg0),
+			run,
+			resumeCommand(flow, run),
 			runsCommand(flow),
 			compileCommand(flow),
 			validateCommand(flow),
@@ -157,34 +172,37 @@ func newApp(flow *sdk.Flow, arg0 string, stdout, stderr io.Writer) *ucli.App {
 			artifactCommand(flow),
 			logsCommand(flow),
 		},
+		Flags: []ucli.Flag{versionFlag()},
 	}
 	app.Commands = append(app.Commands, lifecycleCommands(flow)...)
+	app.Commands = append(app.Commands, versionCommand(), completionCommand())
+	addExamples(app, commandExamples(name, flow))
 	for _, c := range app.Commands {
 		c.OnUsageError = app.OnUsageError
 		for _, sub := range c.Subcommands {
 			sub.OnUsageError = app.OnUsageError
 		}
+		if len(c.Subcommands) > 0 && c.Action == nil {
+			c.Action = subcommandsOnly
+		}
 	}
 	app.Action = func(c *ucli.Context) error {
+		if c.Bool("version") {
+			return programVersion(app.Name).write(c.App.Writer)
+		}
 		if c.Args().Present() {
-			var names []string
-			for _, cmd := range app.Commands {
-				if cmd.Name != "help" {
-					names = append(names, cmd.Name)
-				}
-			}
-			return usageErr("unknown command %q; the commands are %s (see --help)", c.Args().First(), strings.Join(names, ", "))
+			return unknownCommand(app.Name, c.Args().First(), app.Commands)
 		}
 		return ucli.ShowAppHelp(c)
 	}
 	return app
 }
 
-// noArgs refuses stray arguments, which flag parsing would otherwise leave unread
-// (a flag written after them, for example).
+// noArgs refuses stray arguments, which the command would otherwise leave
+// unread.
 func noArgs(c *ucli.Context) error {
 	if c.Args().Present() {
-		return usageErr("%s takes no arguments, got %q (flags go before arguments)", c.Command.Name, c.Args().Slice())
+		return usageErr("%s takes no arguments, got %q (see %s --help)", c.Command.Name, c.Args().Slice(), commandPath(c))
 	}
 	return nil
 }

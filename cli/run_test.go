@@ -38,7 +38,7 @@ func TestRunWriters(t *testing.T) {
 		{name: "runs", flow: shell, args: []string{"runs", "list"}, code: cli.ExitOK, stdout: "RUN"},
 		{name: "invalid", flow: badFlow, args: []string{"validate"}, code: cli.ExitInvalid, stderr: "steps[train].trainium: Invalid value: 0"},
 		{name: "usage", flow: quiet, args: []string{"compile", "--set", "one.cpu"}, code: cli.ExitUsage, stderr: `error: --set "one.cpu"`},
-		{name: "flag", flow: quiet, args: []string{"compile", "--bogus"}, code: cli.ExitUsage, stderr: "flag provided but not defined"},
+		{name: "flag", flow: quiet, args: []string{"compile", "--bogus"}, code: cli.ExitUsage, stderr: "error: unknown flag --bogus for quiet compile"},
 		{name: "panic", flow: panicFlow, args: []string{"step", "boom"}, code: cli.ExitInvalid, stderr: "panic: kaboom"},
 	}
 	t.Chdir(t.TempDir()) // no manifold.toml; step's artifacts land here

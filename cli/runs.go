@@ -71,9 +71,6 @@ func runsCommand(flow *sdk.Flow) *ucli.Command {
 					outputFlag(),
 				}, storeFlags()...), targetRunsFlags()...),
 				Action: func(c *ucli.Context) error {
-					if err := flagsFirst(c, "runs show", "RUN"); err != nil {
-						return err
-					}
 					if c.NArg() != 1 {
 						return usageErr("runs show takes one run ID, got %d arguments (see runs list)", c.NArg())
 					}

@@ -42,7 +42,7 @@ func stepCommand(flow *sdk.Flow) *ucli.Command {
 		},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() != 1 {
-				return usageErr("step takes one step name, got %d arguments (flags go before the name)", c.NArg())
+				return usageErr("step takes one step name, got %d arguments (see %s --help)", c.NArg(), commandPath(c))
 			}
 			spec := flow.Spec()
 			step, err := findRunStep(spec, c.Args().First())

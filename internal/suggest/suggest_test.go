@@ -3,29 +3,40 @@ package suggest
 import "testing"
 
 func TestClosest(t *testing.T) {
+	steps := []string{"evaluate", "prepare", "train"}
 	for _, tc := range []struct {
-		word       string
-		candidates []string
-		want       string
+		word, want string
 		ok         bool
 	}{
-		{"gret", []string{"prepare", "train", "greet"}, "greet", true},
-		{"epoc", []string{"epochs", "batch"}, "epochs", true},
-		{"paralel", []string{"namespace", "parallel", "image"}, "parallel", true},
-		{"Trian", []string{"prepare", "train"}, "train", true},
-		{"zzz", []string{"prepare", "train"}, "", false},
-		{"", []string{"prepare"}, "", false},
-		{"train", nil, "", false},
+		{"trian", "train", true},
+		{"prepar", "prepare", true},
+		{"Evaluate", "evaluate", true},
+		{"evalute", "evaluate", true},
+		{"zzz", "", false},
+		{"", "", false},
 	} {
-		got, ok := Closest(tc.word, tc.candidates)
+		got, ok := Closest(tc.word, steps)
 		if got != tc.want || ok != tc.ok {
-			t.Errorf("Closest(%q, %q) = %q, %v; want %q, %v", tc.word, tc.candidates, got, ok, tc.want, tc.ok)
+			t.Errorf("Closest(%q) = %q, %v; want %q, %v", tc.word, got, ok, tc.want, tc.ok)
 		}
 	}
-	if got := DidYouMean("epoc", []string{"epochs"}); got != "; did you mean epochs?" {
-		t.Errorf("DidYouMean = %q", got)
+	if got, ok := Closest("x", nil); ok || got != "" {
+		t.Errorf("Closest with no candidates = %q, %v", got, ok)
 	}
-	if got := DidYouMean("zzz", []string{"epochs"}); got != "" {
-		t.Errorf("DidYouMean of nothing near = %q, want empty", got)
+	flags := []string{"max-parallel", "param", "run-id", "strict"}
+	if got, _ := Closest("paralel", flags); got != "max-parallel" {
+		t.Errorf("Closest(paralel) = %q, want max-parallel (by its tail)", got)
+	}
+	if got, _ := Closest("runid", flags); got != "run-id" {
+		t.Errorf("Closest(runid) = %q, want run-id", got)
+	}
+}
+
+func TestDidYouMean(t *testing.T) {
+	if got, want := DidYouMean("trian", []string{"prepare", "train"}), "; did you mean train?"; got != want {
+		t.Errorf("DidYouMean = %q, want %q", got, want)
+	}
+	if got := DidYouMean("qqqq", []string{"prepare", "train"}); got != "" {
+		t.Errorf("DidYouMean of a far word = %q, want none", got)
 	}
 }

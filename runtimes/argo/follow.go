@@ -322,7 +322,7 @@ func (f *follower) reconcile() bool {
 	if susp := root.Spec.Suspend != nil && *root.Spec.Suspend; susp != f.suspended {
 		f.suspended = susp
 		if susp {
-			f.Disp.Note("Workflow %s is suspended: no step starts until `%s resume --target argo %s`", f.name, f.c.o.Program, f.name)
+			f.Disp.Note("Workflow %s is suspended: no step starts until `%s unsuspend --target argo %s`", f.name, f.c.o.Program, f.name)
 		} else {
 			f.Disp.Note("Workflow %s resumed", f.name)
 		}
