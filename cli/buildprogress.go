@@ -40,7 +40,7 @@ func (p *compileProgress) begin(platform v1.Platform) {
 	p.platform, p.compiled, p.total = platform.String(), 0, 0
 	p.start = p.now()
 	p.last = p.start
-	fmt.Fprintf(p.w, "compiling %s for %s (a first build compiles each of the program's packages, 1 to 3 minutes; later builds take seconds)\n", p.program, p.platform)
+	fmt.Fprintf(p.w, "compiling %s for %s (the first build compiles each of the program's packages, a minute or more; later builds take seconds)\n", p.program, p.platform)
 }
 
 // update is image.GoBuild's Progress.

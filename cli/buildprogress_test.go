@@ -24,7 +24,7 @@ func TestCompileProgressPlain(t *testing.T) {
 	}
 	p.end()
 	want := []string{
-		"compiling hello for linux/amd64 (a first build compiles each of the program's packages, 1 to 3 minutes; later builds take seconds)",
+		"compiling hello for linux/amd64 (the first build compiles each of the program's packages, a minute or more; later builds take seconds)",
 		"compiling hello for linux/amd64: 100 of 700 packages, 10s",
 		"compiling hello for linux/amd64: 200 of 700 packages, 20s",
 		"compiling hello for linux/amd64: 300 of 700 packages, 30s",
@@ -65,7 +65,7 @@ func TestCompileProgressLive(t *testing.T) {
 		p.update(i, 3)
 	}
 	p.end()
-	want := "compiling hello for linux/amd64 (a first build compiles each of the program's packages, 1 to 3 minutes; later builds take seconds)\n" +
+	want := "compiling hello for linux/amd64 (the first build compiles each of the program's packages, a minute or more; later builds take seconds)\n" +
 		"\r\x1b[Kcompiling hello for linux/amd64: 1 of 3 packages, 1s" +
 		"\r\x1b[Kcompiling hello for linux/amd64: 2 of 3 packages, 2s" +
 		"\r\x1b[Kcompiling hello for linux/amd64: 3 of 3 packages, 3s" +
