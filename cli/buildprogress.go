@@ -21,7 +21,9 @@ const progressEvery = 10 * time.Second
 // goes, which takes minutes the first time: a line when it starts, saying so;
 // while packages compile, on a terminal (live) one line rewritten in place,
 // elsewhere a plain line every progressEvery at most; and a line at the end
-// with the count and the time, when anything was compiled.
+// with the count and the time, when anything was compiled. The count of the
+// program's packages (go list -deps) holds one or two that are never compiled
+// (unsafe), so the last line says only how many were.
 type compileProgress struct {
 	w       io.Writer
 	program string
@@ -68,7 +70,7 @@ func (p *compileProgress) end() {
 	if p.live {
 		fmt.Fprint(p.w, "\r\x1b[K")
 	}
-	fmt.Fprintf(p.w, "compiled %d of %d packages for %s in %s\n", p.compiled, p.total, p.platform, human(p.now().Sub(p.start).Round(time.Second)))
+	fmt.Fprintf(p.w, "compiled %d packages for %s in %s\n", p.compiled, p.platform, human(p.now().Sub(p.start).Round(time.Second)))
 }
 
 // progressCompiler is a GoBuild that tells a compileProgress of each platform's

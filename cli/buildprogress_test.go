@@ -31,7 +31,7 @@ func TestCompileProgressPlain(t *testing.T) {
 		"compiling hello for linux/amd64: 400 of 700 packages, 40s",
 		"compiling hello for linux/amd64: 500 of 700 packages, 50s",
 		"compiling hello for linux/amd64: 600 of 700 packages, 1m",
-		"compiled 700 of 700 packages for linux/amd64 in 1m10s",
+		"compiled 700 packages for linux/amd64 in 1m10s",
 	}
 	if diff := cmp.Diff(want, strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")); diff != "" {
 		t.Errorf("output (-want +got):\n%s", diff)
@@ -69,7 +69,7 @@ func TestCompileProgressLive(t *testing.T) {
 		"\r\x1b[Kcompiling hello for linux/amd64: 1 of 3 packages, 1s" +
 		"\r\x1b[Kcompiling hello for linux/amd64: 2 of 3 packages, 2s" +
 		"\r\x1b[Kcompiling hello for linux/amd64: 3 of 3 packages, 3s" +
-		"\r\x1b[Kcompiled 3 of 3 packages for linux/amd64 in 3s\n"
+		"\r\x1b[Kcompiled 3 packages for linux/amd64 in 3s\n"
 	if diff := cmp.Diff(want, b.String()); diff != "" {
 		t.Errorf("output (-want +got):\n%s", diff)
 	}
