@@ -251,7 +251,7 @@ func resources(r *resolved, gpuToleration bool) (resourceResult, field.ErrorList
 // for an error about a type that has none.
 func holders(n int64, types []string) string {
 	if len(types) == 0 {
-		return fmt.Sprintf("no instance type of the catalog has %d", n)
+		return fmt.Sprintf("choose an instance type with %d (the catalog's table lists none)", n)
 	}
 	return fmt.Sprintf("%d are on %s: choose one of them", n, strings.Join(types, ", "))
 }
