@@ -1,7 +1,7 @@
 # The test command is `make test`: formatting, vet, then every test.
 GO ?= go
 
-.PHONY: test fmt-check vet tools airflow moto sim-tools sim golden docs bench bench-load fuzz
+.PHONY: test fmt-check vet tools airflow moto sim-tools sim golden docs ec2types bench bench-load fuzz
 
 # Tests find the checkers built here through MANIFOLD_KUBEVALIDATE and
 # MANIFOLD_ARGOLINT, the Airflow environment through MANIFOLD_AIRFLOW_PYTHON and
@@ -15,6 +15,7 @@ test: fmt-check vet tools airflow moto sim-tools
 	MANIFOLD_AIRFLOW_PYTHON=$$(tools/airflow/venv.sh) \
 	MANIFOLD_MOTO_PYTHON=$$(tools/moto/venv.sh) \
 	$(GO) test -count=1 -timeout 20m ./...
+	cd tools/ec2types && $(GO) test -count=1 ./...
 
 # tools/kubevalidate runs the API server's own validation, tools/argolint Argo's
 # validator; the first build on a fresh machine takes a few minutes, later ones are
@@ -60,6 +61,7 @@ vet:
 	cd tools/kubevalidate && $(GO) vet ./...
 	cd tools/argolint && $(GO) vet ./...
 	cd tools/kindmanifests && $(GO) vet ./...
+	cd tools/ec2types && $(GO) vet ./...
 
 # Rewrite the golden files; read `git diff golden/` before committing.
 golden:
@@ -69,6 +71,12 @@ golden:
 # command line and manifold.toml); tools/docgen's test fails while they are stale.
 docs:
 	$(GO) run ./tools/docgen
+
+# Rewrite catalog/ec2types_gen.go, every EC2 instance type, from the AWS SDK for Go
+# that tools/ec2types/go.mod pins (raise it there with go get to take in new
+# types); tools/ec2types' test, run by make test, fails while the file is stale.
+ec2types:
+	cd tools/ec2types && $(GO) run .
 
 # One table of every performance goal against its figure: the Go benchmarks
 # that report each goal's metric (b.ReportMetric, agreed by name: s/build-warm,

@@ -218,8 +218,13 @@ func buildImage(c *ucli.Context, flow *sdk.Flow, req buildRequest) (*built.Recor
 		return nil, invalidErr(err)
 	}
 	fmt.Fprintf(w, "building %s (%s) for %s on %s\n", flowName, importPath, strings.Join(platformNames(platforms), ", "), base)
+	// Compiling takes minutes the first time: say so, and how it goes, on
+	// standard error.
+	_, _, live := terminal(c.App.ErrWriter)
+	progressed := &compileProgress{w: c.App.ErrWriter, program: flowName, live: live, now: time.Now}
+	gb.Progress = progressed.update
 	b := &image.Builder{
-		Compiler:   gb,
+		Compiler:   progressCompiler{gb, progressed},
 		Base:       base,
 		Entrypoint: entrypoint,
 		Platforms:  platforms,

@@ -77,6 +77,12 @@ func TestImageBuildHello(t *testing.T) {
 		t.Fatalf("image build: %v\n%s%s", err, stdout, stderr)
 	}
 	t.Logf("image build --push:\n%s", stdout)
+	// Off a terminal, the compiling's progress is plain lines on stderr, the
+	// first saying what a first build costs.
+	if !strings.HasPrefix(stderr, "compiling hello for linux/amd64 (the first build compiles each of the program's packages, a minute or more; later builds take seconds)\n") ||
+		strings.ContainsAny(stderr, "\r\x1b") {
+		t.Errorf("image build's stderr %q: want plain progress lines, the first saying what a first build costs", stderr)
+	}
 	ref := lastLine(stdout)
 	if !strings.HasPrefix(ref, host+"/flows/hello@sha256:") {
 		t.Fatalf("image build printed %q last, want %s/flows/hello@sha256:…", ref, host)

@@ -141,6 +141,15 @@ func runKube(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
 		return err
 	}
 	defer endTracing()
+	// The cluster first: an unreachable one fails the run in seconds, before
+	// the image is built and pushed.
+	if err := kube.Reachable(c.Context, kube.Options{
+		Kubeconfig: c.String("kubeconfig"),
+		Context:    c.String("context"),
+		Namespace:  c.String("namespace"),
+	}); err != nil {
+		return invalidErr(err)
+	}
 	if !c.Bool("no-build") && hasRunSteps(p) {
 		built, err := build(c, flow)
 		if err != nil {

@@ -566,6 +566,36 @@ func TestInstanceType(t *testing.T) {
 			}),
 		},
 		{
+			name: "a cpu step on a general-purpose type",
+			opts: []sdk.StepOption{sdk.InstanceType("m7i.8xlarge"), sdk.CPU("4")},
+			want: with(func(s *plan.Step) {
+				s.InstanceType = "m7i.8xlarge"
+				s.NodeSelector = []plan.KeyValue{{Key: instanceKey, Value: "m7i.8xlarge"}}
+				s.Requests = q("cpu", "4")
+			}),
+		},
+		{
+			name: "compute- and memory-optimized types",
+			opts: []sdk.StepOption{sdk.InstanceType("c7i.4xlarge"), sdk.InstanceType("r7i.2xlarge")},
+			want: with(func(s *plan.Step) {
+				s.InstanceType = "r7i.2xlarge"
+				s.NodeSelector = []plan.KeyValue{{Key: instanceKey, Value: "r7i.2xlarge"}}
+			}),
+		},
+		{
+			// The catalog has no figures for g5: it does not refuse its GPUs.
+			name: "gpus on a gpu type outside the table",
+			opts: []sdk.StepOption{sdk.InstanceType("g5.xlarge"), sdk.GPU(1)},
+			want: with(func(s *plan.Step) {
+				s.InstanceType = "g5.xlarge"
+				s.NodeSelector = []plan.KeyValue{{Key: instanceKey, Value: "g5.xlarge"}}
+				s.GPU, s.GPUResource = 1, nvidiaKey
+				s.Requests = q(nvidiaKey, "1")
+				s.Limits = q(nvidiaKey, "1")
+				s.Tolerations = []plan.Toleration{nvidiaTol}
+			}),
+		},
+		{
 			name: "agreeing node selector",
 			opts: []sdk.StepOption{sdk.NodeSelector(instanceKey, "trn1.32xlarge"), sdk.InstanceType("trn1.32xlarge"), sdk.NodeSelector("zone", "a")},
 			want: with(func(s *plan.Step) {
@@ -639,8 +669,50 @@ func TestInstanceTypeErrors(t *testing.T) {
 		{
 			name:    "unknown instance type",
 			flow:    one(sdk.InstanceType("trn9.huge")),
-			want:    field.ErrorList{field.NotSupported[string](sAt("instanceType"), "trn9.huge", nil)},
-			details: []string{"trn1.32xlarge"},
+			want:    field.ErrorList{field.Invalid(sAt("instanceType"), nil, "")},
+			details: []string{"is not an EC2 instance type"},
+		},
+		{
+			name:    "a slip of a letter",
+			flow:    one(sdk.InstanceType("m7i.8xlarg")),
+			want:    field.ErrorList{field.Invalid(sAt("instanceType"), nil, "")},
+			details: []string{"did you mean m7i.8xlarge?"},
+		},
+		{
+			name:    "a family that does not exist",
+			flow:    one(sdk.InstanceType("m99.large")),
+			want:    field.ErrorList{field.Invalid(sAt("instanceType"), nil, "")},
+			details: []string{".large"},
+		},
+		{
+			name:    "no instance type at all",
+			flow:    one(sdk.InstanceType("foo")),
+			want:    field.ErrorList{field.Invalid(sAt("instanceType"), nil, "")},
+			details: []string{"aws ec2 describe-instance-types"},
+		},
+		{
+			name:    "trainium on a general-purpose type",
+			flow:    one(sdk.InstanceType("m7i.8xlarge"), sdk.Trainium(16)),
+			want:    field.ErrorList{field.Invalid(sAt("trainium"), nil, "")},
+			details: []string{"m7i.8xlarge has no Neuron devices; 16 are on trn1.32xlarge, trn1n.32xlarge, trn2.48xlarge"},
+		},
+		{
+			name:    "gpus on a general-purpose type",
+			flow:    one(sdk.InstanceType("c7i.4xlarge"), sdk.GPU(8)),
+			want:    field.ErrorList{field.Invalid(sAt("gpu"), nil, "")},
+			details: []string{"c7i.4xlarge has no GPUs; 8 are on p4d.24xlarge"},
+		},
+		{
+			name:    "trainium on a gpu type outside the table",
+			flow:    one(sdk.InstanceType("g5.xlarge"), sdk.Trainium(1)),
+			want:    field.ErrorList{field.Invalid(sAt("trainium"), nil, "")},
+			details: []string{"g5.xlarge has no Neuron devices"},
+		},
+		{
+			name:    "every efa of a type whose efa the catalog does not know",
+			flow:    one(sdk.InstanceType("m7i.48xlarge"), sdk.EFAAll()),
+			want:    field.ErrorList{field.Invalid(sAt("efa"), nil, "")},
+			details: []string{"sdk.EFA(n)"},
 		},
 		{
 			name: "node selector disagrees with instance type",

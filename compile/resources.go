@@ -89,7 +89,7 @@ func resources(r *resolved, gpuToleration bool) (resourceResult, field.ErrorList
 	// EFA, possibly every interface of the instance type.
 	inst, known := catalog.Lookup(r.instanceType.v)
 	if r.instanceType.set && !known {
-		errs = append(errs, field.NotSupported(r.instanceType.at, r.instanceType.v, catalog.Types()))
+		errs = append(errs, field.Invalid(r.instanceType.at, r.instanceType.v, catalog.NotAType(r.instanceType.v)))
 	}
 	efaTop, efaRemoved, efaErrs := settle(r.efaCount, "EFA interfaces", r.name)
 	errs = append(errs, efaErrs...)
@@ -101,6 +101,8 @@ func resources(r *resolved, gpuToleration bool) (resourceResult, field.ErrorList
 		switch {
 		case !r.instanceType.set:
 			errs = append(errs, field.Required(r.at.Child("instanceType"), "sdk.EFAAll() takes the EFA count of the instance type: add sdk.InstanceType, or ask a count with sdk.EFA(n)"))
+		case known && !inst.EFAKnown():
+			errs = append(errs, field.Invalid(src.at, "EFAAll()", fmt.Sprintf("the catalog does not know how many EFA interfaces %s has; ask a count with sdk.EFA(n), or add the type to catalog/catalog.go", inst.Type)))
 		case known && inst.EFA == 0:
 			errs = append(errs, field.Invalid(src.at, "EFAAll()", fmt.Sprintf("%s has no EFA interfaces; leave out sdk.EFAAll", inst.Type)))
 		case known:
@@ -181,12 +183,12 @@ func resources(r *resolved, gpuToleration bool) (resourceResult, field.ErrorList
 		errs = append(errs, field.Forbidden(neuron.at, "ask whole Neuron devices (sdk.Trainium) or another Neuron resource (NeuronCores), not both"))
 	}
 
-	// What the instance type has.
-	if known {
+	// What the instance type has, where the catalog knows it.
+	if known && inst.NeuronKnown() {
 		if neuron.n > 0 {
 			switch d := inst.NeuronDevices(); {
 			case d == 0:
-				errs = append(errs, field.Invalid(neuron.at, neuron.n, fmt.Sprintf("%s has no Neuron devices; choose a trn or inf instance type", inst.Type)))
+				errs = append(errs, field.Invalid(neuron.at, neuron.n, fmt.Sprintf("%s has no Neuron devices; %s", inst.Type, holders(neuron.n, catalog.WithNeuron(int(neuron.n))))))
 			case neuron.n > int64(d):
 				errs = append(errs, field.Invalid(neuron.at, neuron.n, fmt.Sprintf("%s has %d Neuron devices", inst.Type, d)))
 			}
@@ -194,16 +196,20 @@ func resources(r *resolved, gpuToleration bool) (resourceResult, field.ErrorList
 		if neuronOther && inst.NeuronDevices() == 0 {
 			errs = append(errs, field.Invalid(r.instanceType.at, inst.Type, "has no Neuron devices, and the step asks a Neuron resource"))
 		}
+	}
+	if known && inst.GPUsKnown() {
 		if gpu.n > 0 {
 			switch d := inst.GPUs(); {
 			case d == 0:
-				errs = append(errs, field.Invalid(gpu.at, gpu.n, fmt.Sprintf("%s has no GPUs; choose a GPU instance type such as p5.48xlarge", inst.Type)))
+				errs = append(errs, field.Invalid(gpu.at, gpu.n, fmt.Sprintf("%s has no GPUs; %s", inst.Type, holders(gpu.n, catalog.WithGPUs(vendor, int(gpu.n))))))
 			case vendor != inst.Accelerator:
 				errs = append(errs, field.Invalid(gpu.at, gpu.n, fmt.Sprintf("%s has %s GPUs, and the step asks %s", inst.Type, inst.Accelerator, vendor)))
 			case gpu.n > int64(d):
 				errs = append(errs, field.Invalid(gpu.at, gpu.n, fmt.Sprintf("%s has %d GPUs", inst.Type, d)))
 			}
 		}
+	}
+	if known && inst.EFAKnown() {
 		if efa.n > 0 && !out.efaAll {
 			switch {
 			case inst.EFA == 0:
@@ -239,6 +245,15 @@ func resources(r *resolved, gpuToleration bool) (resourceResult, field.ErrorList
 	out.requests = sortQuantities(append(out.requests, extended...))
 	out.limits = sortQuantities(append(out.limits, extended...))
 	return out, errs
+}
+
+// holders says which instance types of the catalog have n of the devices asked,
+// for an error about a type that has none.
+func holders(n int64, types []string) string {
+	if len(types) == 0 {
+		return fmt.Sprintf("choose an instance type with %d (the catalog's table lists none)", n)
+	}
+	return fmt.Sprintf("%d are on %s: choose one of them", n, strings.Join(types, ", "))
 }
 
 // A removal is where a 0 took away the devices a lower layer asked (a step's

@@ -59,6 +59,13 @@ type GoBuild struct {
 	// program again links nothing. Compile hands out a copy (a hard link where it
 	// can) that later builds do not change. See DefaultCacheDir.
 	CacheDir string
+	// Progress, when set, is told how the compiling goes: each time go build
+	// compiles a package (go build -v names each on its standard error), with
+	// the number compiled so far and the number of packages in the program (go
+	// list -deps, counted when the first is compiled; never less than the
+	// number compiled). A build that compiles nothing, as an unchanged
+	// program's, never calls it.
+	Progress func(compiled, total int)
 }
 
 // target returns where the go command runs and the package it names there.
@@ -168,14 +175,24 @@ func (g *GoBuild) Compile(ctx context.Context, p v1.Platform, dir string) (strin
 
 // build runs go build for p, writing the program to out.
 func (g *GoBuild) build(ctx context.Context, p v1.Platform, out string) error {
-	args := append([]string{"build"}, GoBuildFlags...)
-	args = append(args, "-o", out)
+	args := []string{"build"}
+	if g.Progress != nil {
+		args = append(args, "-v")
+	}
+	args = append(append(args, GoBuildFlags...), "-o", out)
 	cmd, err := g.command(ctx, linuxEnv(p), args...)
 	if err != nil {
 		return err
 	}
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
+	if g.Progress != nil {
+		counter := &packageCounter{output: &output, progress: g.Progress, total: func() int { return g.countPackages(ctx, p) }}
+		defer counter.flush()
+		// One writer for both streams, so that the go command's output comes
+		// through one pipe, in order.
+		cmd.Stdout, cmd.Stderr = counter, counter
+	}
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -183,6 +200,69 @@ func (g *GoBuild) build(ctx context.Context, p v1.Platform, out string) error {
 		return errorf(ErrBuild, "the flow program does not build for %s (go build %s): %s: fix it and build again", p, g.Package, firstLines(output.String(), err))
 	}
 	return nil
+}
+
+// countPackages returns the number of packages of the program for p, as go list
+// -deps names them, or 0 when it cannot tell.
+func (g *GoBuild) countPackages(ctx context.Context, p v1.Platform) int {
+	var tags []string
+	for _, f := range GoBuildFlags {
+		if strings.HasPrefix(f, "-tags=") {
+			tags = append(tags, f)
+		}
+	}
+	cmd, err := g.command(ctx, linuxEnv(p), append([]string{"list", "-deps"}, tags...)...)
+	if err != nil {
+		return 0
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		return 0
+	}
+	return bytes.Count(out, []byte("\n"))
+}
+
+// A packageCounter reads the output of go build -v: it counts the lines that
+// name a package, telling progress, and keeps every other line in output, for
+// errors. At the first package it counts the program's packages (total), so
+// that a build that compiles nothing never asks; go build goes on meanwhile,
+// its output held by the pipe.
+type packageCounter struct {
+	output   *bytes.Buffer
+	progress func(compiled, total int)
+	total    func() int
+
+	partial         []byte
+	compiled, known int
+}
+
+func (c *packageCounter) Write(b []byte) (int, error) {
+	c.partial = append(c.partial, b...)
+	for {
+		i := bytes.IndexByte(c.partial, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		line := c.partial[:i+1]
+		c.partial = c.partial[i+1:]
+		if !isImportPath(bytes.TrimSpace(line)) {
+			c.output.Write(line)
+			continue
+		}
+		if c.compiled++; c.compiled == 1 {
+			c.known = c.total()
+		}
+		c.progress(c.compiled, max(c.known, c.compiled))
+	}
+}
+
+// flush keeps what is left of a last line without its newline.
+func (c *packageCounter) flush() { c.output.Write(c.partial) }
+
+// isImportPath reports whether line is a line of go build -v: an import path
+// alone, with no space or colon as the go command's other lines have.
+func isImportPath(line []byte) bool {
+	return len(line) > 0 && !bytes.ContainsAny(line, " \t:") && line[0] != '#'
 }
 
 // slot returns the cache directory of the builds of the package for p.

@@ -239,6 +239,10 @@ func (o resourceOpt) String() string        { return fmt.Sprintf("Resource(%q, %
 
 // InstanceType pins the step to nodes of EC2 instance type t
 // (node.kubernetes.io/instance-type) and checks its requests against what t has.
+// Any EC2 instance type is accepted, such as m7i.8xlarge for a CPU step; the
+// compiler refuses a name that is no instance type, with the nearest real ones,
+// and accelerators that t cannot hold (Trainium on m7i.8xlarge), with the types
+// that hold them. Package catalog lists the types and the figures it checks.
 func InstanceType(t string) Option { return instanceType(t) }
 
 type instanceType string

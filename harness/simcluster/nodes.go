@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/manifoldflow/manifold/catalog"
 	"github.com/manifoldflow/manifold/provision/nodeshape"
 )
 
@@ -76,14 +75,10 @@ func NodeName(t string, i int) string {
 	return strings.ReplaceAll(t, ".", "-") + "-" + strconv.Itoa(i)
 }
 
-// shapeOf returns the shape of a node of instance type t: the catalog's, or for
-// CPUInstanceType (not in the catalog) a plain one.
-func shapeOf(t string) (nodeshape.Shape, error) {
-	if t == CPUInstanceType {
-		return nodeshape.Of(catalog.Instance{Type: t}), nil
-	}
-	return nodeshape.ForType(t)
-}
+// shapeOf returns the shape of a node of instance type t, as nodeshape.ForType
+// gives it: the catalog's, or for a type without accelerators, such as
+// CPUInstanceType, a plain one.
+func shapeOf(t string) (nodeshape.Shape, error) { return nodeshape.ForType(t) }
 
 // nodeFor builds node i of instance type t: its labels, taints and extended
 // resources are t's shape (package nodeshape), to which it adds the host's cpu,

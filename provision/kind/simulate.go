@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/manifoldflow/manifold/catalog"
+	"github.com/manifoldflow/manifold/provision/nodeshape"
 )
 
 // Group asks for Count kind workers shaped as instance type InstanceType.
@@ -16,10 +16,10 @@ type Group struct {
 }
 
 // ParseSimulate parses a --simulate value: comma-separated INSTANCE-TYPE=COUNT
-// items, such as "trn1.32xlarge=2,inf2.xlarge=1", each an instance type of the
-// catalog, given once, with a count of at least 1. The groups keep the order
-// given; "" is no groups. Every bad item is reported, each naming the item and
-// what to do.
+// items, such as "trn1.32xlarge=2,inf2.xlarge=1", each an instance type that
+// nodeshape.ForType can shape, given once, with a count of at least 1. The
+// groups keep the order given; "" is no groups. Every bad item is reported,
+// each naming the item and what to do.
 func ParseSimulate(s string) ([]Group, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
@@ -44,9 +44,8 @@ func ParseSimulate(s string) ([]Group, error) {
 			errs = append(errs, fmt.Errorf("--simulate item %q: the count must be a whole number of at least 1; leave the item out to simulate no %s", item, typ))
 			count = 0
 		}
-		if _, known := catalog.Lookup(typ); !known {
-			errs = append(errs, fmt.Errorf("--simulate item %q: instance type %q is not in the catalog; choose one of %s, or add it to catalog/catalog.go",
-				item, typ, strings.Join(catalog.Types(), ", ")))
+		if _, err := nodeshape.ForType(typ); err != nil {
+			errs = append(errs, fmt.Errorf("--simulate item %q: %w", item, err))
 			continue
 		}
 		if j, dup := seen[typ]; dup {

@@ -17,6 +17,7 @@ func TestParseSimulate(t *testing.T) {
 		{"trn1.32xlarge=2,inf2.xlarge=1", []Group{{"trn1.32xlarge", 2}, {"inf2.xlarge", 1}}},
 		{"inf2.xlarge=1,trn1.32xlarge=2", []Group{{"inf2.xlarge", 1}, {"trn1.32xlarge", 2}}}, // order kept
 		{" p5.48xlarge = 1 , trn2.48xlarge=3 ", []Group{{"p5.48xlarge", 1}, {"trn2.48xlarge", 3}}},
+		{"trn1.32xlarge=2,m7i.8xlarge=1", []Group{{"trn1.32xlarge", 2}, {"m7i.8xlarge", 1}}}, // a plain CPU type
 	} {
 		got, err := ParseSimulate(tc.in)
 		if err != nil {
@@ -41,7 +42,9 @@ func TestParseSimulateErrors(t *testing.T) {
 		in   string
 		want []string // one line per error, each containing these
 	}{
-		{"trn9.huge=1", []string{`--simulate item "trn9.huge=1": instance type "trn9.huge" is not in the catalog; choose one of g7e.12xlarge, `, "trn1.32xlarge, ", "or add it to catalog/catalog.go"}},
+		{"trn9.huge=1", []string{`--simulate item "trn9.huge=1": "trn9.huge" is not an EC2 instance type; `}},
+		{"trn1.32xlarg=1", []string{`--simulate item "trn1.32xlarg=1": "trn1.32xlarg" is not an EC2 instance type; did you mean trn1.32xlarge?`}},
+		{"g5.xlarge=1", []string{`--simulate item "g5.xlarge=1": `, "g5.xlarge", "catalog/catalog.go"}},
 		{"trn1.32xlarge=0", []string{`--simulate item "trn1.32xlarge=0": the count must be a whole number of at least 1; leave the item out to simulate no trn1.32xlarge`}},
 		{"trn1.32xlarge=-2", []string{`--simulate item "trn1.32xlarge=-2": the count must be a whole number of at least 1`}},
 		{"trn1.32xlarge=two", []string{`--simulate item "trn1.32xlarge=two": the count must be a whole number`}},

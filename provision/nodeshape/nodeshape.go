@@ -20,6 +20,7 @@ package nodeshape
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -112,13 +113,19 @@ func Of(inst catalog.Instance) Shape {
 	return s
 }
 
-// ForType returns the shape of a node of instance type t, which must be in the
-// catalog.
+// ForType returns the shape of a node of instance type t: the catalog's figures
+// for a type of its table, and a plain node (no accelerators, no EFA interfaces)
+// for any other EC2 type that has no accelerators. A type of an accelerator
+// family outside the table (g5.xlarge, say) is an error, as its figures are
+// unknown.
 func ForType(t string) (Shape, error) {
 	inst, ok := catalog.Lookup(t)
-	if !ok {
-		return Shape{}, fmt.Errorf("instance type %q is not in the catalog; choose one of %s, or add it to catalog/catalog.go",
-			t, strings.Join(catalog.Types(), ", "))
+	switch {
+	case !ok:
+		return Shape{}, errors.New(catalog.NotAType(t))
+	case !inst.NeuronKnown() || !inst.GPUsKnown():
+		return Shape{}, fmt.Errorf("the catalog has no figures for the accelerators of %s, so a node of it cannot be shaped; choose one of %s, or add %s to catalog/catalog.go",
+			t, strings.Join(catalog.Types(), ", "), t)
 	}
 	return Of(inst), nil
 }

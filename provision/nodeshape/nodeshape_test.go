@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/manifoldflow/manifold/catalog"
+	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/provision/nodeshape"
 )
 
@@ -69,14 +70,36 @@ func TestOfAMD(t *testing.T) {
 }
 
 func TestForTypeUnknown(t *testing.T) {
-	_, err := nodeshape.ForType("trn9.huge")
-	if err == nil {
-		t.Fatal("no error for an instance type not in the catalog")
-	}
-	for _, want := range []string{`"trn9.huge" is not in the catalog`, "trn1.32xlarge", "catalog/catalog.go"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not say %q", err, want)
+	for _, tc := range []struct {
+		typ  string
+		want []string
+	}{
+		{"trn9.huge", []string{`"trn9.huge" is not an EC2 instance type`, "aws ec2 describe-instance-types"}},
+		{"trn1.32xlarg", []string{`"trn1.32xlarg" is not an EC2 instance type; did you mean trn1.32xlarge?`}},
+		// A GPU type outside the table: its GPUs are unknown, so no plain node.
+		{"g5.xlarge", []string{"g5.xlarge", "accelerators", "p5.48xlarge", "catalog/catalog.go"}},
+	} {
+		_, err := nodeshape.ForType(tc.typ)
+		if err == nil {
+			t.Errorf("ForType(%q): no error", tc.typ)
+			continue
 		}
+		for _, want := range tc.want {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("ForType(%q): error %q does not say %q", tc.typ, err, want)
+			}
+		}
+	}
+}
+
+// TestForTypePlain: an EC2 type without accelerators is a plain node.
+func TestForTypePlain(t *testing.T) {
+	s, err := nodeshape.ForType("c7i.4xlarge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Labels[plan.LabelInstanceType] != "c7i.4xlarge" || len(s.Taints) != 0 || len(s.Resources) != 0 {
+		t.Errorf("shape of c7i.4xlarge: %+v", s)
 	}
 }
 
