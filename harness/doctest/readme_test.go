@@ -77,9 +77,10 @@ func TestREADMELength(t *testing.T) {
 }
 
 // TestREADMEFlow builds the Go flow of README.md's "A flow" section as it is
-// written, and checks that `validate --strict` accepts it and that it compiles to
+// written, and checks that `validate --strict` accepts it, that it compiles to
 // every target without a warning, given the artifact store the page says its
-// steps need on a cluster.
+// steps need on a cluster, and that it runs here as the page says to rehearse
+// it, with train stubbed.
 func TestREADMEFlow(t *testing.T) {
 	var src []string
 	in := false
@@ -126,5 +127,10 @@ func TestREADMEFlow(t *testing.T) {
 	run("validate", "--strict", "--artifacts", store)
 	for _, target := range []string{"job", "jobset", "argo", "airflow"} {
 		run("compile", "--target", target, "--artifacts", store, "-o", filepath.Join(dir, target))
+	}
+	rehearse := exec.Command(bin, "run", "--stub", "train")
+	rehearse.Dir = dir
+	if out, err := rehearse.CombinedOutput(); err != nil {
+		t.Errorf("README.md's flow: run --stub train: %v\n%s", err, out)
 	}
 }
