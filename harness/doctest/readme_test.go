@@ -1,12 +1,14 @@
 package doctest_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/manifoldflow/manifold/harness/doctest"
 	"github.com/manifoldflow/manifold/harness/exampletest"
 )
 
@@ -76,60 +78,101 @@ func TestREADMELength(t *testing.T) {
 	}
 }
 
-// TestREADMEFlow builds the Go flow of README.md's "A flow" section as it is
-// written, and checks that `validate --strict` accepts it, that it compiles to
-// every target without a warning, given the artifact store the page says its
-// steps need on a cluster, and that it runs here as the page says to rehearse
-// it, with train stubbed.
-func TestREADMEFlow(t *testing.T) {
-	var src []string
+// goPrograms returns the Go blocks of the markdown page at path (relative to
+// the module's root) that are whole flow programs: package main, with a main.
+func goPrograms(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(exampletest.Root(), filepath.FromSlash(path)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progs []string
+	var cur []string
 	in := false
-	for _, l := range section(readme(t), "A flow") {
+	for _, l := range strings.Split(string(data), "\n") {
 		switch {
-		case l == "```go":
-			in = true
+		case !in && l == "```go":
+			in, cur = true, nil
 		case in && l == "```":
 			in = false
+			if src := strings.Join(cur, "\n") + "\n"; strings.HasPrefix(src, "package main\n") && strings.Contains(src, "\nfunc main() {") {
+				progs = append(progs, src)
+			}
 		case in:
-			src = append(src, l)
-		}
-		if !in && src != nil {
-			break
+			cur = append(cur, l)
 		}
 	}
-	if src == nil {
-		t.Fatal("README.md's \"A flow\" section has no go block")
-	}
+	return progs
+}
+
+// buildProgram builds a flow program's source and returns the program's path.
+func buildProgram(t *testing.T, src string) string {
+	t.Helper()
 	dir := t.TempDir()
 	main := filepath.Join(dir, "main.go")
-	if err := os.WriteFile(main, []byte(strings.Join(src, "\n")+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(main, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "flow")
 	build := exec.Command("go", "build", "-o", bin, main)
 	build.Dir = exampletest.Root()
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build of README.md's flow: %v\n%s", err, out)
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	run := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command(bin, args...)
-		cmd.Dir = dir
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Run(); err != nil {
-			t.Errorf("README.md's flow: %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-		} else if stderr.Len() > 0 {
-			t.Errorf("README.md's flow: %s printed on standard error:\n%s", strings.Join(args, " "), stderr.String())
+	return bin
+}
+
+// TestFlowPrograms builds every whole flow program that README.md and the pages
+// under docs/ show, as it is written, and checks that `validate --strict`
+// accepts it and that it compiles to every target without a warning, given the
+// artifact store the README says steps that pass data need on a cluster: a
+// flow a page shows is one a reader copies.
+func TestFlowPrograms(t *testing.T) {
+	pages, err := doctest.Pages(exampletest.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, page := range pages {
+		for i, src := range goPrograms(t, page) {
+			found++
+			t.Run(fmt.Sprintf("%s#%d", strings.ReplaceAll(page, "/", "_"), i+1), func(t *testing.T) {
+				bin := buildProgram(t, src)
+				dir := t.TempDir()
+				run := func(args ...string) {
+					t.Helper()
+					cmd := exec.Command(bin, args...)
+					cmd.Dir = dir
+					var stderr strings.Builder
+					cmd.Stderr = &stderr
+					if err := cmd.Run(); err != nil {
+						t.Errorf("%s's flow: %s: %v\n%s", page, strings.Join(args, " "), err, stderr.String())
+					} else if stderr.Len() > 0 {
+						t.Errorf("%s's flow: %s printed on standard error:\n%s", page, strings.Join(args, " "), stderr.String())
+					}
+				}
+				const store = "s3://ml-artifacts/flows"
+				run("validate", "--strict", "--artifacts", store)
+				for _, target := range []string{"job", "jobset", "argo", "airflow"} {
+					run("compile", "--target", target, "--artifacts", store, "-o", filepath.Join(dir, target))
+				}
+			})
 		}
 	}
-	const store = "s3://ml-artifacts/flows"
-	run("validate", "--strict", "--artifacts", store)
-	for _, target := range []string{"job", "jobset", "argo", "airflow"} {
-		run("compile", "--target", target, "--artifacts", store, "-o", filepath.Join(dir, target))
+	if found == 0 {
+		t.Fatal("no page shows a flow program")
 	}
-	rehearse := exec.Command(bin, "run", "--stub", "train")
-	rehearse.Dir = dir
+}
+
+// TestREADMEFlowRehearses runs the README's flow here as the page says to
+// rehearse it, with train stubbed.
+func TestREADMEFlowRehearses(t *testing.T) {
+	progs := goPrograms(t, "README.md")
+	if len(progs) != 1 {
+		t.Fatalf("README.md shows %d flow programs, want one", len(progs))
+	}
+	rehearse := exec.Command(buildProgram(t, progs[0]), "run", "--stub", "train")
+	rehearse.Dir = t.TempDir()
 	if out, err := rehearse.CombinedOutput(); err != nil {
 		t.Errorf("README.md's flow: run --stub train: %v\n%s", err, out)
 	}
