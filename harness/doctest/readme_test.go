@@ -78,16 +78,15 @@ func TestREADMELength(t *testing.T) {
 	}
 }
 
-// goPrograms returns the Go blocks of the markdown page at path (relative to
-// the module's root) that are whole flow programs: package main, with a main.
-func goPrograms(t *testing.T, path string) []string {
+// goBlocks returns the Go blocks of the markdown page at path (relative to
+// the module's root), each ending in a newline.
+func goBlocks(t *testing.T, path string) []string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(exampletest.Root(), filepath.FromSlash(path)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var progs []string
-	var cur []string
+	var blocks, cur []string
 	in := false
 	for _, l := range strings.Split(string(data), "\n") {
 		switch {
@@ -95,11 +94,22 @@ func goPrograms(t *testing.T, path string) []string {
 			in, cur = true, nil
 		case in && l == "```":
 			in = false
-			if src := strings.Join(cur, "\n") + "\n"; strings.HasPrefix(src, "package main\n") && strings.Contains(src, "\nfunc main() {") {
-				progs = append(progs, src)
-			}
+			blocks = append(blocks, strings.Join(cur, "\n")+"\n")
 		case in:
 			cur = append(cur, l)
+		}
+	}
+	return blocks
+}
+
+// goPrograms returns the Go blocks of a page that are whole flow programs:
+// package main, with a main.
+func goPrograms(t *testing.T, path string) []string {
+	t.Helper()
+	var progs []string
+	for _, src := range goBlocks(t, path) {
+		if strings.HasPrefix(src, "package main\n") && strings.Contains(src, "\nfunc main() {") {
+			progs = append(progs, src)
 		}
 	}
 	return progs
@@ -175,5 +185,41 @@ func TestREADMEFlowRehearses(t *testing.T) {
 	rehearse.Dir = t.TempDir()
 	if out, err := rehearse.CombinedOutput(); err != nil {
 		t.Errorf("README.md's flow: run --stub train: %v\n%s", err, out)
+	}
+}
+
+// TestGoFragments builds every Go block of README.md and docs/ that is a
+// fragment of a program: its import lines, then statements. The statements
+// become the body of a main that also imports context, fmt and log, which such
+// fragments use as a program would.
+func TestGoFragments(t *testing.T) {
+	pages, err := doctest.Pages(exampletest.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, page := range pages {
+		for i, block := range goBlocks(t, page) {
+			if !strings.HasPrefix(block, "import \"") {
+				continue
+			}
+			found++
+			var imports, body []string
+			for _, l := range strings.Split(block, "\n") {
+				if strings.HasPrefix(l, "import \"") {
+					imports = append(imports, strings.TrimPrefix(l, "import "))
+				} else {
+					body = append(body, "\t"+l)
+				}
+			}
+			src := "package main\n\nimport (\n\t\"context\"\n\t\"fmt\"\n\t\"log\"\n\t" + strings.Join(imports, "\n\t") + "\n)\n\n" +
+				"var _, _, _ = context.Background, fmt.Println, log.Fatal\n\nfunc main() {\n" + strings.Join(body, "\n") + "\n}\n"
+			t.Run(fmt.Sprintf("%s#%d", strings.ReplaceAll(page, "/", "_"), i+1), func(t *testing.T) {
+				buildProgram(t, src)
+			})
+		}
+	}
+	if found == 0 {
+		t.Fatal("no page shows a Go fragment with its imports")
 	}
 }
