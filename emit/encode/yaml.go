@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 	"slices"
+	"strings"
 )
 
 // noise names the keys whose empty values the API types serialize but say nothing:
@@ -60,7 +61,9 @@ func WriteYAMLSized(w io.Writer, header string, objects iter.Seq[any], sized fun
 	}()
 	e := &encoder{w: w}
 	if header != "" {
-		e.buf = fmt.Appendf(e.buf, "# %s\n", header)
+		for _, l := range strings.Split(header, "\n") {
+			e.buf = fmt.Appendf(e.buf, "%s\n", strings.TrimRight("# "+l, " "))
+		}
 	}
 	n := 0
 	for obj := range objects {

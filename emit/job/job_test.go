@@ -162,6 +162,13 @@ func TestScheduleOneStepIsCronJob(t *testing.T) {
 	if got := cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Command; !cmp.Equal(got, []string{"true"}) {
 		t.Errorf("CronJob's pod command = %q", got)
 	}
+	files, errs := emit.Files(job.Target{}, p)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if header, _, _ := strings.Cut(string(files[0].Data), "\n"); !strings.HasPrefix(header, "# CronJob of flow ") || !strings.Contains(header, "0 3 * * *") {
+		t.Errorf("a CronJob's file begins %q, which does not say it holds a CronJob and its schedule", header)
+	}
 }
 
 func TestScheduleManyStepsIsAnError(t *testing.T) {
@@ -219,5 +226,27 @@ func TestEmitIsDeterministicYAML(t *testing.T) {
 	}
 	if j.Name != "neuron-train-train" {
 		t.Errorf("second job is %q", j.Name)
+	}
+}
+
+// TestHeaderSaysHowToRunInOrder checks that the file's header, which a reader
+// sees before applying it, says how to run its Jobs in order: Kubernetes starts
+// every Job it is given at once, so the header names run --kube and the kubectl
+// wait of a Job's own completion condition.
+func TestHeaderSaysHowToRunInOrder(t *testing.T) {
+	files, errs := emit.Files(job.Target{}, testflows.Compile(t, neuronFlow()))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	header, _, _ := strings.Cut(string(files[0].Data), "\n---\n")
+	for _, want := range []string{"run --kube", "kubectl wait --for=condition=" + string(batchv1.JobComplete) + " job/"} {
+		if !strings.Contains(header, want) {
+			t.Errorf("the header does not say %q:\n%s", want, header)
+		}
+	}
+	for _, l := range strings.Split(header, "\n") {
+		if !strings.HasPrefix(l, "#") {
+			t.Errorf("header line %q is no YAML comment", l)
+		}
 	}
 }

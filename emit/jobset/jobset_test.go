@@ -248,3 +248,24 @@ func write(t *testing.T, dir, name string, p *plan.Flow) string {
 	}
 	return path
 }
+
+// TestHeaderSaysHowToRunInOrder checks that the file's header says how to run
+// its JobSets in order: run --kube, or the kubectl wait of a JobSet's own
+// completion condition.
+func TestHeaderSaysHowToRunInOrder(t *testing.T) {
+	files, errs := emit.Files(jobset.Target{}, testflows.Compile(t, trainFlow()))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	header, _, _ := strings.Cut(string(files[0].Data), "\n---\n")
+	for _, want := range []string{"run --kube", "kubectl wait --for=condition=" + string(jobsetv1.JobSetCompleted) + " jobset/"} {
+		if !strings.Contains(header, want) {
+			t.Errorf("the header does not say %q:\n%s", want, header)
+		}
+	}
+	for _, l := range strings.Split(header, "\n") {
+		if !strings.HasPrefix(l, "#") {
+			t.Errorf("header line %q is no YAML comment", l)
+		}
+	}
+}
