@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/xrash/smetrics"
+	"github.com/manifoldflow/manifold/internal/suggest"
 )
 
 // Accelerator vendors and kinds.
@@ -177,8 +177,8 @@ func Nearest(t string) []string {
 	var near []scored
 	slips := false
 	for _, c := range ec2Types {
-		if s := smetrics.JaroWinkler(w, c, 0.7, 4); s >= threshold {
-			slip := smetrics.WagnerFischer(w, c, 1, 1, 1) <= 1
+		if s := suggest.Similarity(w, c); s >= threshold {
+			slip := suggest.Edits(w, c) <= 1
 			slips = slips || slip
 			near = append(near, scored{c, slip, s})
 		}

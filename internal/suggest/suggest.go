@@ -68,3 +68,7 @@ func Similarity(a, b string) float64 {
 	)
 	return smetrics.JaroWinkler(a, b, boostThreshold, prefixSize)
 }
+
+// Edits is the Levenshtein distance of a and b: the fewest insertions,
+// deletions and substitutions of one character that turn a into b.
+func Edits(a, b string) int { return smetrics.WagnerFischer(a, b, 1, 1, 1) }
