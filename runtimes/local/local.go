@@ -50,6 +50,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/manifoldflow/manifold/internal/suggest"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runid"
 	"github.com/manifoldflow/manifold/runtimes/dag"
@@ -295,7 +296,7 @@ func CheckStub(f *plan.Flow, step string) error {
 		}
 		names[i] = f.Steps[i].Name
 	}
-	return fmt.Errorf("flow %s has no step %q; its steps are %s", f.Name, step, strings.Join(names, ", "))
+	return fmt.Errorf("flow %s has no step %q%s; its steps are %s", f.Name, step, suggest.DidYouMean(step, names), strings.Join(names, ", "))
 }
 
 // addTasks makes the tasks of step s: one, or one per foreach item. When resuming,

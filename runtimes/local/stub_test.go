@@ -82,7 +82,7 @@ func TestStub(t *testing.T) {
 	p := compileFlow(t, flow, nil)
 
 	if r := runPlan(t, t.Context(), p, local.Options{Root: root, RunID: "r1", Stub: []string{"train", "trian"}}); r.err == nil ||
-		r.err.Error() != `stub trian: flow missingflow has no step "trian"; its steps are first, train, each, after` || r.res != nil {
+		r.err.Error() != `stub trian: flow missingflow has no step "trian"; did you mean train?; its steps are first, train, each, after` || r.res != nil {
 		t.Errorf("stubbing an unknown step: %v", r.err)
 	}
 	// each is not stubbed: its program is missing.
