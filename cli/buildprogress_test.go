@@ -1,3 +1,5 @@
+//go:build !manifold_image
+
 package cli
 
 import (
