@@ -152,7 +152,7 @@ func TestModuleEnv(t *testing.T) {
 	got := ModuleEnv([]string{"HOME=/h", "GOPROXY=https://proxy.golang.org,direct", "GOFLAGS=-mod=mod", "GOWORK=/w/go.work",
 		"GOCACHE=/c", "GOMODCACHE=/m", "GONOSUMDB=*", "GOTOOLCHAIN=auto", "GOPROXYX=kept"})
 	want := []string{"HOME=/h", "GOCACHE=/c", "GOMODCACHE=/m", "GOPROXYX=kept",
-		"GOWORK=off", "GOPROXY=off", "GOSUMDB=off", "GOTOOLCHAIN=local", "GOENV=off"}
+		"GOWORK=off", "GOPROXY=off", "GOSUMDB=off", "GOTOOLCHAIN=local"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ModuleEnv (-want +got):\n%s", diff)
 	}

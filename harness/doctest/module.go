@@ -55,14 +55,14 @@ func shellQuote(s string) string {
 
 // moduleEnvKeys are the variables ModuleEnv sets, or takes out, of the go
 // command's environment.
-var moduleEnvKeys = []string{"GOWORK", "GOFLAGS", "GOPROXY", "GOSUMDB", "GONOSUMDB", "GONOPROXY", "GOPRIVATE", "GOINSECURE", "GOTOOLCHAIN", "GOENV"}
+var moduleEnvKeys = []string{"GOWORK", "GOFLAGS", "GOPROXY", "GOSUMDB", "GONOSUMDB", "GONOPROXY", "GOPRIVATE", "GOINSECURE", "GOTOOLCHAIN"}
 
 // ModuleEnv returns the environment of a page's new module: environ (such as
 // os.Environ()) without the go command's settings of modules, proxies,
 // checksums, workspaces and toolchains, and with those that fetch modules from
-// the module cache only (GOPROXY=off, GOSUMDB=off, GOTOOLCHAIN=local), use no
-// workspace (GOWORK=off) and read no go env file (GOENV=off). GOCACHE and
-// GOMODCACHE stay: the module builds from the caches the tests share.
+// the module cache only (GOPROXY=off, GOSUMDB=off, GOTOOLCHAIN=local) and use
+// no workspace (GOWORK=off). GOCACHE and GOMODCACHE stay, as does a go env
+// file's setting of them: the module builds from the caches the tests share.
 func ModuleEnv(environ []string) []string {
 	var env []string
 	for _, kv := range environ {
@@ -70,7 +70,7 @@ func ModuleEnv(environ []string) []string {
 			env = append(env, kv)
 		}
 	}
-	return append(env, "GOWORK=off", "GOPROXY=off", "GOSUMDB=off", "GOTOOLCHAIN=local", "GOENV=off")
+	return append(env, "GOWORK=off", "GOPROXY=off", "GOSUMDB=off", "GOTOOLCHAIN=local")
 }
 
 var modulePathRE = regexp.MustCompile(`(?m)^module\s+(\S+)\s*$`)
