@@ -90,10 +90,15 @@ func TestLinks(t *testing.T) {
 // print what the page shows. `go run ./examples/NAME` runs the example's
 // program, built once; every block runs in a directory of its own outside the
 // module. Blocks marked e2e must name a test of harness/e2e; blocks marked skip
-// say why, and every other block must be run.
+// say why, and every other block must be run. A page's module and file blocks
+// are run after its other blocks, as one session in a new module (runModule).
 func TestShellExamples(t *testing.T) {
 	root := exampletest.Root()
 	pages, err := doctest.Pages(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	module, err := doctest.ModulePath(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,10 +116,14 @@ func TestShellExamples(t *testing.T) {
 			t.Error(err)
 			continue
 		}
+		var session []doctest.Block
 		for _, b := range blocks {
 			b.File = page
 			switch b.Mode {
 			case doctest.Skip:
+				continue
+			case doctest.Module, doctest.File:
+				session = append(session, b)
 				continue
 			case doctest.E2E:
 				if !bytes.Contains(e2e.Bytes(), []byte("func "+b.Arg+"(t *testing.T)")) {
@@ -161,5 +170,69 @@ func TestShellExamples(t *testing.T) {
 				}
 			})
 		}
+		if len(session) > 0 {
+			t.Run(strings.ReplaceAll(page, "/", "_")+"_module", func(t *testing.T) {
+				runModule(t, root, module, session)
+			})
+		}
+	}
+}
+
+// runModule runs the module and file blocks of a page in order, as a user who
+// starts a module of their own would: in a new directory outside the
+// repository, where a cd carries over to the commands after it, with the
+// environment of doctest.ModuleEnv, and each command as doctest.ModuleCommand
+// rewrites it. A file block is written to its path, from the directory the
+// commands before it left; an sh block's commands must succeed (the session
+// stops at the first that fails, as what follows needs it), and a transcript's
+// commands must print what the page shows.
+func runModule(t *testing.T, root, module string, blocks []doctest.Block) {
+	cwd := t.TempDir()
+	pwd := filepath.Join(t.TempDir(), "pwd")
+	env := append(doctest.ModuleEnv(os.Environ()), "DOCTEST_PWD="+pwd)
+	sh := func(cmd string) (string, []byte, error) {
+		run := doctest.ModuleCommand(cmd, module, root)
+		c := exec.Command("sh", "-c", "trap 'pwd >\"$DOCTEST_PWD\"' EXIT\n"+run)
+		c.Dir, c.Env = cwd, env
+		out, err := c.CombinedOutput()
+		if dir, rerr := os.ReadFile(pwd); rerr == nil {
+			cwd = strings.TrimSuffix(string(dir), "\n")
+		}
+		if run != cmd {
+			run = cmd + " (run as " + run + ")"
+		}
+		return run, out, err
+	}
+	modules := 0
+	for _, b := range blocks {
+		switch {
+		case b.Mode == doctest.File:
+			file := filepath.Join(cwd, filepath.FromSlash(b.Arg))
+			if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(file, []byte(b.Text()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		case b.Lang == "sh":
+			modules++
+			for _, cmd := range b.Commands() {
+				if run, out, err := sh(cmd); err != nil {
+					t.Fatalf("%s: %s: %v\n%s", b, run, err, out)
+				}
+			}
+		case b.Lang == "":
+			modules++
+			for _, s := range b.Transcript() {
+				if run, out, _ := sh(s.Command); !doctest.Matches(s.Output, string(out)) {
+					t.Errorf("%s: $ %s printed\n%s\nwhere the page shows\n%s", b, run, out, strings.Join(s.Output, "\n"))
+				}
+			}
+		default:
+			t.Errorf("%s: a module block is an sh block or a transcript, not %s", b, b.Lang)
+		}
+	}
+	if modules == 0 {
+		t.Errorf("%s: file blocks, and no module block that runs anything in their module", blocks[0])
 	}
 }

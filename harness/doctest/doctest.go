@@ -9,9 +9,21 @@
 //	<!-- doctest: output -->          run each "$ " command; what it prints must be the lines after it (see Matches)
 //	<!-- doctest: e2e TestName -->    run by TestName in harness/e2e, which reads the block itself
 //	<!-- doctest: skip REASON -->     not run here, for the reason given
+//	<!-- doctest: module [NOTE] -->   run in the page's new module (below); NOTE says how it differs from a user's run
+//	<!-- doctest: file PATH -->       a block of any language: written to PATH in the page's new module
 //
 // An sh block without a comment is run command by command, each of which must
 // succeed; a transcript needs a comment.
+//
+// The module and file blocks of a page are one session, as a user who starts a
+// module of their own types it: in page order, in one new directory outside
+// the repository, where a cd carries over to the commands after it, and with
+// only the module cache to fetch modules from (ModuleEnv). A module sh block's
+// commands must succeed, and a module transcript's commands must print what the
+// page shows. The module is not published where the tests run, so the session
+// runs each command as ModuleCommand rewrites it: go get of the module is
+// preceded by a go mod edit -replace to the repository, and go mod tidy runs
+// with -e.
 package doctest
 
 import (
@@ -34,6 +46,10 @@ const (
 	E2E = "e2e"
 	// Skip blocks are not run; Arg says why.
 	Skip = "skip"
+	// Module blocks are run in the page's new module; Arg is an optional note.
+	Module = "module"
+	// File blocks are written to the file Arg of the page's new module.
+	File = "file"
 )
 
 // Block is a shell example.
@@ -41,9 +57,11 @@ type Block struct {
 	// File is the page's path, as given to Blocks; Line is the fence's line (from 1).
 	File string
 	Line int
-	// Lang is the fence's language ("" for a transcript without one).
+	// Lang is the fence's language ("" for a transcript without one, or for a
+	// File block without one).
 	Lang string
-	// Mode is Run, Output, E2E or Skip; Arg is the test (E2E) or the reason (Skip).
+	// Mode is Run, Output, E2E, Skip, Module or File; Arg is the test (E2E),
+	// the reason (Skip), the note (Module) or the file's path (File).
 	Mode, Arg string
 	// Marked tells whether a doctest comment preceded the block.
 	Marked bool
@@ -54,13 +72,15 @@ type Block struct {
 // String names the block by its place.
 func (b Block) String() string { return fmt.Sprintf("%s:%d", b.File, b.Line) }
 
-var marker = regexp.MustCompile(`^<!-- doctest: (run|output|e2e|skip)(?: (.*?))? -->$`)
+var marker = regexp.MustCompile(`^<!-- doctest: (run|output|e2e|skip|module|file)(?: (.*?))? -->$`)
 
 // shellLangs are the fence languages of shell examples.
 var shellLangs = map[string]bool{"sh": true, "bash": true, "shell": true, "console": true}
 
-// Blocks returns the shell examples of the markdown file at path. A doctest
-// comment that is not followed by a block, or names no known mode, is an error.
+// Blocks returns the shell examples of the markdown file at path, and the
+// blocks of any language marked `doctest: file`. A doctest comment that is not
+// followed by a block, or names no known mode, is an error, as is a file path
+// that is absolute or leaves the module.
 func Blocks(path string) ([]Block, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -85,7 +105,7 @@ func Blocks(path string) ([]Block, error) {
 			if strings.HasPrefix(trimmed, fence) && strings.Trim(trimmed, "`~") == "" {
 				inFence = false
 				if cur != nil {
-					if cur.Lang != "" || len(cur.Lines) > 0 && strings.HasPrefix(cur.Lines[0], "$ ") {
+					if cur.Mode == File || cur.Lang != "" || len(cur.Lines) > 0 && strings.HasPrefix(cur.Lines[0], "$ ") {
 						blocks = append(blocks, *cur)
 					} else if cur.Marked {
 						return nil, fmt.Errorf("%s:%d: a doctest comment before a block that is no shell example", path, cur.Line)
@@ -103,14 +123,19 @@ func Blocks(path string) ([]Block, error) {
 			if pending != nil {
 				return nil, fmt.Errorf("%s:%d: a doctest comment without its block", path, pending.Line)
 			}
-			if (m[1] == E2E || m[1] == Skip) && m[2] == "" {
-				return nil, fmt.Errorf("%s:%d: doctest %s needs %s", path, n, m[1], map[string]string{E2E: "a test name", Skip: "a reason"}[m[1]])
+			if (m[1] == E2E || m[1] == Skip || m[1] == File) && m[2] == "" {
+				return nil, fmt.Errorf("%s:%d: doctest %s needs %s", path, n, m[1], map[string]string{E2E: "a test name", Skip: "a reason", File: "a file path"}[m[1]])
+			}
+			if m[1] == File {
+				if !filepath.IsLocal(m[2]) || filepath.Clean(m[2]) != m[2] {
+					return nil, fmt.Errorf("%s:%d: doctest file %s: give a clean path inside the module, such as cmd/tool/main.go", path, n, m[2])
+				}
 			}
 			pending = &Block{File: path, Line: n, Mode: m[1], Arg: m[2], Marked: true}
 			continue
 		}
 		if strings.HasPrefix(trimmed, "<!-- doctest") {
-			return nil, fmt.Errorf("%s:%d: unknown doctest comment %s: use output, e2e TEST, skip REASON or run", path, n, trimmed)
+			return nil, fmt.Errorf("%s:%d: unknown doctest comment %s: use output, e2e TEST, skip REASON, module, file PATH or run", path, n, trimmed)
 		}
 		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
 			fence = trimmed[:3]
@@ -120,6 +145,12 @@ func Blocks(path string) ([]Block, error) {
 			inFence = true
 			indent = line[:len(line)-len(strings.TrimLeft(line, " "))]
 			lang := strings.TrimSpace(strings.TrimLeft(trimmed, "`~"))
+			if pending != nil && pending.Mode == File {
+				b := *pending
+				b.Line, b.Lang = n, lang
+				pending, cur = nil, &b
+				continue
+			}
 			if lang != "" && !shellLangs[lang] {
 				if pending != nil {
 					return nil, fmt.Errorf("%s:%d: a doctest comment before a %s block", path, pending.Line, lang)

@@ -83,3 +83,77 @@ func TestBlocks(t *testing.T) {
 		}
 	}
 }
+
+func TestModuleBlocks(t *testing.T) {
+	page := "<!-- doctest: module offline, go get replaced -->\n```sh\nmkdir m\ncd m\n```\n\n" +
+		"<!-- doctest: file main.go -->\n```go\npackage main\n\nfunc main() {}\n```\n\n" +
+		"<!-- doctest: file cmd/x/manifold.toml -->\n```\nnamespace = \"ml\"\n```\n\n" +
+		"<!-- doctest: module -->\n```\n$ go run .\nhi\n```\n"
+	path := filepath.Join(t.TempDir(), "page.md")
+	if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := Blocks(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type got struct{ Mode, Arg, Lang, Text string }
+	var gots []got
+	for _, b := range blocks {
+		gots = append(gots, got{b.Mode, b.Arg, b.Lang, b.Text()})
+	}
+	want := []got{
+		{Module, "offline, go get replaced", "sh", "mkdir m\ncd m\n"},
+		{File, "main.go", "go", "package main\n\nfunc main() {}\n"},
+		{File, "cmd/x/manifold.toml", "", "namespace = \"ml\"\n"},
+		{Module, "", "", "$ go run .\nhi\n"},
+	}
+	if diff := cmp.Diff(want, gots); diff != "" {
+		t.Errorf("blocks (-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{
+		"<!-- doctest: file -->\n```go\nx\n```\n",            // no path
+		"<!-- doctest: file ../main.go -->\n```go\nx\n```\n", // leaves the module
+		"<!-- doctest: file /tmp/main.go -->\n```go\nx\n```\n",
+		"<!-- doctest: file ./main.go -->\n```go\nx\n```\n", // not clean
+		"<!-- doctest: module -->\n```go\nfunc f() {}\n```\n",
+		"<!-- doctest: file main.go -->\n\ntext\n",
+	} {
+		if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Blocks(path); err == nil {
+			t.Errorf("Blocks of %q: no error", bad)
+		}
+	}
+}
+
+func TestModuleCommand(t *testing.T) {
+	const mod, root = "github.com/manifoldflow/manifold", "/src/it's here"
+	replace := `go mod edit -replace 'github.com/manifoldflow/manifold=/src/it'\''s here' && `
+	for _, c := range []struct{ cmd, want string }{
+		{"go get github.com/manifoldflow/manifold@latest", replace + "go get github.com/manifoldflow/manifold@latest"},
+		{"go get -u github.com/manifoldflow/manifold/cli@v1.2.3", replace + "go get -u github.com/manifoldflow/manifold/cli@v1.2.3"},
+		{"go get github.com/manifoldflow/manifold", replace + "go get github.com/manifoldflow/manifold"},
+		{"go get github.com/manifoldflow/manifoldx@latest", "go get github.com/manifoldflow/manifoldx@latest"},
+		{"go get example.com/other", "go get example.com/other"},
+		{"go mod tidy", "go mod tidy -e"},
+		{"go mod tidy -v", "go mod tidy -e -v"},
+		{"go mod init example.com/myflow", "go mod init example.com/myflow"},
+		{"go run . run", "go run . run"},
+	} {
+		if got := ModuleCommand(c.cmd, mod, root); got != c.want {
+			t.Errorf("ModuleCommand(%q) = %q, want %q", c.cmd, got, c.want)
+		}
+	}
+}
+
+func TestModuleEnv(t *testing.T) {
+	got := ModuleEnv([]string{"HOME=/h", "GOPROXY=https://proxy.golang.org,direct", "GOFLAGS=-mod=mod", "GOWORK=/w/go.work",
+		"GOCACHE=/c", "GOMODCACHE=/m", "GONOSUMDB=*", "GOTOOLCHAIN=auto", "GOPROXYX=kept"})
+	want := []string{"HOME=/h", "GOCACHE=/c", "GOMODCACHE=/m", "GOPROXYX=kept",
+		"GOWORK=off", "GOPROXY=off", "GOSUMDB=off", "GOTOOLCHAIN=local"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ModuleEnv (-want +got):\n%s", diff)
+	}
+}
