@@ -10,6 +10,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/manifoldflow/manifold/compile"
+	"github.com/manifoldflow/manifold/runid"
 	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -277,7 +278,8 @@ func stepNames(flow *sdk.Flow, run bool) []string {
 	return out
 }
 
-// runIDs are the IDs of the flow's runs recorded here, newest first.
+// runIDs are the IDs of the flow's runs recorded here, newest first, then
+// runid.Latest, which names the newest, when there is one.
 func runIDs(flow *sdk.Flow) []string {
 	runs, err := record.List(record.DefaultRoot)
 	if err != nil {
@@ -288,6 +290,9 @@ func runIDs(flow *sdk.Flow) []string {
 		if runs[i].Flow == flowName(flow) {
 			out = append(out, runs[i].ID)
 		}
+	}
+	if len(out) > 0 {
+		out = append(out, runid.Latest)
 	}
 	return out
 }
