@@ -685,12 +685,13 @@ func TestListAndRead(t *testing.T) {
 	if first.err != nil || second.err != nil {
 		t.Fatal(first.err, second.err)
 	}
-	// A run recorded as running without a runner holding its lock was abandoned.
+	// A run recorded as running without a runner holding its lock was abandoned;
+	// it started last, so it is listed last.
 	abandoned := filepath.Join(root, "ccc")
 	if err := os.MkdirAll(abandoned, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(abandoned, "run.json"), []byte(`{"flow":"listed","id":"ccc","state":"running","steps":[{"name":"a"}]}`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(abandoned, "run.json"), []byte(`{"flow":"listed","id":"ccc","state":"running","start":"`+time.Now().UTC().Format(time.RFC3339Nano)+`","steps":[{"name":"a"}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	runs, err := record.List(root)
