@@ -138,12 +138,7 @@ func (r *runner) after(delay time.Duration, d due) {
 // begin starts attempt n of u: it runs it to its end now, and schedules that
 // end at the time the attempt took.
 func (r *runner) begin(u *dag.Unit) {
-	n := r.Start(u)
-	if n == 1 {
-		r.Disp.Event(u.Label, false, "started")
-	} else {
-		r.Disp.Event(u.Label, false, "attempt %d of %d started", n, u.Step.Retry+1)
-	}
+	n := r.Begin(u)
 	ru := r.res.units[u.Label]
 	r.seq++
 	if ru.first < 0 {

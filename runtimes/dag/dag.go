@@ -446,6 +446,19 @@ func (r *Run) Start(u *Unit) int {
 	return n
 }
 
+// Begin records that an attempt of u starts, as Start does, tells it ("started",
+// or which attempt of how many), and returns its number: for a runtime that
+// starts each attempt itself.
+func (r *Run) Begin(u *Unit) int {
+	n := r.Start(u)
+	if n == 1 {
+		r.Disp.Event(u.Label, false, "started")
+	} else {
+		r.Disp.Event(u.Label, false, "attempt %d of %d started", n, u.Step.Retry+1)
+	}
+	return n
+}
+
 // Stub records that u succeeded without running: its step is stubbed (a
 // rehearsal of the flow), and its program did not run.
 func (r *Run) Stub(u *Unit) {

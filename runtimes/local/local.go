@@ -366,7 +366,7 @@ func (r *runner) loop(ctx context.Context) {
 				t := queue[0]
 				queue = queue[1:]
 				running++
-				n := r.begin(t)
+				n := r.Begin(t.Unit)
 				go func() { events <- event{t: t, out: r.attempt(ctx, t, n)} }()
 			}
 		}
@@ -402,17 +402,6 @@ func (r *runner) loop(ctx context.Context) {
 			}
 		}
 	}
-}
-
-// begin marks t running and returns the number of its attempt.
-func (r *runner) begin(t *task) int {
-	n := r.Start(t.Unit)
-	if n == 1 {
-		r.Disp.Event(t.Label, false, "started")
-	} else {
-		r.Disp.Event(t.Label, false, "attempt %d of %d started", n, t.Step.Retry+1)
-	}
-	return n
 }
 
 // ended records how an attempt of t ended, and says whether to retry, after what
