@@ -372,9 +372,7 @@ func (fl *follower) applyOne(ctx context.Context, u *unit, ti *TaskInstance, fai
 		}
 		fl.start(u, ti)
 		u.retried = ti.TryNumber
-		msg := fl.failure(ctx, u, ti, false)
-		r.Update(u.Unit, func(t *record.Task) { t.State, t.Error = record.Retrying, msg })
-		r.Disp.Event(u.Label, true, "try %d failed: %s; Airflow retries it", ti.TryNumber, msg)
+		r.Retried(u.Unit, ti.TryNumber, fl.failure(ctx, u, ti, false), 0)
 		return true
 	case "success":
 		fl.start(u, ti)

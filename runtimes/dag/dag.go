@@ -9,10 +9,12 @@
 //
 // A runtime keeps only what is its own: how it starts a unit, watches it and
 // stops it. It adds the units, calls Release for those it may start, reports
-// what each unit does (Start, Succeed, Fail, Interrupt, Update; Failed, or
-// Retry, for a failed attempt that a runtime retries itself, after Backoff),
-// and calls
-// Finish when none is left. Run.Now is the clock of the times recorded.
+// what each unit does (Start, or Begin for an attempt it starts itself;
+// Succeed, Fail, Interrupt, Update; Failed, or Retry, for a failed attempt that
+// a runtime retries itself, after Backoff; Retried, for one its engine
+// retries), and calls Finish when none is left. The words that tell an attempt
+// and a retry are the core's alone: a runtime says only what happened. Run.Now
+// is the clock of the times recorded.
 package dag
 
 import (
@@ -546,6 +548,21 @@ func (r *Run) Retry(u *Unit, msg string, code *int) (time.Duration, bool) {
 	}
 	r.Disp.Event(u.Label, true, "attempt %d failed: %s; %s", n, msg, when)
 	return delay, true
+}
+
+// Retried records that attempt n of u failed, msg saying why, and that the
+// engine that runs u retries it itself (a Job's backoffLimit, Airflow's
+// retries), and tells it. next is the attempt the engine already runs, which
+// becomes u's; 0 while the engine has yet to start it, u waiting to retry.
+func (r *Run) Retried(u *Unit, n int, msg string, next int) {
+	r.Update(u, func(t *record.Task) {
+		if next > 0 {
+			t.Attempts = next
+		} else {
+			t.State, t.Error = record.Retrying, msg
+		}
+	})
+	r.Disp.Event(u.Label, true, "attempt %d failed: %s; retrying (attempt %d of %d)", n, msg, max(next, n+1), u.Step.Retry+1)
 }
 
 // ErrCannotStart is wrapped by the error of an attempt whose program could not

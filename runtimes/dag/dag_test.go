@@ -288,3 +288,39 @@ func labels(us []*dag.Unit) string {
 	}
 	return strings.Join(l, " ")
 }
+
+// TestRetried: a retry the engine makes itself is told alike whether its next
+// attempt already runs (it becomes the unit's) or is yet to start (the unit
+// waits to retry, its error the failed attempt's).
+func TestRetried(t *testing.T) {
+	f := &plan.Flow{Name: "f", Steps: []plan.Step{{Name: "a", Retry: 2}}}
+	for _, tt := range []struct {
+		name         string
+		next         int
+		wantState    record.State
+		wantAttempts int
+		wantError    string
+		wantLine     string
+	}{
+		{"running", 3, record.Running, 3, "", "a: attempt 1 failed: boom; retrying (attempt 3 of 3)"},
+		{"waiting", 0, record.Retrying, 1, "boom", "a: attempt 1 failed: boom; retrying (attempt 2 of 3)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			r := dag.New(f, "r1", t.TempDir())
+			r.Disp = display.New(display.Options{Stdout: &out})
+			a := dag.NewUnit(&f.Steps[0], -1)
+			r.Add(a)
+			r.Release()
+			r.Start(a)
+			r.Retried(a, 1, "boom", tt.next)
+			r.Disp.Stop()
+			if got := r.Task(a); got.State != tt.wantState || got.Attempts != tt.wantAttempts || got.Error != tt.wantError {
+				t.Errorf("task %s, %d attempts, error %q; want %s, %d, %q", got.State, got.Attempts, got.Error, tt.wantState, tt.wantAttempts, tt.wantError)
+			}
+			if !strings.Contains(out.String(), tt.wantLine+"\n") {
+				t.Errorf("output %q does not tell %q", out.String(), tt.wantLine)
+			}
+		})
+	}
+}

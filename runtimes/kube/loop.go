@@ -324,8 +324,7 @@ func (r *runner) evaluate(ctx context.Context, units []*unit) {
 			if p := failedPod(pods); p != nil {
 				why, _, _ = podFailure(p, u.Step)
 			}
-			r.Update(u.Unit, func(t *record.Task) { t.Attempts = ob.attempt })
-			r.Disp.Event(u.Label, true, "attempt %d failed: %s; retrying (attempt %d of %d)", n, why, ob.attempt, u.Step.Retry+1)
+			r.Retried(u.Unit, n, why, ob.attempt)
 		}
 		r.pending(u, ob, now)
 	}
