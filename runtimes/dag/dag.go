@@ -553,16 +553,19 @@ func (r *Run) Retry(u *Unit, msg string, code *int) (time.Duration, bool) {
 // Retried records that attempt n of u failed, msg saying why, and that the
 // engine that runs u retries it itself (a Job's backoffLimit, Airflow's
 // retries), and tells it. next is the attempt the engine already runs, which
-// becomes u's; 0 while the engine has yet to start it, u waiting to retry.
+// becomes u's and is told with the step's count of attempts; 0 while the
+// engine has yet to start it, u waiting to retry. The engine counts the
+// attempts it may make and when it makes them (an Airflow task cleared counts
+// its tries on), so a retry yet to start is told as Retry tells one without
+// backoff.
 func (r *Run) Retried(u *Unit, n int, msg string, next int) {
-	r.Update(u, func(t *record.Task) {
-		if next > 0 {
-			t.Attempts = next
-		} else {
-			t.State, t.Error = record.Retrying, msg
-		}
-	})
-	r.Disp.Event(u.Label, true, "attempt %d failed: %s; retrying (attempt %d of %d)", n, msg, max(next, n+1), u.Step.Retry+1)
+	if next == 0 {
+		r.Update(u, func(t *record.Task) { t.State, t.Error = record.Retrying, msg })
+		r.Disp.Event(u.Label, true, "attempt %d failed: %s; retrying", n, msg)
+		return
+	}
+	r.Update(u, func(t *record.Task) { t.Attempts = next })
+	r.Disp.Event(u.Label, true, "attempt %d failed: %s; retrying (attempt %d of %d)", n, msg, next, u.Step.Retry+1)
 }
 
 // ErrCannotStart is wrapped by the error of an attempt whose program could not
