@@ -602,6 +602,12 @@ func (r *Run) Interrupt(u *Unit, why string) {
 	r.Disp.Event(u.Label, true, "interrupted")
 }
 
+// InterruptRetry records that u, waiting to retry (Retry), was interrupted
+// before its next attempt: its error says so, and why its last attempt failed.
+func (r *Run) InterruptRetry(u *Unit) {
+	r.Interrupt(u, "interrupted while waiting to retry: "+r.Task(u).Error)
+}
+
 // Finish records how the run ended in its record and returns it; the error says
 // why it did not succeed. interrupted says the run's context ended it: the run
 // is interrupted when that stopped a unit or left one unstarted. Otherwise a

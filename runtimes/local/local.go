@@ -378,7 +378,7 @@ func (r *runner) loop(ctx context.Context) {
 			if ev.retry {
 				waiting--
 				if interrupted {
-					r.Interrupt(ev.t.Unit, "interrupted while waiting to retry: "+r.Task(ev.t.Unit).Error)
+					r.InterruptRetry(ev.t.Unit)
 					continue
 				}
 				queue = append(queue, ev.t)
@@ -397,7 +397,7 @@ func (r *runner) loop(ctx context.Context) {
 				if t.timer != nil && t.timer.Stop() {
 					t.timer = nil
 					waiting--
-					r.Interrupt(t.Unit, "interrupted while waiting to retry: "+r.Task(t.Unit).Error)
+					r.InterruptRetry(t.Unit)
 				}
 			}
 		}
