@@ -175,7 +175,9 @@ type unit struct {
 	*dag.Unit
 	ns   string
 	kind string // "Job" or "JobSet"
-	name string
+	// workload reads the status of the unit's Job or JobSet.
+	workload workload
+	name     string
 	// objects are created in order; the last is the Job or JobSet.
 	objects []object
 	// pods is how many pods run at once.
@@ -486,6 +488,7 @@ func plan2units(f *plan.Flow, as, namespace string) ([]*unit, field.ErrorList) {
 			u.SetNamespace(namespace)
 		}
 		var gvr schema.GroupVersionResource
+		var wl workload
 		switch u.GetKind() {
 		case "Service":
 			pending = append(pending, object{serviceGVR, u})
@@ -494,9 +497,9 @@ func plan2units(f *plan.Flow, as, namespace string) ([]*unit, field.ErrorList) {
 			templates[u.GetLabels()[plan.LabelStep]] = object{resourceClaimTemplateGVR, u}
 			continue
 		case "Job":
-			gvr = jobGVR
+			gvr, wl = jobGVR, jobWorkload{}
 		case "JobSet":
-			gvr = jobSetGVR
+			gvr, wl = jobSetGVR, jobSetWorkload{}
 		default:
 			return nil, field.ErrorList{field.InternalError(nil, fmt.Errorf("the %s target emitted a %s, which the runtime cannot run", as, u.GetKind()))}
 		}
@@ -508,7 +511,7 @@ func plan2units(f *plan.Flow, as, namespace string) ([]*unit, field.ErrorList) {
 		if v, ok := u.GetLabels()[plan.LabelIndex]; ok && u.GetKind() == "Job" {
 			index, _ = strconv.Atoi(v)
 		}
-		un := &unit{Unit: dag.NewUnit(s, index), ns: u.GetNamespace(), kind: u.GetKind(), name: u.GetName(), pods: s.Nodes}
+		un := &unit{Unit: dag.NewUnit(s, index), ns: u.GetNamespace(), kind: u.GetKind(), workload: wl, name: u.GetName(), pods: s.Nodes}
 		if u.GetKind() == "JobSet" && s.Foreach != nil {
 			un.pods = s.Nodes * len(s.Foreach)
 		}
