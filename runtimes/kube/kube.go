@@ -175,7 +175,9 @@ type unit struct {
 	*dag.Unit
 	ns   string
 	kind string // "Job" or "JobSet"
-	name string
+	// workload reads the status of the unit's Job or JobSet.
+	workload workload
+	name     string
 	// objects are created in order; the last is the Job or JobSet.
 	objects []object
 	// pods is how many pods run at once.
@@ -229,9 +231,64 @@ type runner struct {
 // namespace or API, RBAC refusal, or admission that refuses a dry run of what the
 // run would create: RefusedError), and the error says what to do.
 func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
+	o, err := withDefaults(o)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	id := o.RunID
+	if id == "" {
+		id = runid.New(now)
+	} else if err := runid.Check(id); err != nil {
+		return nil, err
+	}
+	c, err := connect(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.prepare(ctx, f, o, id)
+	if err != nil {
+		return nil, err
+	}
+	// From here on the run outlives an API server that stops answering for a
+	// while: requests are made again, and the run waits for it.
+	if err := c.follow(o.OutageLimit); err != nil {
+		return nil, err
+	}
+	defer c.reach.stop()
+	dir, lk, err := record.Open(p.root, id)
+	if err != nil {
+		return nil, err
+	}
+	defer lk.Close()
+	r := newRunner(p, o, c, id, dir)
+	resumed, changed, err := r.open(ctx, now, p.steps)
+	if err != nil {
+		return nil, err
+	}
+	if changed != "" {
+		p.notes = append(p.notes, changed)
+	}
+	if r.w, err = r.watchObjects(ctx, p); err != nil {
+		return nil, err
+	}
+	defer r.w.stop()
+	c.reach.setKick(r.w.kick)
+	r.logs = newLogs(r)
+	if err := r.adopt(ctx, resumed); err != nil {
+		return nil, err
+	}
+	r.show(p, resumed)
+	interrupted := r.loop(ctx)
+	return r.finish(ctx, interrupted)
+}
+
+// withDefaults returns o with the defaults of Options filled in, or an error
+// when o.As names no kind of object (kindAs).
+func withDefaults(o Options) (Options, error) {
 	var err error
 	if o.As, err = kindAs(o.As); err != nil {
-		return nil, err
+		return o, err
 	}
 	if o.Root == "" {
 		o.Root = record.DefaultRoot
@@ -254,38 +311,33 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	if o.Force == nil {
 		o.Force = context.Background()
 	}
-	now := time.Now()
-	id := o.RunID
-	if id == "" {
-		id = runid.New(now)
-	} else if err := runid.Check(id); err != nil {
-		return nil, err
-	}
+	return o, nil
+}
 
-	c, err := connect(ctx, o)
+// prepared is what a run knows before it records or creates anything.
+type prepared struct {
+	// f is the flow with its placement resolved, rp the run's plan of it.
+	f  *plan.Flow
+	rp plan.Flow
+	// root holds the run records (Options.Root, absolute).
+	root  string
+	units []*unit
+	// steps is what the record keeps of the steps (stepInfos).
+	steps      []record.StepInfo
+	namespaces []string
+	sh         runShape
+	// notes are said when the run starts.
+	notes []string
+}
+
+// prepare makes run id's plan of f and its units, and asks the cluster
+// whether it can run them, before anything is created: the nodes (place),
+// the permissions, claims, claim templates and queues (ready), and admission
+// (admit).
+func (c *cluster) prepare(ctx context.Context, f *plan.Flow, o Options, id string) (*prepared, error) {
+	f, notes, checked, err := c.place(ctx, f, o.NoCheck)
 	if err != nil {
 		return nil, err
-	}
-	var notes []string
-	// checked is set when check has found every step's claim templates and
-	// queues in place, which the preflight below need not ask again.
-	checked := false
-	if !o.NoCheck {
-		report, err := c.check(ctx, f)
-		switch {
-		case errors.Is(err, errNodesForbidden), errors.Is(err, errDRAForbidden):
-			// Placement is not checked: the preflight below notes the read
-			// refused (Needs).
-		case err != nil:
-			return nil, err
-		case !report.OK:
-			return nil, &UnplaceableError{Report: report}
-		default:
-			checked = true
-			var resolved []string
-			f, resolved = placement.Resolve(f, report)
-			notes = append(notes, resolved...)
-		}
 	}
 	root, err := filepath.Abs(o.Root)
 	if err != nil {
@@ -296,18 +348,77 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", id, err)
 	}
-	rp := *f
-	rp.Run, rp.RunUID, rp.Schedule = id, uid, ""
-	units, errs := plan2units(&rp, o.As, c.namespace)
-	if len(errs) > 0 {
+	p := &prepared{f: f, rp: *f, root: root, notes: notes}
+	p.rp.Run, p.rp.RunUID, p.rp.Schedule = id, uid, ""
+	var errs field.ErrorList
+	if p.units, errs = plan2units(&p.rp, o.As, c.namespace); len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
-	steps := stepInfos(&rp, o.As, o.Build)
+	p.steps = stepInfos(&p.rp, o.As, o.Build)
 	var rerun map[string]bool
 	if prev != nil {
-		rerun, _ = dag.Changes(id, prev.Steps, steps)
+		rerun, _ = dag.Changes(id, prev.Steps, p.steps)
 	}
-	namespaces := unitNamespaces(units)
+	p.namespaces = unitNamespaces(p.units)
+	p.sh = shapeOf(f, p.units, o.NoCheck)
+	if err := c.ready(ctx, p, o.As, checked); err != nil {
+		return nil, err
+	}
+	if err := c.admit(ctx, p, toCreate(filepath.Join(root, id), p.units, rerun)); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// place checks, unless noCheck, that the cluster's nodes can take every step
+// of f (Check), and resolves f's placement from what it found
+// (placement.Resolve). It returns f so resolved, the notes of what it
+// resolved, and whether the check found every step's claim templates and
+// queues in place, which need not be asked again. Where the cluster refuses
+// to show its nodes or devices, placement is not checked: the preflight notes
+// the read refused (Needs).
+func (c *cluster) place(ctx context.Context, f *plan.Flow, noCheck bool) (*plan.Flow, []string, bool, error) {
+	if noCheck {
+		return f, nil, false, nil
+	}
+	report, err := c.check(ctx, f)
+	switch {
+	case errors.Is(err, errNodesForbidden), errors.Is(err, errDRAForbidden):
+		return f, nil, false, nil
+	case err != nil:
+		return nil, nil, false, err
+	case !report.OK:
+		return nil, nil, false, &UnplaceableError{Report: report}
+	}
+	f, resolved := placement.Resolve(f, report)
+	return f, resolved, true, nil
+}
+
+// ready checks that the run of p, made as as, may make its objects in its
+// namespaces (preflight, whose notes it adds to p's) and that the volume
+// claims its steps mount exist; unless checked (place), also that its claim
+// templates and queues do.
+func (c *cluster) ready(ctx context.Context, p *prepared, as string, checked bool) error {
+	rbacNotes, err := c.preflight(ctx, p.namespaces, as, needs(p.sh))
+	if err != nil {
+		return err
+	}
+	p.notes = append(p.notes, rbacNotes...)
+	if err := c.claimsExist(ctx, unitClaims(p.units)); err != nil {
+		return err
+	}
+	if checked {
+		return nil
+	}
+	if err := c.claimTemplatesExist(ctx, p.units); err != nil {
+		return err
+	}
+	return c.queuesExist(ctx, p.units)
+}
+
+// unitClaims returns the volume claims the steps of units mount, each once
+// per namespace.
+func unitClaims(units []*unit) []claim {
 	var claims []claim
 	for _, u := range units {
 		for _, v := range u.Step.Volumes {
@@ -316,85 +427,63 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 			}
 		}
 	}
-	sh := shapeOf(f, units, o.NoCheck)
-	rbacNotes, err := c.preflight(ctx, namespaces, o.As, needs(sh))
-	if err != nil {
-		return nil, err
-	}
-	notes = append(notes, rbacNotes...)
-	if err := c.claimsExist(ctx, claims); err != nil {
-		return nil, err
-	}
-	if !checked {
-		if err := c.claimTemplatesExist(ctx, units); err != nil {
-			return nil, err
-		}
-		if err := c.queuesExist(ctx, units); err != nil {
-			return nil, err
-		}
-	}
+	return claims
+}
 
-	// Admission answers for everything the run will create before any of it
-	// exists, --no-check or not: a dry run creates nothing.
-	refusals, dryNotes, err := c.dryRun(ctx, toCreate(filepath.Join(root, id), units, rerun))
+// admit has admission answer for everything the run will create (units)
+// before any of it exists, --no-check or not: a dry run creates nothing. It
+// returns a RefusedError when admission refuses any of it, and adds to p's
+// notes what the dry run noted.
+func (c *cluster) admit(ctx context.Context, p *prepared, units []*unit) error {
+	refusals, dryNotes, err := c.dryRun(ctx, units)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(refusals) > 0 {
-		return nil, &RefusedError{Cluster: c.host, Refusals: refusals}
+		return &RefusedError{Cluster: c.host, Refusals: refusals}
 	}
 	for _, n := range dryNotes {
-		if !slices.Contains(notes, n) {
-			notes = append(notes, n)
+		if !slices.Contains(p.notes, n) {
+			p.notes = append(p.notes, n)
 		}
 	}
-	// From here on the run outlives an API server that stops answering for a
-	// while: requests are made again, and the run waits for it.
-	if err := c.follow(o.OutageLimit); err != nil {
-		return nil, err
-	}
-	defer c.reach.stop()
-	dir, lk, err := record.Open(root, id)
-	if err != nil {
-		return nil, err
-	}
-	r := &runner{Run: dag.New(&rp, id, dir), o: o, c: c, units: units, byUnit: map[*dag.Unit]*unit{}, byKey: map[string]*unit{}}
-	for i, u := range units {
+	return nil
+}
+
+// newRunner returns the runner of run id of p, recorded in dir, with its
+// units added to the run and traced by o.Tracer.
+func newRunner(p *prepared, o Options, c *cluster, id, dir string) *runner {
+	r := &runner{Run: dag.New(&p.rp, id, dir), o: o, c: c, units: p.units, byUnit: map[*dag.Unit]*unit{}, byKey: map[string]*unit{}}
+	for i, u := range p.units {
 		r.Add(u.Unit)
 		u.pos = i
 		r.byUnit[u.Unit] = u
 		r.byKey[unitKey(u.ns, u.name)] = u
 	}
-	r.Trace = o.Tracer.Begin(&rp, id, "kube")
-	defer lk.Close()
-	resumed, changed, err := r.open(ctx, now, steps)
-	if err != nil {
-		return nil, err
-	}
-	if changed != "" {
-		notes = append(notes, changed)
-	}
+	r.Trace = o.Tracer.Begin(&p.rp, id, "kube")
+	return r
+}
 
-	// A step waiting for Kueue is shown with its Workload's reason.
+// watchObjects starts the informers on the run's objects in p's namespaces. A step
+// waiting for Kueue is shown with its Workload's reason, so the Workloads are
+// watched too when a step is queued and the cluster serves them.
+func (r *runner) watchObjects(ctx context.Context, p *prepared) (*watcher, error) {
 	workloads := false
-	if sh.queued {
-		if workloads, err = c.kueueServed(); err != nil {
+	if p.sh.queued {
+		var err error
+		if workloads, err = r.c.kueueServed(); err != nil {
 			return nil, err
 		}
 	}
-	r.w, err = watch(ctx, c, namespaces, sh.kinds, workloads, r.selector())
-	if err != nil {
-		return nil, err
-	}
-	defer r.w.stop()
-	c.reach.setKick(r.w.kick)
-	r.logs = newLogs(r)
-	if err := r.adopt(ctx, resumed); err != nil {
-		return nil, err
-	}
+	return watch(ctx, r.c, p.namespaces, p.sh.kinds, workloads, r.selector())
+}
 
-	labels := make([]string, 0, len(units))
-	for _, u := range units {
+// show sets up the run's display, one row per unit (and per node rank of a
+// multi-node unit), says what the run is and p's notes, and starts it.
+func (r *runner) show(p *prepared, resumed bool) {
+	o, c, f := r.o, r.c, p.f
+	labels := make([]string, 0, len(p.units))
+	for _, u := range p.units {
 		labels = append(labels, u.Label)
 		if u.Step.Nodes > 1 {
 			labels = append(labels, rankLabel(u.Label, u.Step.Nodes-1))
@@ -410,18 +499,17 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 		verb = "resuming run"
 	}
 	r.Disp.Note("%s %s of flow %s: %s as %ss in namespace %s of %s (context %s); record in %s",
-		verb, id, f.Name, display.Count(len(f.Steps), "step"), kindOf(o.As), strings.Join(namespaces, ", "), c.host, c.context, display.Rel(r.Dir))
+		verb, r.ID, f.Name, display.Count(len(f.Steps), "step"), kindOf(o.As), strings.Join(p.namespaces, ", "), c.host, c.context, display.Rel(r.Dir))
 	if f.Schedule != "" {
 		r.Disp.Note("the flow's schedule (%s) does not apply: run --kube runs it once, now", f.Schedule)
 	}
-	for _, n := range notes {
+	for _, n := range p.notes {
 		r.Disp.Note("%s", n)
 	}
 	r.Disp.Start()
-	interrupted := r.loop(ctx)
-	return r.finish(ctx, interrupted)
 }
 
+// kindOf returns the kind of object a run made as as creates for a step.
 func kindOf(as string) string {
 	if as == AsJobSet {
 		return "JobSet"
@@ -486,6 +574,7 @@ func plan2units(f *plan.Flow, as, namespace string) ([]*unit, field.ErrorList) {
 			u.SetNamespace(namespace)
 		}
 		var gvr schema.GroupVersionResource
+		var wl workload
 		switch u.GetKind() {
 		case "Service":
 			pending = append(pending, object{serviceGVR, u})
@@ -494,9 +583,9 @@ func plan2units(f *plan.Flow, as, namespace string) ([]*unit, field.ErrorList) {
 			templates[u.GetLabels()[plan.LabelStep]] = object{resourceClaimTemplateGVR, u}
 			continue
 		case "Job":
-			gvr = jobGVR
+			gvr, wl = jobGVR, jobWorkload{}
 		case "JobSet":
-			gvr = jobSetGVR
+			gvr, wl = jobSetGVR, jobSetWorkload{}
 		default:
 			return nil, field.ErrorList{field.InternalError(nil, fmt.Errorf("the %s target emitted a %s, which the runtime cannot run", as, u.GetKind()))}
 		}
@@ -508,7 +597,7 @@ func plan2units(f *plan.Flow, as, namespace string) ([]*unit, field.ErrorList) {
 		if v, ok := u.GetLabels()[plan.LabelIndex]; ok && u.GetKind() == "Job" {
 			index, _ = strconv.Atoi(v)
 		}
-		un := &unit{Unit: dag.NewUnit(s, index), ns: u.GetNamespace(), kind: u.GetKind(), name: u.GetName(), pods: s.Nodes}
+		un := &unit{Unit: dag.NewUnit(s, index), ns: u.GetNamespace(), kind: u.GetKind(), workload: wl, name: u.GetName(), pods: s.Nodes}
 		if u.GetKind() == "JobSet" && s.Foreach != nil {
 			un.pods = s.Nodes * len(s.Foreach)
 		}

@@ -149,129 +149,105 @@ func exitedZero(p *corev1.Pod) bool {
 	return true
 }
 
-// observe reads unit u's state from the caches.
+// observe reads unit u's state from the caches: its object's, as its
+// workload reads it, then its pods', oldest first.
 func (r *runner) observe(u *unit) observed {
 	var ob observed
-	switch u.kind {
-	case "Job":
-		j := r.w.job(u.ns, u.name)
-		if j == nil {
-			return ob
-		}
-		ob.exists, ob.created = true, j.CreationTimestamp.Time
-		for _, c := range j.Status.Conditions {
-			if c.Status != corev1.ConditionTrue {
-				continue
-			}
-			if c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed {
-				ob.ended = c.LastTransitionTime.Time
-			}
-			switch c.Type {
-			case batchv1.JobComplete:
-				ob.succeeded = true
-			case batchv1.JobFailed:
-				ob.failed, ob.reason, ob.message = true, c.Reason, c.Message
-			}
-		}
-		// Each failed pod is an attempt that ended; the Job counts them.
-		ob.attempt = min(int(j.Status.Failed)+1, u.Step.Retry+1)
-		if ob.failed {
-			ob.attempt = max(1, min(int(j.Status.Failed), u.Step.Retry+1))
-		}
-		ob.pods = r.w.pods(u.ns, batchv1.JobNameLabel, u.name)
-		if !ob.succeeded && !ob.failed && completed(j, ob.pods) {
-			ob.succeeded = true
-		}
-		if u.Step.Queue != "" && j.Spec.Suspend != nil && *j.Spec.Suspend {
-			ob.queued, ob.kueueSaid = r.w.queued(u.ns, j.UID, u.Step.Queue)
-		}
-	case "JobSet":
-		js := r.w.jobSet(u.ns, u.name)
-		if js == nil {
-			return ob
-		}
-		ob.exists, ob.created = true, js.GetCreationTimestamp().Time
-		var status struct {
-			Conditions []metav1.Condition `json:"conditions"`
-			Restarts   int                `json:"restarts"`
-		}
-		if st, ok := js.Object["status"].(map[string]any); ok {
-			_ = runtime.DefaultUnstructuredConverter.FromUnstructured(st, &status)
-		}
-		for _, c := range status.Conditions {
-			if c.Status != metav1.ConditionTrue {
-				continue
-			}
-			if c.Type == "Completed" || c.Type == "Failed" {
-				ob.ended = c.LastTransitionTime.Time
-			}
-			switch c.Type {
-			case "Completed":
-				ob.succeeded = true
-			case "Failed":
-				ob.failed, ob.reason, ob.message = true, c.Reason, c.Message
-			}
-		}
-		ob.attempt = status.Restarts + 1
-		ob.pods = r.w.pods(u.ns, jobsetv1.JobSetNameKey, u.name)
-		if !ob.succeeded && !ob.failed && jobSetCompleted(js, status.Restarts, ob.pods) {
-			ob.succeeded = true
-		}
-		if suspended, _, _ := unstructured.NestedBool(js.Object, "spec", "suspend"); suspended && u.Step.Queue != "" {
-			ob.queued, ob.kueueSaid = r.w.queued(u.ns, js.GetUID(), u.Step.Queue)
-		}
+	if !u.workload.read(r.w, u, &ob) {
+		return ob
 	}
-	sort.Slice(ob.pods, func(i, j int) bool {
-		a, b := ob.pods[i], ob.pods[j]
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return a.CreationTimestamp.Before(&b.CreationTimestamp)
-		}
-		return a.Name < b.Name
-	})
+	sortPods(ob.pods)
 	for _, p := range ob.pods {
-		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		if p.Spec.NodeName != "" && !slices.Contains(ob.nodes, p.Spec.NodeName) {
-			ob.nodes = append(ob.nodes, p.Spec.NodeName)
-		}
-		if p.Status.Phase == corev1.PodRunning && podReady(p) {
-			ob.ready++
-		}
-		for _, cs := range p.Status.ContainerStatuses {
-			var at metav1.Time
-			switch {
-			case cs.State.Running != nil:
-				at = cs.State.Running.StartedAt
-			case cs.State.Terminated != nil:
-				at = cs.State.Terminated.StartedAt
-			}
-			if !at.IsZero() && (ob.running.IsZero() || at.Time.Before(ob.running)) {
-				ob.running = at.Time
-			}
-		}
-		if p.Status.Phase != corev1.PodPending {
-			continue
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable && ob.stuck == "" {
-				ob.stuck = fmt.Sprintf("pod %s cannot be scheduled: %s", p.Name, c.Message)
-			}
-		}
-		for _, cs := range p.Status.ContainerStatuses {
-			if w := cs.State.Waiting; w != nil && slices.Contains(waitingReasons, w.Reason) {
-				ob.stuck = fmt.Sprintf("pod %s on node %s: %s: %s", p.Name, p.Spec.NodeName, w.Reason, w.Message)
-				if u.Step.Body == plan.BodyRun {
-					ob.stuck += "; this Run step's image must contain the flow program (" + u.Step.Image + ")"
-				}
-				ob.imageStuck = true
-			}
-		}
+		ob.addPod(p, u.Step)
 	}
 	sort.Strings(ob.nodes)
 	return ob
 }
 
+// end records that the unit's object ended at at: it succeeded, or it failed
+// with reason and message.
+func (ob *observed) end(at time.Time, succeeded bool, reason, message string) {
+	ob.ended = at
+	if succeeded {
+		ob.succeeded = true
+	} else {
+		ob.failed, ob.reason, ob.message = true, reason, message
+	}
+}
+
+// sortPods orders pods by creation, then name.
+func sortPods(pods []*corev1.Pod) {
+	sort.Slice(pods, func(i, j int) bool {
+		a, b := pods[i], pods[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Name < b.Name
+	})
+}
+
+// addPod adds to ob what pod p of step s says, unless it is deleted or has
+// failed: its node, whether it is ready, when its first container started,
+// and, while it is pending, why it cannot start (pending).
+func (ob *observed) addPod(p *corev1.Pod, s *plan.Step) {
+	if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed {
+		return
+	}
+	if p.Spec.NodeName != "" && !slices.Contains(ob.nodes, p.Spec.NodeName) {
+		ob.nodes = append(ob.nodes, p.Spec.NodeName)
+	}
+	if p.Status.Phase == corev1.PodRunning && podReady(p) {
+		ob.ready++
+	}
+	if at := firstStart(p); !at.IsZero() && (ob.running.IsZero() || at.Before(ob.running)) {
+		ob.running = at
+	}
+	if p.Status.Phase == corev1.PodPending {
+		ob.pending(p, s)
+	}
+}
+
+// firstStart returns when the first of pod p's containers started, zero
+// until one has.
+func firstStart(p *corev1.Pod) time.Time {
+	var first time.Time
+	for _, cs := range p.Status.ContainerStatuses {
+		var at metav1.Time
+		switch {
+		case cs.State.Running != nil:
+			at = cs.State.Running.StartedAt
+		case cs.State.Terminated != nil:
+			at = cs.State.Terminated.StartedAt
+		}
+		if !at.IsZero() && (first.IsZero() || at.Time.Before(first)) {
+			first = at.Time
+		}
+	}
+	return first
+}
+
+// pending sets ob.stuck when pending pod p of step s cannot start: the
+// scheduler cannot place it (the first such pod is named), or a container
+// waits for a reason that waiting does not cure (waitingReasons), which also
+// sets ob.imageStuck.
+func (ob *observed) pending(p *corev1.Pod, s *plan.Step) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable && ob.stuck == "" {
+			ob.stuck = fmt.Sprintf("pod %s cannot be scheduled: %s", p.Name, c.Message)
+		}
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil && slices.Contains(waitingReasons, w.Reason) {
+			ob.stuck = fmt.Sprintf("pod %s on node %s: %s: %s", p.Name, p.Spec.NodeName, w.Reason, w.Message)
+			if s.Body == plan.BodyRun {
+				ob.stuck += "; this Run step's image must contain the flow program (" + s.Image + ")"
+			}
+			ob.imageStuck = true
+		}
+	}
+}
+
+// podReady reports whether pod p's Ready condition is true.
 func podReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
