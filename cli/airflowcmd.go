@@ -342,7 +342,7 @@ func airflowRunsList(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
 
 // runRecord is a DAG run as a run record.
 func runRecord(cl *airflow.Client, p *plan.Flow, r *airflow.DAGRun) *record.Record {
-	rec := &record.Record{Flow: p.Name, ID: r.ID, State: airflow.RunState(r.State), Runtime: "airflow", Cluster: cl.URL(), Params: map[string]string{}}
+	rec := &record.Record{Flow: p.Name, ID: r.ID, State: airflow.RunState(r.State), Runtime: record.Airflow, Cluster: cl.URL(), Params: map[string]string{}}
 	if r.StartDate != nil {
 		rec.Start = *r.StartDate
 	}

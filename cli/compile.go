@@ -20,6 +20,7 @@ import (
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit"
+	emittargets "github.com/manifoldflow/manifold/emit/targets"
 	"github.com/manifoldflow/manifold/image/built"
 	"github.com/manifoldflow/manifold/internal/atomicfile"
 	"github.com/manifoldflow/manifold/internal/startgc"
@@ -141,10 +142,8 @@ func chooseTargets(name string) ([]emit.Target, error) {
 	if name == "all" {
 		return targets, nil
 	}
-	for _, t := range targets {
-		if t.Name() == name {
-			return []emit.Target{t}, nil
-		}
+	if t, ok := emittargets.Named(name); ok {
+		return []emit.Target{t}, nil
 	}
 	return nil, usageErr("--target %q: choose one of %s, or all", name, strings.Join(targetNames(), ", "))
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/manifoldflow/manifold/client"
 	"github.com/manifoldflow/manifold/runtimes/display"
+	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -64,7 +65,7 @@ func logsCommand(flow *sdk.Flow) *ucli.Command {
 				return attemptLogs(c, run, tasks, c.Int("attempt"))
 			}
 			// A cluster run's lines carry their label already.
-			labelled := len(tasks) > 1 && run.Runtime == ""
+			labelled := len(tasks) > 1 && run.Runtime == record.Local
 			pad := 0
 			for _, t := range tasks {
 				pad = max(pad, utf8.RuneCountInString(t.Label()))
@@ -105,7 +106,7 @@ func attemptLogs(c *ucli.Context, run *client.Run, tasks []*client.Task, n int) 
 		return usageErr("logs: --attempt needs one task, and step %s has %d foreach items: choose one with --index", tasks[0].Step, len(tasks))
 	}
 	t := tasks[0]
-	if run.Runtime != "" {
+	if run.Runtime != record.Local {
 		return invalidErr(fmt.Errorf("run %s ran on a cluster, whose record keeps the output of %s's attempts together: leave out --attempt", run.ID, t.Label()))
 	}
 	as, err := t.Attempts()

@@ -50,11 +50,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/manifoldflow/manifold/emit"
-	"github.com/manifoldflow/manifold/emit/airflow"
-	"github.com/manifoldflow/manifold/emit/argo"
-	"github.com/manifoldflow/manifold/emit/job"
-	"github.com/manifoldflow/manifold/emit/jobset"
+	emittargets "github.com/manifoldflow/manifold/emit/targets"
 	"github.com/manifoldflow/manifold/internal/credential"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -67,7 +63,7 @@ const (
 )
 
 // targets are the emitters --target chooses from.
-var targets = []emit.Target{job.Target{}, jobset.Target{}, argo.Target{}, airflow.Target{}}
+var targets = emittargets.All()
 
 // Main runs the flow program's command line and exits with its status.
 func Main(flow *sdk.Flow) {
@@ -208,10 +204,7 @@ func noArgs(c *ucli.Context) error {
 }
 
 func targetNames() []string {
-	names := make([]string, 0, len(targets))
-	for _, t := range targets {
-		names = append(names, t.Name())
-	}
+	names := emittargets.Names()
 	sort.Strings(names)
 	return names
 }

@@ -69,8 +69,8 @@ func resumeCommand(flow *sdk.Flow, run *ucli.Command) *ucli.Command {
 func resumeLine(program string, rec *record.Record) ([]string, error) {
 	line := []string{program, "run", "--run-id", rec.ID}
 	switch rec.Runtime {
-	case "":
-	case "kube":
+	case record.Local:
+	case record.Kube:
 		line = append(line, "--kube")
 		for _, f := range [][2]string{{"context", rec.Context}, {"namespace", rec.Namespace}, {"as", rec.As}} {
 			if f[1] != "" {

@@ -126,10 +126,10 @@ func runsCommand(flow *sdk.Flow) *ucli.Command {
 // where says where a run ran: "local", or for a cluster run its kubeconfig
 // context (or else its API server) and namespace.
 func where(rec *record.Record) string {
-	if rec.Runtime == "" {
-		return "local"
+	if rec.Runtime == record.Local {
+		return rec.Runtime.Name()
 	}
-	w := cmp.Or(rec.Context, credential.Redact("", rec.Cluster), rec.Runtime)
+	w := cmp.Or(rec.Context, credential.Redact("", rec.Cluster), rec.Runtime.Name())
 	if rec.Namespace != "" {
 		w += "/" + rec.Namespace
 	}
@@ -141,7 +141,7 @@ func where(rec *record.Record) string {
 // a credential (a param, a foreach item, an error quoting one).
 func showRun(out io.Writer, rec *record.Record, tasks []record.Task) error {
 	fmt.Fprintf(out, "run %s of flow %s: %s\n", rec.ID, rec.Flow, rec.State)
-	if rec.Runtime != "" {
+	if rec.Runtime != record.Local {
 		fmt.Fprintln(out, clusterLine(rec))
 	}
 	if rec.Start.IsZero() {
@@ -201,7 +201,7 @@ func showRun(out io.Writer, rec *record.Record, tasks []record.Task) error {
 // what the record does not hold.
 func clusterLine(rec *record.Record) string {
 	line := "on cluster"
-	if rec.Runtime == "airflow" {
+	if rec.Runtime == record.Airflow {
 		line = "on Airflow"
 	}
 	if rec.Cluster != "" {
@@ -216,7 +216,7 @@ func clusterLine(rec *record.Record) string {
 	if rec.As != "" {
 		line += ", as " + rec.As
 	}
-	if rec.Runtime == "argo" {
+	if rec.Runtime == record.Argo {
 		line += ", run by Argo Workflows (Workflow " + rec.ID + ")"
 	}
 	return line

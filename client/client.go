@@ -181,7 +181,7 @@ func (r *Run) Store(ctx context.Context) (artifact.Store, error) {
 }
 
 func (r *Run) openStore(ctx context.Context) (artifact.Store, error) {
-	if r.Runtime == "" {
+	if r.Runtime == record.Local {
 		return artifact.Dir(r.Dir), nil
 	}
 	endpoint := r.c.endpoint

@@ -237,7 +237,7 @@ func (t *Task) Attempts() ([]Attempt, error) {
 	if t.State == record.Retrying {
 		last.State = record.Failed
 	}
-	if t.run.Runtime != "" {
+	if t.run.Runtime != record.Local {
 		return as, nil
 	}
 	for _, stream := range []struct {

@@ -12,10 +12,9 @@ import (
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit"
-	"github.com/manifoldflow/manifold/emit/airflow"
 	"github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/emit/job"
-	"github.com/manifoldflow/manifold/emit/jobset"
+	"github.com/manifoldflow/manifold/emit/targets"
 	"github.com/manifoldflow/manifold/harness/argopod"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/sdk"
@@ -124,7 +123,7 @@ func FuzzFlowOptions(f *testing.F) {
 		if p == nil {
 			return
 		}
-		for _, target := range []emit.Target{job.Target{}, jobset.Target{}, argo.Target{}, airflow.Target{}} {
+		for _, target := range targets.All() {
 			files, errs := emit.Files(target, p)
 			for _, e := range errs {
 				if e.Type == field.ErrorTypeInternal {

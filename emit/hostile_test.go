@@ -15,10 +15,7 @@ import (
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit"
-	"github.com/manifoldflow/manifold/emit/airflow"
-	"github.com/manifoldflow/manifold/emit/argo"
-	"github.com/manifoldflow/manifold/emit/job"
-	"github.com/manifoldflow/manifold/emit/jobset"
+	"github.com/manifoldflow/manifold/emit/targets"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -143,7 +140,7 @@ func hostileFlows() []hostile {
 // TestHostileFlows: each flow of hostileFlows gets clear errors at its paths, or
 // a plan that every target renders to files that parse — never a panic.
 func TestHostileFlows(t *testing.T) {
-	targets := []emit.Target{job.Target{}, jobset.Target{}, argo.Target{}, airflow.Target{}}
+	all := targets.All()
 	for _, h := range hostileFlows() {
 		t.Run(h.name, func(t *testing.T) {
 			p, errs := compile.Compile(h.flow(), compile.Options{})
@@ -168,7 +165,7 @@ func TestHostileFlows(t *testing.T) {
 				return
 			}
 			files := map[string][]byte{}
-			for _, target := range targets {
+			for _, target := range all {
 				out, errs := emit.Files(target, p)
 				for _, e := range errs {
 					if e.Type == "" || e.Detail == "" {

@@ -19,10 +19,10 @@ import (
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit"
-	"github.com/manifoldflow/manifold/emit/airflow"
 	"github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/emit/jobset"
+	"github.com/manifoldflow/manifold/emit/targets"
 	"github.com/manifoldflow/manifold/harness/argopod"
 	"github.com/manifoldflow/manifold/harness/testflows"
 	"github.com/manifoldflow/manifold/plan"
@@ -431,14 +431,14 @@ func TestDRAClaimsParity(t *testing.T) {
 // claims, is among the names its Outputs gives, which compile -o relies on to
 // remove what an earlier compile wrote.
 func TestOutputsNameEveryFile(t *testing.T) {
-	targets := []emit.Target{job.Target{}, jobset.Target{}, argo.Target{}, airflow.Target{}}
+	all := targets.All()
 	for _, f := range []*sdk.Flow{testflows.EveryOption(), sdk.NewFlow("dra", sdk.Image("example.com/flow:v1")).
 		Step("train", sdk.Command("true"), sdk.Trainium(4), sdk.EFA(4), sdk.DRA())} {
 		p, errs := compile.Compile(f, compile.Options{})
 		if len(errs) > 0 {
 			t.Fatal(errs)
 		}
-		for _, target := range targets {
+		for _, target := range all {
 			files, errs := emit.Files(target, p)
 			if len(errs) > 0 {
 				t.Fatalf("%s: %v", target.Name(), errs)

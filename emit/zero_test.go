@@ -8,10 +8,7 @@ import (
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit"
-	"github.com/manifoldflow/manifold/emit/airflow"
-	"github.com/manifoldflow/manifold/emit/argo"
-	"github.com/manifoldflow/manifold/emit/job"
-	"github.com/manifoldflow/manifold/emit/jobset"
+	"github.com/manifoldflow/manifold/emit/targets"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -48,7 +45,7 @@ func TestZeroIsNoDefault(t *testing.T) {
 			t.Fatal(errs)
 		}
 		out := map[string][]emit.File{}
-		for _, target := range []emit.Target{job.Target{}, jobset.Target{}, argo.Target{}, airflow.Target{}} {
+		for _, target := range targets.All() {
 			files, errs := emit.Files(target, p)
 			if len(errs) > 0 {
 				t.Fatalf("%s: %v", target.Name(), errs)

@@ -237,12 +237,9 @@ func NewValidation(flow string) Validation {
 
 func summary(rec *record.Record, now time.Time) RunSummary {
 	s := RunSummary{
-		ID: rec.ID, Flow: rec.Flow, State: rec.State, Runtime: rec.Runtime,
+		ID: rec.ID, Flow: rec.Flow, State: rec.State, Runtime: rec.Runtime.Name(),
 		Cluster: credential.Redact("", rec.Cluster), Context: rec.Context,
 		Namespace: rec.Namespace, As: rec.As, Error: credential.Redact("", rec.Error),
-	}
-	if s.Runtime == "" {
-		s.Runtime = "local"
 	}
 	s.Start, s.End, s.DurationSeconds = times(rec.State, rec.Start, rec.End, now)
 	if s.DurationSeconds != nil {

@@ -11,10 +11,8 @@ import (
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit"
-	"github.com/manifoldflow/manifold/emit/airflow"
 	"github.com/manifoldflow/manifold/emit/argo"
-	"github.com/manifoldflow/manifold/emit/job"
-	"github.com/manifoldflow/manifold/emit/jobset"
+	"github.com/manifoldflow/manifold/emit/targets"
 	"github.com/manifoldflow/manifold/harness/benchflow"
 )
 
@@ -22,18 +20,17 @@ import (
 // the benchmarks measure at every size.
 var noLimit = compile.Options{Config: compile.Config{ArgoMaxBytes: -1}}
 
-var targets = []emit.Target{job.Target{}, jobset.Target{}, argo.Target{}, airflow.Target{}}
-
 // BenchmarkCompile compiles each generated flow (shape × size) and emits it to
 // each target and to all four, as `compile --target T` does. Besides time and
 // allocations per compile it reports ns/step, allocs/step, the bytes of output
 // per step of each file, and peak-heap-MB, the most heap in use at any moment.
 func BenchmarkCompile(b *testing.B) {
+	all := targets.All()
 	for _, shape := range benchflow.Shapes {
 		for _, n := range benchflow.Sizes {
 			flow := benchflow.Flow(shape, n, benchflow.Options{})
-			for _, t := range append(targets, nil) {
-				name, chosen := "all", targets
+			for _, t := range append(all, nil) {
+				name, chosen := "all", all
 				if t != nil {
 					name, chosen = t.Name(), []emit.Target{t}
 				}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/manifoldflow/manifold/emit/targets"
 	"github.com/manifoldflow/manifold/harness/doctest"
 	"github.com/manifoldflow/manifold/harness/exampletest"
 )
@@ -163,7 +164,7 @@ func TestFlowPrograms(t *testing.T) {
 				}
 				const store = "s3://ml-artifacts/flows"
 				run("validate", "--strict", "--artifacts", store)
-				for _, target := range []string{"job", "jobset", "argo", "airflow"} {
+				for _, target := range targets.Names() {
 					run("compile", "--target", target, "--artifacts", store, "-o", filepath.Join(dir, target))
 				}
 			})

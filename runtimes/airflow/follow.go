@@ -219,7 +219,7 @@ func (fl *follower) open() (bool, error) {
 	f := fl.r.Flow
 	fl.r.Rec = record.Record{
 		Flow: f.Name, ID: fl.r.ID, State: record.Running, Start: time.Now().UTC(), PID: os.Getpid(),
-		Params: fl.o.Params, Runtime: "airflow", Cluster: fl.c.URL(),
+		Params: fl.o.Params, Runtime: record.Airflow, Cluster: fl.c.URL(),
 	}
 	for i := range f.Steps {
 		s := &f.Steps[i]
@@ -229,7 +229,7 @@ func (fl *follower) open() (bool, error) {
 	resumed := err == nil
 	switch {
 	case resumed:
-		if prev.Flow != f.Name || prev.Runtime != "airflow" {
+		if prev.Flow != f.Name || prev.Runtime != record.Airflow {
 			return false, fmt.Errorf("run %s is recorded as a run of flow %s on %s, not of %s on Airflow", fl.r.ID, prev.Flow, cmp.Or(prev.Runtime, "this machine"), f.Name)
 		}
 		fl.r.Rec.Start, fl.r.Rec.Params = prev.Start, prev.Params

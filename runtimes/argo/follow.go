@@ -113,7 +113,7 @@ func (c *Client) Follow(ctx context.Context, name string) (*dag.Result, error) {
 	f.logCtx, f.logStop = context.WithCancel(context.Background())
 	f.Rec = record.Record{
 		Flow: rp.Name, ID: name, State: record.Running, Start: wf.CreationTimestamp.UTC(), PID: os.Getpid(), Params: params,
-		Runtime: "argo", Cluster: c.conn.Host, Context: c.conn.Context, Namespace: c.ns,
+		Runtime: record.Argo, Cluster: c.conn.Host, Context: c.conn.Context, Namespace: c.ns,
 	}
 	if a := rp.Artifacts; a != nil {
 		f.Rec.Artifacts = &record.Artifacts{URL: a.URL, Endpoint: a.Endpoint, Claim: a.Claim}

@@ -623,7 +623,7 @@ func (r *runner) open(ctx context.Context, now time.Time, steps []record.StepInf
 	ns := r.c.namespace
 	r.Rec = record.Record{
 		Flow: r.Flow.Name, ID: r.ID, UID: r.Flow.RunUID, State: record.Running, Start: now.UTC(), PID: os.Getpid(), Params: params,
-		Runtime: "kube", Cluster: r.c.host, Context: r.c.context, Namespace: ns, As: r.o.As,
+		Runtime: record.Kube, Cluster: r.c.host, Context: r.c.context, Namespace: ns, As: r.o.As,
 	}
 	if a := r.Flow.Artifacts; a != nil {
 		r.Rec.Artifacts = &record.Artifacts{URL: a.URL, Endpoint: a.Endpoint, Claim: a.Claim}
@@ -688,7 +688,7 @@ func (r *runner) resumable(prev *record.Record, params map[string]string) error 
 		return err
 	}
 	switch {
-	case prev.Runtime != "kube":
+	case prev.Runtime != record.Kube:
 		return fmt.Errorf("run %s ran on this machine: resume it with `run --run-id %s` (without --kube), or start a new cluster run", prev.ID, prev.ID)
 	case prev.Cluster != r.c.host:
 		return fmt.Errorf("run %s ran on the cluster at %s, not %s: resume it with --context %s", prev.ID, prev.Cluster, r.c.host, prev.Context)

@@ -96,9 +96,9 @@ type Record struct {
 	Spans []Span `json:"spans,omitempty"`
 	// PID is the runner's process.
 	PID int `json:"pid"`
-	// Runtime names what ran the run: "kube" for a cluster; empty for this
-	// machine.
-	Runtime string `json:"runtime,omitempty"`
+	// Runtime names what ran the run: Local (empty, this machine), Kube,
+	// Argo or Airflow.
+	Runtime Runtime `json:"runtime,omitempty"`
 	// Cluster is the API server's URL of a cluster run, Context the kubeconfig
 	// context it was reached through, Namespace where its workloads ran and As
 	// what they ran as ("job" or "jobset").

@@ -32,10 +32,7 @@ const (
 
 // Runtimes that name their runs: their run IDs are the engine's (an Argo
 // workflow's name, an Airflow DAG run's ID), which runid.CheckStore holds to.
-var engineRuntimes = map[string]bool{"argo": true, "airflow": true}
-
-// runtimes are the values of Record.Runtime: "" for this machine.
-var runtimes = []string{"", "kube", "argo", "airflow"}
+var engineRuntimes = map[Runtime]bool{Argo: true, Airflow: true}
 
 // states are the known States.
 var states = []State{Pending, Queued, Running, Retrying, Succeeded, Failed, Skipped, Interrupted, Abandoned}
@@ -172,7 +169,11 @@ func (rec *Record) check(dir string) field.ErrorList {
 	}
 	errs = append(errs, checkState(field.NewPath("state"), rec.State)...)
 	if !slices.Contains(runtimes, rec.Runtime) {
-		errs = append(errs, field.NotSupported(field.NewPath("runtime"), rec.Runtime, runtimes))
+		names := make([]string, len(runtimes))
+		for i, r := range runtimes {
+			names[i] = string(r)
+		}
+		errs = append(errs, field.NotSupported(field.NewPath("runtime"), string(rec.Runtime), names))
 	}
 	if rec.As != "" && rec.As != "job" && rec.As != "jobset" {
 		errs = append(errs, field.NotSupported(field.NewPath("as"), rec.As, []string{"job", "jobset"}))

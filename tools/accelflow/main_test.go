@@ -5,10 +5,7 @@ import (
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/emit"
-	"github.com/manifoldflow/manifold/emit/airflow"
-	"github.com/manifoldflow/manifold/emit/argo"
-	"github.com/manifoldflow/manifold/emit/job"
-	"github.com/manifoldflow/manifold/emit/jobset"
+	"github.com/manifoldflow/manifold/emit/targets"
 )
 
 // TestCompilesToEveryTarget: the benchmark flow is valid and every target
@@ -21,7 +18,7 @@ func TestCompilesToEveryTarget(t *testing.T) {
 	if len(p.Steps) != 12 {
 		t.Errorf("%d steps, want 12", len(p.Steps))
 	}
-	for _, target := range []emit.Target{job.Target{}, jobset.Target{}, argo.Target{}, airflow.Target{}} {
+	for _, target := range targets.All() {
 		files, errs := emit.Files(target, p)
 		if len(errs) > 0 {
 			t.Errorf("%s: %v", target.Name(), errs.ToAggregate())
