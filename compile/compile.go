@@ -72,17 +72,8 @@ func Compile(f *sdk.Flow, o Options) (*plan.Flow, field.ErrorList) {
 		return nil, field.ErrorList{field.Required(field.NewPath("flow"), "compile needs a flow: sdk.NewFlow(name, ...)")}
 	}
 	spec := f.Spec()
-	var errs field.ErrorList
-	p := &plan.Flow{Name: spec.Name, ArgoMultiNode: o.Config.ArgoMultiNode, ArgoMaxBytes: o.Config.ArgoMaxBytes}
-	if p.ArgoMaxBytes < -1 {
-		errs = append(errs, field.Invalid(field.NewPath("config", "argo_max_bytes"), p.ArgoMaxBytes, "must be a number of bytes, or -1 for no limit"))
-	}
-	if p.ArgoMultiNode == "" {
-		p.ArgoMultiNode = plan.ArgoJobSet
-	}
-	if !validArgoMultiNode(o.Config.ArgoMultiNode) {
-		errs = append(errs, field.Invalid(field.NewPath("config", "argo_multi_node"), o.Config.ArgoMultiNode, argoMultiNodeChoice))
-	}
+	p := &plan.Flow{Name: spec.Name}
+	errs := argoSettings(p, o.Config)
 
 	errs = append(errs, checkName(field.NewPath("name"), spec.Name, "flow")...)
 	p.Params, errs = compileParams(spec.Params, o.Params, errs)
@@ -95,17 +86,8 @@ func Compile(f *sdk.Flow, o Options) (*plan.Flow, field.ErrorList) {
 	if len(spec.Steps) == 0 {
 		errs = append(errs, field.Required(stepsPath, "a flow needs at least one step: add one with .Step(name, options...)"))
 	}
-	known := map[string]bool{}
-	var stepNames []string
-	for _, s := range spec.Steps {
-		known[s.Name] = true
-		stepNames = append(stepNames, s.Name)
-	}
-	for _, name := range slices.Sorted(maps.Keys(o.Overrides)) {
-		if !known[name] {
-			errs = append(errs, fieldErr(field.ErrorTypeNotFound, field.NewPath("set").Key(name), name, "no step of that name; the flow's steps are "+strings.Join(stepNames, ", ")+suggest.DidYouMean(name, stepNames)))
-		}
-	}
+	known, overrideErrs := checkOverrides(spec.Steps, o.Overrides)
+	errs = append(errs, overrideErrs...)
 
 	entrypoint := o.Config.Entrypoint
 	if entrypoint == "" {
@@ -153,14 +135,7 @@ func Compile(f *sdk.Flow, o Options) (*plan.Flow, field.ErrorList) {
 		steps = append(steps, s)
 	}
 
-	tasks := 0
-	for i := range steps {
-		tasks += max(len(steps[i].Foreach), 1)
-	}
-	if tasks > MaxTasks {
-		errs = append(errs, field.Invalid(stepsPath, tasks, fmt.Sprintf("the flow has %d tasks (steps, a foreach step counting once per item), more than the %d a run can record: split the foreach items over several runs or flows", tasks, MaxTasks)))
-	}
-
+	errs = append(errs, checkTasks(steps, stepsPath)...)
 	ordered, orderErrs := order(steps, stepsPath)
 	errs = append(errs, orderErrs...)
 	if len(errs) > 0 {
@@ -168,6 +143,55 @@ func Compile(f *sdk.Flow, o Options) (*plan.Flow, field.ErrorList) {
 	}
 	p.Steps = ordered
 	return p, nil
+}
+
+// argoSettings checks and sets the flow's Argo settings from the config: the
+// largest workflow in bytes, and how a multi-node step runs (a JobSet unless the
+// config chooses).
+func argoSettings(p *plan.Flow, c Config) field.ErrorList {
+	var errs field.ErrorList
+	p.ArgoMultiNode, p.ArgoMaxBytes = c.ArgoMultiNode, c.ArgoMaxBytes
+	if p.ArgoMaxBytes < -1 {
+		errs = append(errs, field.Invalid(field.NewPath("config", "argo_max_bytes"), p.ArgoMaxBytes, "must be a number of bytes, or -1 for no limit"))
+	}
+	if p.ArgoMultiNode == "" {
+		p.ArgoMultiNode = plan.ArgoJobSet
+	}
+	if !validArgoMultiNode(c.ArgoMultiNode) {
+		errs = append(errs, field.Invalid(field.NewPath("config", "argo_multi_node"), c.ArgoMultiNode, argoMultiNodeChoice))
+	}
+	return errs
+}
+
+// checkOverrides returns the names of the flow's steps, and an error for each
+// --set of a step the flow does not have.
+func checkOverrides(steps []sdk.StepDecl, overrides map[string][]sdk.StepOption) (map[string]bool, field.ErrorList) {
+	var errs field.ErrorList
+	known := map[string]bool{}
+	var stepNames []string
+	for _, s := range steps {
+		known[s.Name] = true
+		stepNames = append(stepNames, s.Name)
+	}
+	for _, name := range slices.Sorted(maps.Keys(overrides)) {
+		if !known[name] {
+			errs = append(errs, fieldErr(field.ErrorTypeNotFound, field.NewPath("set").Key(name), name, "no step of that name; the flow's steps are "+strings.Join(stepNames, ", ")+suggest.DidYouMean(name, stepNames)))
+		}
+	}
+	return known, errs
+}
+
+// checkTasks counts the flow's tasks (a foreach step once per item) against the
+// most a run can record.
+func checkTasks(steps []plan.Step, stepsPath *field.Path) field.ErrorList {
+	tasks := 0
+	for i := range steps {
+		tasks += max(len(steps[i].Foreach), 1)
+	}
+	if tasks > MaxTasks {
+		return field.ErrorList{field.Invalid(stepsPath, tasks, fmt.Sprintf("the flow has %d tasks (steps, a foreach step counting once per item), more than the %d a run can record: split the foreach items over several runs or flows", tasks, MaxTasks))}
+	}
+	return nil
 }
 
 var paramName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`) })

@@ -280,18 +280,8 @@ func hasSelector(s *plan.Step, key string) bool {
 // foreach items. A value that several steps hold alike (a flow default, or
 // manifold.toml's [env]) is one warning, at the first of them.
 func lintCredentials(p *plan.Flow) []Warning {
-	var out []Warning
-	for _, prm := range p.Params {
-		if c, ok := credential.Detect(prm.Name, prm.Value); ok {
-			out = append(out, Warning{Field: field.NewPath("params").Key(prm.Name).String(),
-				Detail: "the value " + c.Looks() + ": a param's value is written into every target's files and the run's record; pass the secret to the steps that need it with sdk.SecretEnv(name, secret, key) or sdk.Secret(secret), not as a param"})
-		}
-	}
-	type found struct {
-		warning int
-		others  []string
-	}
-	seen := map[string]*found{}
+	out := paramCredentials(p)
+	seen := map[string]*sharedCredential{}
 	// The steps of a flow share most of their values (its defaults, the
 	// config's): each name and value is read once.
 	type pair struct{ name, value string }
@@ -319,7 +309,7 @@ func lintCredentials(p *plan.Flow) []Warning {
 				f.others = append(f.others, s.Name)
 				return
 			}
-			seen[key] = &found{warning: len(out)}
+			seen[key] = &sharedCredential{warning: len(out)}
 			out = append(out, Warning{Field: path.String(), Detail: c.Looks() + ": " + advice})
 		}
 		for _, e := range s.Env {
@@ -352,15 +342,39 @@ func lintCredentials(p *plan.Flow) []Warning {
 		}
 	}
 	for _, f := range seen {
-		switch len(f.others) {
-		case 0:
-		case 1:
-			out[f.warning].Detail += fmt.Sprintf(" (step %s holds the same value, likely from the flow's defaults or manifold.toml)", f.others[0])
-		default:
-			out[f.warning].Detail += fmt.Sprintf(" (steps %s hold the same value, likely from the flow's defaults or manifold.toml)", strings.Join(f.others, ", "))
+		f.note(out)
+	}
+	return out
+}
+
+// paramCredentials warns of every param whose value looks like a credential.
+func paramCredentials(p *plan.Flow) []Warning {
+	var out []Warning
+	for _, prm := range p.Params {
+		if c, ok := credential.Detect(prm.Name, prm.Value); ok {
+			out = append(out, Warning{Field: field.NewPath("params").Key(prm.Name).String(),
+				Detail: "the value " + c.Looks() + ": a param's value is written into every target's files and the run's record; pass the secret to the steps that need it with sdk.SecretEnv(name, secret, key) or sdk.Secret(secret), not as a param"})
 		}
 	}
 	return out
+}
+
+// A sharedCredential is a credential warned of once, at out[warning], that the
+// other steps named hold alike at the same place.
+type sharedCredential struct {
+	warning int
+	others  []string
+}
+
+// note adds to the warning the steps that hold the same value, if any.
+func (f *sharedCredential) note(out []Warning) {
+	switch len(f.others) {
+	case 0:
+	case 1:
+		out[f.warning].Detail += fmt.Sprintf(" (step %s holds the same value, likely from the flow's defaults or manifold.toml)", f.others[0])
+	default:
+		out[f.warning].Detail += fmt.Sprintf(" (steps %s hold the same value, likely from the flow's defaults or manifold.toml)", strings.Join(f.others, ", "))
+	}
 }
 
 const labelAdvice = "labels and annotations are written into every target's files and shown to anyone who can list pods; keep the value in a Kubernetes Secret and give it to the step with sdk.SecretEnv(name, secret, key) or sdk.Secret(secret)"

@@ -44,12 +44,63 @@ type count struct {
 	at *field.Path
 }
 
+// asked is what a step asks of the accelerators once its options have settled.
+type asked struct {
+	neuron, efa, gpu count
+	// vendor makes the step's GPUs: catalog.NVIDIA or catalog.AMD.
+	vendor string
+	// efaAll is set when the EFA count is the instance type's, by sdk.EFAAll.
+	efaAll bool
+	// neuronOther is set when a Resource asks a Neuron resource other than whole
+	// devices, such as NeuronCores.
+	neuronOther bool
+}
+
 // resources applies the accelerator rules: aliases, conflicts, the catalog, and the
 // requests, limits and tolerations that follow from them.
 func resources(r *resolved, gpuToleration bool) (resourceResult, field.ErrorList) {
 	var out resourceResult
-	var errs field.ErrorList
+	var a asked
+	errs := out.standard(r)
 
+	// Neuron devices: Trainium, or its alias Inferentia.
+	neuronTop, neuronRemoved, neuronErrs := settle(r.neuron, "Neuron devices", r.name)
+	errs = append(errs, neuronErrs...)
+	for _, src := range neuronTop {
+		errs = append(errs, fold(&a.neuron, src, r.at)...)
+	}
+
+	// The instance type, whose catalog figures the other counts are checked against.
+	inst, known := catalog.Lookup(r.instanceType.v)
+	if r.instanceType.set && !known {
+		errs = append(errs, field.Invalid(r.instanceType.at, r.instanceType.v, catalog.NotAType(r.instanceType.v)))
+	}
+	efaRemoved, efaErrs := a.settleEFA(r, inst, known)
+	errs = append(errs, efaErrs...)
+	out.neuronRemoved, out.efaRemoved = neuronRemoved, efaRemoved
+	out.efaAll = a.efaAll
+
+	errs = append(errs, a.settleGPU(r, inst, known)...)
+	extended, resErrs := a.resourceOptions(r, inst, known)
+	errs = append(errs, resErrs...)
+	errs = append(errs, a.conflicts()...)
+	if known {
+		errs = append(errs, a.fitNeuron(r, inst)...)
+		errs = append(errs, a.fitGPU(inst)...)
+		errs = append(errs, a.fitEFA(inst)...)
+	}
+
+	extended = append(extended, out.accelerators(a, gpuToleration)...)
+	out.requests = sortQuantities(append(out.requests, extended...))
+	out.limits = sortQuantities(append(out.limits, extended...))
+	return out, errs
+}
+
+// standard sets the requests and limits of the standard resources (CPU, memory,
+// disk; memory is also a limit) and the shared memory size, from the quantities the
+// step gives.
+func (out *resourceResult) standard(r *resolved) field.ErrorList {
+	var errs field.ErrorList
 	for _, q := range []struct {
 		v         val[string]
 		name, how string
@@ -77,25 +128,16 @@ func resources(r *resolved, gpuToleration bool) (resourceResult, field.ErrorList
 		out.sharedMemory, shmErrs = quantity(r.sharedMemory, `bytes such as "64Gi"`)
 		errs = append(errs, shmErrs...)
 	}
+	return errs
+}
 
-	// Neuron: Trainium, or its alias Inferentia, or a Resource of its name.
-	neuronTop, neuronRemoved, neuronErrs := settle(r.neuron, "Neuron devices", r.name)
-	errs = append(errs, neuronErrs...)
-	var neuron, efa, gpu count
-	for _, src := range neuronTop {
-		errs = append(errs, fold(&neuron, src, r.at)...)
-	}
-
-	// EFA, possibly every interface of the instance type.
-	inst, known := catalog.Lookup(r.instanceType.v)
-	if r.instanceType.set && !known {
-		errs = append(errs, field.Invalid(r.instanceType.at, r.instanceType.v, catalog.NotAType(r.instanceType.v)))
-	}
-	efaTop, efaRemoved, efaErrs := settle(r.efaCount, "EFA interfaces", r.name)
-	errs = append(errs, efaErrs...)
-	for _, src := range efaTop {
+// settleEFA decides the EFA count: the one asked, or by sdk.EFAAll every interface
+// of the instance type, which needs a type whose interfaces the catalog knows.
+func (a *asked) settleEFA(r *resolved, inst catalog.Instance, known bool) (removal, field.ErrorList) {
+	top, removed, errs := settle(r.efaCount, "EFA interfaces", r.name)
+	for _, src := range top {
 		if !src.all {
-			errs = append(errs, fold(&efa, src, r.at)...)
+			errs = append(errs, fold(&a.efa, src, r.at)...)
 			continue
 		}
 		switch {
@@ -106,21 +148,25 @@ func resources(r *resolved, gpuToleration bool) (resourceResult, field.ErrorList
 		case known && inst.EFA == 0:
 			errs = append(errs, field.Invalid(src.at, "EFAAll()", fmt.Sprintf("%s has no EFA interfaces; leave out sdk.EFAAll", inst.Type)))
 		case known:
-			out.efaAll = true
-			errs = append(errs, fold(&efa, source{opt: src.opt, n: int64(inst.EFA), at: src.at, layer: src.layer}, r.at)...)
+			a.efaAll = true
+			errs = append(errs, fold(&a.efa, source{opt: src.opt, n: int64(inst.EFA), at: src.at, layer: src.layer}, r.at)...)
 		}
 	}
-	out.neuronRemoved, out.efaRemoved = neuronRemoved, efaRemoved
+	return removed, errs
+}
 
-	// GPUs. GPU(0) means none and conflicts with nothing.
-	vendor := catalog.NVIDIA
+// settleGPU decides the GPU vendor (sdk.GPUVendor, else the instance type's, else
+// NVIDIA) and the count sdk.GPU asks. GPU(0) means none and conflicts with nothing.
+func (a *asked) settleGPU(r *resolved, inst catalog.Instance, known bool) field.ErrorList {
+	var errs field.ErrorList
+	a.vendor = catalog.NVIDIA
 	if known && inst.GPUs() > 0 {
-		vendor = inst.Accelerator
+		a.vendor = inst.Accelerator
 	}
 	if r.gpuVendor.set {
 		switch r.gpuVendor.v {
 		case catalog.NVIDIA, catalog.AMD:
-			vendor = r.gpuVendor.v
+			a.vendor = r.gpuVendor.v
 		default:
 			errs = append(errs, field.NotSupported(r.gpuVendor.at, r.gpuVendor.v, []string{catalog.NVIDIA, catalog.AMD}))
 		}
@@ -129,14 +175,18 @@ func resources(r *resolved, gpuToleration bool) (resourceResult, field.ErrorList
 		if r.gpu.v < 0 {
 			errs = append(errs, field.Invalid(r.gpu.at, r.gpu.v, "must be 0 or more GPUs; GPU(0) or no sdk.GPU means none"))
 		} else if r.gpu.v > 0 {
-			gpu = count{int64(r.gpu.v), r.at.Child("gpu")}
+			a.gpu = count{int64(r.gpu.v), r.at.Child("gpu")}
 		}
 	}
+	return errs
+}
 
-	// Resource options: the accelerators' own names fold into the counts above (a
-	// different count is an error); the rest are extended resources.
+// resourceOptions reads the Resource options: the GPU resource names fold into the
+// GPU count (a different count is an error); the rest, Neuron resources among them,
+// are extended resources, returned in the order given.
+func (a *asked) resourceOptions(r *resolved, inst catalog.Instance, known bool) ([]plan.Quantity, field.ErrorList) {
 	var extended []plan.Quantity
-	neuronOther := false
+	var errs field.ErrorList
 	for _, it := range r.resources {
 		name, n := it.v.Name, it.v.Count
 		errs = append(errs, checkResourceName(it.at, name)...)
@@ -144,107 +194,143 @@ func resources(r *resolved, gpuToleration bool) (resourceResult, field.ErrorList
 			errs = append(errs, field.Invalid(it.at, n, "must be a positive count; to request none, leave out sdk.Resource"))
 			continue
 		}
-		var into *count
-		switch name {
-		case plan.ResourceNVIDIA, plan.ResourceAMD:
-			v := strings.TrimSuffix(name, ".com/gpu")
-			if r.gpuVendor.set && r.gpuVendor.v != v {
-				errs = append(errs, field.Invalid(it.at, name, fmt.Sprintf("conflicts with sdk.GPUVendor(%q)", r.gpuVendor.v)))
-				continue
-			}
-			if gpu.n > 0 && v != vendor {
-				errs = append(errs, field.Invalid(it.at, name, fmt.Sprintf("conflicts with sdk.GPU, which asks %s GPUs", vendor)))
-				continue
-			}
-			vendor = v
-			into = &gpu
-		default:
-			if strings.HasPrefix(name, neuronPrefix) {
-				neuronOther = true
-				if known && name == neuronPrefix+"core" && n > int64(inst.NeuronDevices()*inst.CoresPerDevice) {
-					errs = append(errs, field.Invalid(it.at, n, fmt.Sprintf("%s has %d NeuronCores", inst.Type, inst.NeuronDevices()*inst.CoresPerDevice)))
-				}
-			}
+		if name != plan.ResourceNVIDIA && name != plan.ResourceAMD {
+			errs = append(errs, a.neuronResource(it.at, name, n, inst, known)...)
 			extended = append(extended, plan.Quantity{Name: name, Value: strconv.FormatInt(n, 10)})
 			continue
 		}
-		switch {
-		case into.n == 0:
-			*into = count{n, it.at}
-		case into.n != n:
-			errs = append(errs, field.Invalid(it.at, n, fmt.Sprintf("conflicts with %s, which asks %d: give the count once", into.at, into.n)))
-		}
+		errs = append(errs, a.foldGPUResource(r, it.at, name, n)...)
 	}
+	return extended, errs
+}
 
-	if gpu.n > 0 && (neuron.n > 0 || neuronOther) {
-		errs = append(errs, field.Forbidden(gpu.at, "a step asks Neuron devices or GPUs, not both; put them in separate steps"))
+// neuronResource notes a Resource of a Neuron name other than whole devices, and
+// checks that NeuronCores asked fit the instance type.
+func (a *asked) neuronResource(at *field.Path, name string, n int64, inst catalog.Instance, known bool) field.ErrorList {
+	if !strings.HasPrefix(name, neuronPrefix) {
+		return nil
 	}
-	if neuron.n > 0 && neuronOther {
-		errs = append(errs, field.Forbidden(neuron.at, "ask whole Neuron devices (sdk.Trainium) or another Neuron resource (NeuronCores), not both"))
+	a.neuronOther = true
+	if known && name == neuronPrefix+"core" && n > int64(inst.NeuronDevices()*inst.CoresPerDevice) {
+		return field.ErrorList{field.Invalid(at, n, fmt.Sprintf("%s has %d NeuronCores", inst.Type, inst.NeuronDevices()*inst.CoresPerDevice))}
 	}
+	return nil
+}
 
-	// What the instance type has, where the catalog knows it.
-	if known && inst.NeuronKnown() {
-		if neuron.n > 0 {
-			switch d := inst.NeuronDevices(); {
-			case d == 0:
-				errs = append(errs, field.Invalid(neuron.at, neuron.n, fmt.Sprintf("%s has no Neuron devices; %s", inst.Type, holders(neuron.n, catalog.WithNeuron(int(neuron.n))))))
-			case neuron.n > int64(d):
-				errs = append(errs, field.Invalid(neuron.at, neuron.n, fmt.Sprintf("%s has %d Neuron devices", inst.Type, d)))
-			}
-		}
-		if neuronOther && inst.NeuronDevices() == 0 {
-			errs = append(errs, field.Invalid(r.instanceType.at, inst.Type, "has no Neuron devices, and the step asks a Neuron resource"))
-		}
+// foldGPUResource folds a Resource of a GPU name into the GPU count: its vendor must
+// agree with sdk.GPUVendor and with the GPUs already asked, and its count with theirs.
+func (a *asked) foldGPUResource(r *resolved, at *field.Path, name string, n int64) field.ErrorList {
+	v := strings.TrimSuffix(name, ".com/gpu")
+	if r.gpuVendor.set && r.gpuVendor.v != v {
+		return field.ErrorList{field.Invalid(at, name, fmt.Sprintf("conflicts with sdk.GPUVendor(%q)", r.gpuVendor.v))}
 	}
-	if known && inst.GPUsKnown() {
-		if gpu.n > 0 {
-			switch d := inst.GPUs(); {
-			case d == 0:
-				errs = append(errs, field.Invalid(gpu.at, gpu.n, fmt.Sprintf("%s has no GPUs; %s", inst.Type, holders(gpu.n, catalog.WithGPUs(vendor, int(gpu.n))))))
-			case vendor != inst.Accelerator:
-				errs = append(errs, field.Invalid(gpu.at, gpu.n, fmt.Sprintf("%s has %s GPUs, and the step asks %s", inst.Type, inst.Accelerator, vendor)))
-			case gpu.n > int64(d):
-				errs = append(errs, field.Invalid(gpu.at, gpu.n, fmt.Sprintf("%s has %d GPUs", inst.Type, d)))
-			}
-		}
+	if a.gpu.n > 0 && v != a.vendor {
+		return field.ErrorList{field.Invalid(at, name, fmt.Sprintf("conflicts with sdk.GPU, which asks %s GPUs", a.vendor))}
 	}
-	if known && inst.EFAKnown() {
-		if efa.n > 0 && !out.efaAll {
-			switch {
-			case inst.EFA == 0:
-				errs = append(errs, field.Invalid(efa.at, efa.n, fmt.Sprintf("%s has no EFA interfaces", inst.Type)))
-			case efa.n > int64(inst.EFA):
-				errs = append(errs, field.Invalid(efa.at, efa.n, fmt.Sprintf("%s has at most %d EFA interfaces", inst.Type, inst.EFA)))
-			}
-		}
+	a.vendor = v
+	switch {
+	case a.gpu.n == 0:
+		a.gpu = count{n, at}
+	case a.gpu.n != n:
+		return field.ErrorList{field.Invalid(at, n, fmt.Sprintf("conflicts with %s, which asks %d: give the count once", a.gpu.at, a.gpu.n))}
 	}
+	return nil
+}
 
-	out.neuron, out.efa, out.gpu = int(neuron.n), int(efa.n), int(gpu.n)
-	out.neuronAt = neuron.at
-	if neuron.n > 0 {
-		extended = append(extended, plan.Quantity{Name: plan.ResourceNeuron, Value: strconv.FormatInt(neuron.n, 10)})
+// conflicts forbids asking GPUs together with Neuron resources, and whole Neuron
+// devices together with another Neuron resource.
+func (a *asked) conflicts() field.ErrorList {
+	var errs field.ErrorList
+	if a.gpu.n > 0 && (a.neuron.n > 0 || a.neuronOther) {
+		errs = append(errs, field.Forbidden(a.gpu.at, "a step asks Neuron devices or GPUs, not both; put them in separate steps"))
 	}
-	if neuron.n > 0 || neuronOther {
+	if a.neuron.n > 0 && a.neuronOther {
+		errs = append(errs, field.Forbidden(a.neuron.at, "ask whole Neuron devices (sdk.Trainium) or another Neuron resource (NeuronCores), not both"))
+	}
+	return errs
+}
+
+// fitNeuron checks the Neuron devices and resources asked against what the
+// instance type has, where the catalog knows it.
+func (a *asked) fitNeuron(r *resolved, inst catalog.Instance) field.ErrorList {
+	if !inst.NeuronKnown() {
+		return nil
+	}
+	var errs field.ErrorList
+	if a.neuron.n > 0 {
+		switch d := inst.NeuronDevices(); {
+		case d == 0:
+			errs = append(errs, field.Invalid(a.neuron.at, a.neuron.n, fmt.Sprintf("%s has no Neuron devices; %s", inst.Type, holders(a.neuron.n, catalog.WithNeuron(int(a.neuron.n))))))
+		case a.neuron.n > int64(d):
+			errs = append(errs, field.Invalid(a.neuron.at, a.neuron.n, fmt.Sprintf("%s has %d Neuron devices", inst.Type, d)))
+		}
+	}
+	if a.neuronOther && inst.NeuronDevices() == 0 {
+		errs = append(errs, field.Invalid(r.instanceType.at, inst.Type, "has no Neuron devices, and the step asks a Neuron resource"))
+	}
+	return errs
+}
+
+// fitGPU checks the GPUs asked, their count and vendor, against what the instance
+// type has, where the catalog knows it.
+func (a *asked) fitGPU(inst catalog.Instance) field.ErrorList {
+	if !inst.GPUsKnown() || a.gpu.n <= 0 {
+		return nil
+	}
+	switch d := inst.GPUs(); {
+	case d == 0:
+		return field.ErrorList{field.Invalid(a.gpu.at, a.gpu.n, fmt.Sprintf("%s has no GPUs; %s", inst.Type, holders(a.gpu.n, catalog.WithGPUs(a.vendor, int(a.gpu.n)))))}
+	case a.vendor != inst.Accelerator:
+		return field.ErrorList{field.Invalid(a.gpu.at, a.gpu.n, fmt.Sprintf("%s has %s GPUs, and the step asks %s", inst.Type, inst.Accelerator, a.vendor))}
+	case a.gpu.n > int64(d):
+		return field.ErrorList{field.Invalid(a.gpu.at, a.gpu.n, fmt.Sprintf("%s has %d GPUs", inst.Type, d))}
+	}
+	return nil
+}
+
+// fitEFA checks an EFA count asked against what the instance type has, where the
+// catalog knows it; sdk.EFAAll's count is the type's own, so it always fits.
+func (a *asked) fitEFA(inst catalog.Instance) field.ErrorList {
+	if !inst.EFAKnown() || a.efa.n <= 0 || a.efaAll {
+		return nil
+	}
+	switch {
+	case inst.EFA == 0:
+		return field.ErrorList{field.Invalid(a.efa.at, a.efa.n, fmt.Sprintf("%s has no EFA interfaces", inst.Type))}
+	case a.efa.n > int64(inst.EFA):
+		return field.ErrorList{field.Invalid(a.efa.at, a.efa.n, fmt.Sprintf("%s has at most %d EFA interfaces", inst.Type, inst.EFA))}
+	}
+	return nil
+}
+
+// accelerators records the accelerator counts asked and the tolerations they need,
+// and returns the extended resources they request: Neuron devices, EFA interfaces
+// and GPUs. The GPU taint is tolerated only when gpuToleration is set.
+func (out *resourceResult) accelerators(a asked, gpuToleration bool) []plan.Quantity {
+	var extended []plan.Quantity
+	out.neuron, out.efa, out.gpu = int(a.neuron.n), int(a.efa.n), int(a.gpu.n)
+	out.neuronAt = a.neuron.at
+	if a.neuron.n > 0 {
+		extended = append(extended, plan.Quantity{Name: plan.ResourceNeuron, Value: strconv.FormatInt(a.neuron.n, 10)})
+	}
+	if a.neuron.n > 0 || a.neuronOther {
 		out.tolerations = append(out.tolerations, neuronToleration)
 	}
-	if efa.n > 0 {
-		extended = append(extended, plan.Quantity{Name: plan.ResourceEFA, Value: strconv.FormatInt(efa.n, 10)})
+	if a.efa.n > 0 {
+		extended = append(extended, plan.Quantity{Name: plan.ResourceEFA, Value: strconv.FormatInt(a.efa.n, 10)})
 	}
-	if gpu.n > 0 {
+	if a.gpu.n > 0 {
 		tol := nvidiaToleration
 		out.gpuResource = plan.ResourceNVIDIA
-		if vendor == catalog.AMD {
+		if a.vendor == catalog.AMD {
 			tol, out.gpuResource = amdToleration, plan.ResourceAMD
 		}
-		extended = append(extended, plan.Quantity{Name: out.gpuResource, Value: strconv.FormatInt(gpu.n, 10)})
+		extended = append(extended, plan.Quantity{Name: out.gpuResource, Value: strconv.FormatInt(a.gpu.n, 10)})
 		if gpuToleration {
 			out.tolerations = append(out.tolerations, tol)
 		}
 	}
-	out.requests = sortQuantities(append(out.requests, extended...))
-	out.limits = sortQuantities(append(out.limits, extended...))
-	return out, errs
+	return extended
 }
 
 // holders says which instance types of the catalog have n of the devices asked,

@@ -195,7 +195,20 @@ func reservedLabel(key string) bool {
 	return strings.HasPrefix(key, "manifold.dev/") || key == plan.LabelName || key == plan.LabelPartOf
 }
 
+// pod sets the pod-level fields of s from the step's options, in the order the
+// checks report: where and as whom it runs, its environment, its labels and
+// annotations, its volumes and its security settings.
 func (e stepEnv) pod(r *resolved, s *plan.Step) field.ErrorList {
+	errs := podAccess(r, s)
+	errs = append(errs, podEnv(r, s)...)
+	errs = append(errs, e.podMetadata(r, s)...)
+	errs = append(errs, e.podVolumes(r, s)...)
+	return append(errs, e.podSecurity(r, s)...)
+}
+
+// podAccess checks and sets the namespace, the image pull policy and secrets, the
+// service account and the secrets the step reads.
+func podAccess(r *resolved, s *plan.Step) field.ErrorList {
 	var errs field.ErrorList
 	if r.namespace.set {
 		s.Namespace = r.namespace.v
@@ -217,7 +230,13 @@ func (e stepEnv) pod(r *resolved, s *plan.Step) field.ErrorList {
 		errs = append(errs, checkObjectName(r.serviceAccount.at, r.serviceAccount.v)...)
 	}
 	s.Secrets, errs = objectNames(r.secrets, errs)
+	return errs
+}
 
+// podEnv checks and sets the environment variables: valid names outside
+// MANIFOLD_, and valid secret references.
+func podEnv(r *resolved, s *plan.Step) field.ErrorList {
+	var errs field.ErrorList
 	for _, it := range r.env {
 		v := it.v
 		for _, msg := range validation.IsEnvVarName(v.Name) {
@@ -235,7 +254,13 @@ func (e stepEnv) pod(r *resolved, s *plan.Step) field.ErrorList {
 		errs = append(errs, checkText(it.at, v.Value)...)
 		s.Env = append(s.Env, plan.EnvVar(v))
 	}
+	return errs
+}
 
+// podMetadata sets the labels Manifold gives every step and the labels and
+// annotations the step asks, none of which may take Manifold's own keys.
+func (e stepEnv) podMetadata(r *resolved, s *plan.Step) field.ErrorList {
+	var errs field.ErrorList
 	labels := map[string]string{
 		plan.LabelName:   e.flow,
 		plan.LabelPartOf: plan.PartOf,
@@ -264,7 +289,13 @@ func (e stepEnv) pod(r *resolved, s *plan.Step) field.ErrorList {
 		annotations[it.v.Key] = it.v.Value
 	}
 	s.Annotations = sortedPairs(annotations)
+	return errs
+}
 
+// podVolumes checks and sets the volumes: each at a clean absolute path that no
+// other volume, shared memory or the artifact volume takes.
+func (e stepEnv) podVolumes(r *resolved, s *plan.Step) field.ErrorList {
+	var errs field.ErrorList
 	mounts := map[string]bool{}
 	volumeAt := map[string]int{} // the volume first mounted at each path
 	shm := "sdk.SharedMemory already mounts /dev/shm"
@@ -294,6 +325,13 @@ func (e stepEnv) pod(r *resolved, s *plan.Step) field.ErrorList {
 		mounts[v.Path] = true
 		s.Volumes = append(s.Volumes, plan.Volume{Name: fmt.Sprintf("pvc-%d", i), Claim: v.Claim, Path: v.Path})
 	}
+	return errs
+}
+
+// podSecurity checks and sets the port, the user the step runs as and whether it
+// runs as non-root, host networking and whether it keeps artifacts.
+func (e stepEnv) podSecurity(r *resolved, s *plan.Step) field.ErrorList {
+	var errs field.ErrorList
 	if r.port.set {
 		s.Port = r.port.v
 		for _, msg := range validation.IsValidPortNum(r.port.v) {
