@@ -106,5 +106,5 @@ fuzz:
 	@set -e; for t in $(FUZZ); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "fuzz $$name in $$pkg for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $$pkg; \
+		tools/fuzz.sh $(GO) $$pkg $$name $(FUZZTIME); \
 	done
