@@ -43,7 +43,7 @@ func prepareLiterals(t *testing.T, c *simcluster.Cluster, ns string, objs []*uns
 // runWorkflow creates the WorkflowTemplate of objs (argo target output) in ns,
 // with the PersistentVolumeClaims, ResourceClaimTemplates and ConfigMap it needs,
 // submits a Workflow that refers to it, and waits until Argo's controller ends
-// the Workflow (simcluster.RunWorkflow).
+// the Workflow (simcluster.RunFromTemplate).
 func runWorkflow(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstructured.Unstructured) *workflowRun {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -69,7 +69,7 @@ func runWorkflow(t *testing.T, c *simcluster.Cluster, ns string, objs []*unstruc
 		"metadata":   map[string]any{"generateName": wt.GetName() + "-"},
 		"spec":       map[string]any{"workflowTemplateRef": map[string]any{"name": wt.GetName()}},
 	}}
-	ended, err := c.RunWorkflow(ctx, ns, wf)
+	ended, err := c.RunFromTemplate(ctx, ns, wf)
 	if err != nil {
 		t.Fatal(err)
 	}

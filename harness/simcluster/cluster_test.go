@@ -229,20 +229,17 @@ func runWorkflow(t *testing.T, c *Cluster, ns string, tmpl *unstructured.Unstruc
 	if _, err := c.Create(ctx, tmpl, ns); err != nil {
 		t.Fatal(err)
 	}
-	wf := &unstructured.Unstructured{Object: map[string]any{
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	wf, err := c.RunFromTemplate(ctx, ns, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
-		"metadata": map[string]any{"name": tmpl.GetName()},
+		"metadata": map[string]any{"generateName": tmpl.GetName() + "-"},
 		"spec":     map[string]any{"workflowTemplateRef": map[string]any{"name": tmpl.GetName()}},
-	}}
-	if _, err := c.Create(ctx, wf, ns); err != nil {
+	}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	return waitFor(t, "Workflow "+wf.GetName()+" to finish", 2*time.Minute, func() (*unstructured.Unstructured, error) {
-		return c.Dynamic.Resource(WorkflowGVR).Namespace(ns).Get(ctx, wf.GetName(), metav1.GetOptions{})
-	}, func(o *unstructured.Unstructured) bool {
-		phase, _, _ := unstructured.NestedString(o.Object, "status", "phase")
-		return phase == "Succeeded" || phase == "Failed" || phase == "Error"
-	})
+	return wf
 }
 
 // workflowNodes returns the Workflow's pod nodes by task name.

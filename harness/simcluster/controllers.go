@@ -249,22 +249,46 @@ func (c *Cluster) waitArgo(ctx context.Context) error {
 	if _, err := c.Create(ctx, tmpl, ArgoNamespace); err != nil {
 		return err
 	}
-	for {
-		wf, err := c.RunWorkflow(ctx, ArgoNamespace, &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
-			"metadata": map[string]any{"generateName": probe + "-"},
-			"spec":     map[string]any{"workflowTemplateRef": map[string]any{"name": probe}},
-		}})
-		if err != nil {
-			return fmt.Errorf("waiting for Argo's controller: %w", err)
-		}
-		phase, _, _ := unstructured.NestedString(wf.Object, "status", "phase")
-		if phase == "Succeeded" {
-			return c.Dynamic.Resource(WorkflowGVR).Namespace(ArgoNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
-		}
+	wf, err := c.RunFromTemplate(ctx, ArgoNamespace, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+		"metadata": map[string]any{"generateName": probe + "-"},
+		"spec":     map[string]any{"workflowTemplateRef": map[string]any{"name": probe}},
+	}})
+	if err != nil {
+		return fmt.Errorf("waiting for Argo's controller: %w", err)
+	}
+	if phase, _, _ := unstructured.NestedString(wf.Object, "status", "phase"); phase != "Succeeded" {
 		msg, _, _ := unstructured.NestedString(wf.Object, "status", "message")
-		if !strings.Contains(msg, "not found") {
-			return fmt.Errorf("Argo's probe Workflow %s ended %s: %s", wf.GetName(), phase, msg)
+		return fmt.Errorf("Argo's probe Workflow %s ended %s: %s", wf.GetName(), phase, msg)
+	}
+	return c.Dynamic.Resource(WorkflowGVR).Namespace(ArgoNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+}
+
+// RunFromTemplate is RunWorkflow for a Workflow wf (with generateName) that
+// refers to a WorkflowTemplate: Argo's controller finds templates in a cache
+// of its own, and a Workflow created before that cache holds a template made
+// a moment before ends at once in Error, "workflowtemplates.argoproj.io … not
+// found"; such a Workflow is submitted again until one runs or ctx ends.
+func (c *Cluster) RunFromTemplate(ctx context.Context, ns string, wf *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	ref, _, _ := unstructured.NestedString(wf.Object, "spec", "workflowTemplateRef", "name")
+	if ref == "" || wf.GetGenerateName() == "" || wf.GetName() != "" {
+		return nil, fmt.Errorf("RunFromTemplate: Workflow needs generateName and spec.workflowTemplateRef.name")
+	}
+	unseen := `workflowtemplates.argoproj.io "` + ref + `" not found`
+	for {
+		ended, err := c.RunWorkflow(ctx, ns, wf.DeepCopy())
+		if err != nil {
+			return ended, err
+		}
+		phase, _, _ := unstructured.NestedString(ended.Object, "status", "phase")
+		msg, _, _ := unstructured.NestedString(ended.Object, "status", "message")
+		if phase != "Error" || !strings.Contains(msg, unseen) {
+			return ended, nil
+		}
+		select {
+		case <-ctx.Done():
+			return ended, fmt.Errorf("Workflow %s: %s: %w", ended.GetName(), msg, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }
