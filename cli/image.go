@@ -148,96 +148,39 @@ func buildImage(c *ucli.Context, flow *sdk.Flow, req buildRequest) (*built.Recor
 	}
 
 	keychain := remote.WithAuthFromKeychain(authn.DefaultKeychain)
-	baseName, baseFrom := req.Base, "--base"
-	if baseName == "" {
-		baseName, baseFrom = cfg.BaseImage, "base_image in "+compile.ConfigFile
-	}
-	if baseName == "" {
-		baseName = image.DefaultBase
-	}
-	base, err := image.NewBase(baseName, keychain)
+	base, err := imageBase(req, cfg, keychain)
 	if err != nil {
-		if req.BaseSet {
-			return nil, usageErr("%v", err)
-		}
-		return nil, invalidErr(fmt.Errorf("%s: %w", baseFrom, err))
+		return nil, err
 	}
-
 	tag, tagFrom, err := imageTag(req.Tag, flow, cfg)
 	if err != nil {
 		return nil, err
 	}
-	var publisher image.Publisher
-	switch {
-	case req.Push:
-		if tag == nil {
-			return nil, usageErr("--push needs the image's name: give --tag REGISTRY/REPOSITORY[:TAG], or set sdk.Image on the flow or image in %s", compile.ConfigFile)
-		}
-		publisher = image.Registry{Tag: *tag, Options: []remote.Option{keychain}}
-	default:
-		repo, err := name.NewRepository(localRepository + flowName)
-		if err != nil {
-			return nil, invalidErr(err)
-		}
-		if tag != nil {
-			repo = tag.Context()
-		}
-		if req.Tarball != "" {
-			publisher = image.Tarball{Path: req.Tarball, Repository: repo, Tag: tag}
-			break
-		}
-		cluster := cmp.Or(req.Kind, kind.DefaultName)
-		if err := kind.CheckName(cluster); err != nil {
-			return nil, usageErr("--kind: %v", err)
-		}
-		publisher = image.Kind{Cluster: cluster, Repository: repo, Tag: tag, Load: func(ctx context.Context, archive string) error {
-			return kind.Load(ctx, kind.LoadOptions{Name: cluster, Image: archive, Log: c.App.ErrWriter})
-		}}
+	publisher, err := imagePublisher(c, req, flowName, tag, keychain)
+	if err != nil {
+		return nil, err
 	}
 
 	pkg, err := flowPackage(req.Package)
 	if err != nil {
 		return nil, err
 	}
-	w := c.App.Writer
-	progress := func(line string) { fmt.Fprintln(w, line) }
 	platforms := req.Platforms
 	if len(platforms) == 0 {
 		platforms = []v1.Platform{image.DefaultPlatform}
 	}
-	// Programs and layers are kept between builds, so that building an unchanged
-	// program again takes a second; without a cache directory every build starts
-	// afresh.
-	cache, err := image.DefaultCacheDir()
-	if err != nil {
-		cache = ""
-	}
-	gb := &image.GoBuild{Package: pkg, CacheDir: cache}
-	importPath, _, err := gb.Check(c.Context)
-	if err != nil {
-		return nil, invalidErr(err)
-	}
-	fmt.Fprintf(w, "building %s (%s) for %s on %s\n", flowName, importPath, strings.Join(platformNames(platforms), ", "), base)
-	// Compiling takes minutes the first time: say so, and how it goes, on
-	// standard error.
-	_, _, live := terminal(c.App.ErrWriter)
-	progressed := &compileProgress{w: c.App.ErrWriter, program: flowName, live: live, now: time.Now}
-	gb.Progress = progressed.update
 	b := &image.Builder{
-		Compiler:   progressCompiler{gb, progressed},
 		Base:       base,
 		Entrypoint: entrypoint,
 		Platforms:  platforms,
 		Time:       created,
-		Progress:   progress,
-		CacheDir:   cache,
 	}
-	res, err := b.Build(c.Context)
+	res, err := buildProgram(c, flowName, pkg, b)
 	if err != nil {
-		return nil, invalidErr(err)
+		return nil, err
 	}
 	if tagFrom != "" && req.Push {
-		fmt.Fprintf(w, "pushing to %s (%s; --tag to change)\n", tag, tagFrom)
+		fmt.Fprintf(c.App.Writer, "pushing to %s (%s; --tag to change)\n", tag, tagFrom)
 	}
 	pub, err := publisher.Publish(c.Context, res)
 	if err != nil {
@@ -257,6 +200,97 @@ func buildImage(c *ucli.Context, flow *sdk.Flow, req buildRequest) (*built.Recor
 	if err := built.Write(built.File, record); err != nil {
 		return nil, invalidErr(fmt.Errorf("recording the image: %w", err))
 	}
+	reportImage(c, req, pub)
+	return &record, nil
+}
+
+// imageBase returns the base image: --base, else the config's base_image, else
+// image.DefaultBase. A base that cannot be had is a usage error when it came
+// from the command line.
+func imageBase(req buildRequest, cfg compile.Config, keychain remote.Option) (image.Base, error) {
+	baseName, baseFrom := req.Base, "--base"
+	if baseName == "" {
+		baseName, baseFrom = cfg.BaseImage, "base_image in "+compile.ConfigFile
+	}
+	if baseName == "" {
+		baseName = image.DefaultBase
+	}
+	base, err := image.NewBase(baseName, keychain)
+	if err != nil {
+		if req.BaseSet {
+			return base, usageErr("%v", err)
+		}
+		return base, invalidErr(fmt.Errorf("%s: %w", baseFrom, err))
+	}
+	return base, nil
+}
+
+// imagePublisher returns where the image goes, as req says: pushed to tag, or
+// written to a tarball or loaded into a kind cluster under tag's repository
+// (else one no registry answers to, named after the flow).
+func imagePublisher(c *ucli.Context, req buildRequest, flowName string, tag *name.Tag, keychain remote.Option) (image.Publisher, error) {
+	if req.Push {
+		if tag == nil {
+			return nil, usageErr("--push needs the image's name: give --tag REGISTRY/REPOSITORY[:TAG], or set sdk.Image on the flow or image in %s", compile.ConfigFile)
+		}
+		return image.Registry{Tag: *tag, Options: []remote.Option{keychain}}, nil
+	}
+	repo, err := name.NewRepository(localRepository + flowName)
+	if err != nil {
+		return nil, invalidErr(err)
+	}
+	if tag != nil {
+		repo = tag.Context()
+	}
+	if req.Tarball != "" {
+		return image.Tarball{Path: req.Tarball, Repository: repo, Tag: tag}, nil
+	}
+	cluster := cmp.Or(req.Kind, kind.DefaultName)
+	if err := kind.CheckName(cluster); err != nil {
+		return nil, usageErr("--kind: %v", err)
+	}
+	return image.Kind{Cluster: cluster, Repository: repo, Tag: tag, Load: func(ctx context.Context, archive string) error {
+		return kind.Load(ctx, kind.LoadOptions{Name: cluster, Image: archive, Log: c.App.ErrWriter})
+	}}, nil
+}
+
+// buildProgram builds the flow program from the main package pkg and then the
+// image b describes, filling in b's compiler, cache and progress. It says what
+// it builds on standard output and how compiling goes on standard error.
+func buildProgram(c *ucli.Context, flowName, pkg string, b *image.Builder) (*image.Result, error) {
+	w := c.App.Writer
+	// Programs and layers are kept between builds, so that building an unchanged
+	// program again takes a second; without a cache directory every build starts
+	// afresh.
+	cache, err := image.DefaultCacheDir()
+	if err != nil {
+		cache = ""
+	}
+	gb := &image.GoBuild{Package: pkg, CacheDir: cache}
+	importPath, _, err := gb.Check(c.Context)
+	if err != nil {
+		return nil, invalidErr(err)
+	}
+	fmt.Fprintf(w, "building %s (%s) for %s on %s\n", flowName, importPath, strings.Join(platformNames(b.Platforms), ", "), b.Base)
+	// Compiling takes minutes the first time: say so, and how it goes, on
+	// standard error.
+	_, _, live := terminal(c.App.ErrWriter)
+	progressed := &compileProgress{w: c.App.ErrWriter, program: flowName, live: live, now: time.Now}
+	gb.Progress = progressed.update
+	b.Compiler = progressCompiler{gb, progressed}
+	b.Progress = func(line string) { fmt.Fprintln(w, line) }
+	b.CacheDir = cache
+	res, err := b.Build(c.Context)
+	if err != nil {
+		return nil, invalidErr(err)
+	}
+	return res, nil
+}
+
+// reportImage says where the published image went and prints its reference
+// last.
+func reportImage(c *ucli.Context, req buildRequest, pub image.Published) {
+	w := c.App.Writer
 	switch {
 	case req.Push:
 		fmt.Fprintf(w, "pushed %s\n", strings.Join(pub.Tags, ", "))
@@ -268,7 +302,6 @@ func buildImage(c *ucli.Context, flow *sdk.Flow, req buildRequest) (*built.Recor
 	}
 	fmt.Fprintf(w, "recorded in %s: compile --image-from-build puts it in every Run step\n", built.File)
 	fmt.Fprintln(w, pub.Reference)
-	return &record, nil
 }
 
 // imageTag returns the image's tag: ref (--tag), else the flow's own image, else the
