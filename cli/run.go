@@ -51,12 +51,7 @@ func runCommand(flow *sdk.Flow, arg0 string) *ucli.Command {
 			"place after --pending-grace, and is recorded in " + record.DefaultRoot + "/<run id>/ like a local run.\n" +
 			"Ctrl-C deletes everything the run created and waits until it is gone (Ctrl-C again stops waiting);\n" +
 			"a run that succeeds is removed too, a failed one is left for inspection. --keep leaves everything.",
-		Flags: append([]ucli.Flag{
-			&ucli.IntFlag{Name: "max-parallel", Aliases: []string{"j"}, Value: runtime.NumCPU(), Usage: "run at most `N` step processes at once"},
-			&ucli.StringFlag{Name: "run-id", Usage: "resume the run `ID` (or start a new run with that ID)"},
-			&ucli.BoolFlag{Name: "strict", Usage: "refuse steps that ask for accelerators instead of ignoring the request"},
-			&ucli.StringSliceFlag{Name: "stub", Usage: "rehearse the flow: step `STEP` succeeds without running its program, recorded and shown stubbed (repeatable)"},
-		}, append(kubeFlags(), flowFlags()...)...),
+		Flags: runFlags(),
 		Action: func(c *ucli.Context) error {
 			if err := noArgs(c); err != nil {
 				return err
@@ -65,75 +60,98 @@ func runCommand(flow *sdk.Flow, arg0 string) *ucli.Command {
 				return err
 			}
 			if c.Bool("kube") {
-				if c.IsSet("stub") {
-					return usageErr("--stub rehearses a run on this machine: leave it out with --kube")
-				}
-				p, err := load(c, flow)
-				if err != nil {
-					return err
-				}
-				if err := lint(c, p, false); err != nil {
-					return err
-				}
-				return runKube(c, flow, p)
+				return runOnKube(c, flow)
 			}
-			if n := c.Int("max-parallel"); n < 1 {
-				return usageErr("--max-parallel %d: give at least 1", n)
-			}
-			if id := c.String("run-id"); c.IsSet("run-id") {
-				if err := runid.Check(id); err != nil {
-					return usageErr("--run-id: %v", err)
-				}
-			}
-			p, err := load(c, flow)
-			if err != nil {
-				return err
-			}
-			for _, step := range c.StringSlice("stub") {
-				if err := local.CheckStub(p, step); err != nil {
-					return usageErr("--stub %s: %v", step, err)
-				}
-			}
-			exe, err := os.Executable()
-			if err != nil {
-				return invalidErr(fmt.Errorf("finding this program, which runs the Run steps: %w", err))
-			}
-			tracer, endTracing, err := startTracing(c)
-			if err != nil {
-				return err
-			}
-			defer endTracing()
-			width, height, live := terminal(c.App.Writer)
-			res, err := local.Run(c.Context, p, local.Options{
-				RunID:       c.String("run-id"),
-				MaxParallel: c.Int("max-parallel"),
-				Strict:      c.Bool("strict"),
-				Program:     exe,
-				Arg0:        arg0,
-				Stdout:      c.App.Writer,
-				Stderr:      c.App.ErrWriter,
-				Live:        live,
-				Width:       width,
-				Height:      height,
-				Tracer:      tracer,
-				Stub:        c.StringSlice("stub"),
-			})
-			var refused *local.RefusedError
-			switch {
-			case err == nil:
-				return nil
-			case errors.As(err, &refused):
-				fmt.Fprintf(c.App.ErrWriter, "flow %s cannot run locally with --strict:\n", p.Name)
-				for _, e := range refused.Problems {
-					fmt.Fprintln(c.App.ErrWriter, e.Error())
-				}
-				return silentInvalid
-			case res != nil && res.State == record.Interrupted:
-				return &exitError{code: ExitInterrupted, err: err}
-			}
-			return invalidErr(err)
+			return runLocal(c, flow, arg0)
 		},
 	}
+}
+
+// runFlags are the run command's flags: its own, then the cluster's and the
+// flow's.
+func runFlags() []ucli.Flag {
+	return append([]ucli.Flag{
+		&ucli.IntFlag{Name: "max-parallel", Aliases: []string{"j"}, Value: runtime.NumCPU(), Usage: "run at most `N` step processes at once"},
+		&ucli.StringFlag{Name: "run-id", Usage: "resume the run `ID` (or start a new run with that ID)"},
+		&ucli.BoolFlag{Name: "strict", Usage: "refuse steps that ask for accelerators instead of ignoring the request"},
+		&ucli.StringSliceFlag{Name: "stub", Usage: "rehearse the flow: step `STEP` succeeds without running its program, recorded and shown stubbed (repeatable)"},
+	}, append(kubeFlags(), flowFlags()...)...)
+}
+
+// runOnKube runs the flow on the cluster of the kubeconfig (run --kube).
+func runOnKube(c *ucli.Context, flow *sdk.Flow) error {
+	if c.IsSet("stub") {
+		return usageErr("--stub rehearses a run on this machine: leave it out with --kube")
+	}
+	p, err := load(c, flow)
+	if err != nil {
+		return err
+	}
+	if err := lint(c, p, false); err != nil {
+		return err
+	}
+	return runKube(c, flow, p)
+}
+
+// runLocal runs the flow on this machine, its Run steps through this program
+// (started as arg0), and gives the run's exit: 1 if it failed or --strict
+// refused it, ExitInterrupted if it was interrupted.
+func runLocal(c *ucli.Context, flow *sdk.Flow, arg0 string) error {
+	if n := c.Int("max-parallel"); n < 1 {
+		return usageErr("--max-parallel %d: give at least 1", n)
+	}
+	if id := c.String("run-id"); c.IsSet("run-id") {
+		if err := runid.Check(id); err != nil {
+			return usageErr("--run-id: %v", err)
+		}
+	}
+	p, err := load(c, flow)
+	if err != nil {
+		return err
+	}
+	for _, step := range c.StringSlice("stub") {
+		if err := local.CheckStub(p, step); err != nil {
+			return usageErr("--stub %s: %v", step, err)
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return invalidErr(fmt.Errorf("finding this program, which runs the Run steps: %w", err))
+	}
+	tracer, endTracing, err := startTracing(c)
+	if err != nil {
+		return err
+	}
+	defer endTracing()
+	width, height, live := terminal(c.App.Writer)
+	res, err := local.Run(c.Context, p, local.Options{
+		RunID:       c.String("run-id"),
+		MaxParallel: c.Int("max-parallel"),
+		Strict:      c.Bool("strict"),
+		Program:     exe,
+		Arg0:        arg0,
+		Stdout:      c.App.Writer,
+		Stderr:      c.App.ErrWriter,
+		Live:        live,
+		Width:       width,
+		Height:      height,
+		Tracer:      tracer,
+		Stub:        c.StringSlice("stub"),
+	})
+	var refused *local.RefusedError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &refused):
+		fmt.Fprintf(c.App.ErrWriter, "flow %s cannot run locally with --strict:\n", p.Name)
+		for _, e := range refused.Problems {
+			fmt.Fprintln(c.App.ErrWriter, e.Error())
+		}
+		return silentInvalid
+	case res != nil && res.State == record.Interrupted:
+		return &exitError{code: ExitInterrupted, err: err}
+	}
+	return invalidErr(err)
 }
 
 // runState is a run's state as runs list shows it: "(stubbed)" follows the

@@ -33,103 +33,126 @@ func validateCommand(flow *sdk.Flow) *ucli.Command {
 			&ucli.BoolFlag{Name: "strict", Usage: "treat warnings (EFA that falls back to TCP, values that look like credentials, and the like) as errors, and fail unless every target can express the flow"},
 			outputFlag(),
 		}, flowFlags()...),
-		Action: func(c *ucli.Context) error {
-			if err := noArgs(c); err != nil {
-				return err
-			}
-			format, err := outputFormat(c)
-			if err != nil {
-				return err
-			}
-			batchGC()
-			required := map[string]string{} // target → the flag that asks it
-			for _, list := range c.StringSlice("target") {
-				for _, name := range strings.Split(list, ",") {
-					chosen, err := chooseTargets(strings.TrimSpace(name))
-					if err != nil {
-						return err
-					}
-					for _, t := range chosen {
-						required[t.Name()] = "--target"
-					}
-				}
-			}
-			if c.Bool("strict") {
-				for _, t := range targets {
-					required[t.Name()] = "--strict"
-				}
-			}
-			if format != output.Table {
-				doc, err := validation(c, flow, required)
-				if err != nil {
-					return err
-				}
-				if err := output.Write(c.App.Writer, format, doc); err != nil {
-					return err
-				}
-				if !doc.OK {
-					return silentInvalid
-				}
-				return nil
-			}
-			p, err := load(c, flow)
-			if err != nil {
-				return err
-			}
-			if err := lint(c, p, c.Bool("strict")); err != nil {
-				return err
-			}
-			fmt.Fprintf(c.App.Writer, "flow %s is valid: %s\n", p.Name, display.Count(len(p.Steps), "step"))
-			var rows [][]string
-			for i := range p.Steps {
-				rows = append(rows, []string{"  " + p.Steps[i].Name, describe(&p.Steps[i])})
-			}
-			if err := writeTable(c.App.Writer, rows); err != nil {
-				return err
-			}
-			// Whether a target can express the flow is whether it can emit it: every
-			// target is emitted, its files thrown away, side by side as compile -o
-			// emits them.
-			emitted := emitAll(p)
-			var can, cannot, failed []string
-			for i, t := range targets {
-				errs := emitted[i]
-				if len(errs) == 0 {
-					can = append(can, t.Name())
-					fmt.Fprintf(c.App.Writer, "target %s: ok\n", t.Name())
-					continue
-				}
-				cannot = append(cannot, t.Name())
-				w := c.App.Writer
-				if flag := required[t.Name()]; flag != "" {
-					w = c.App.ErrWriter
-					failed = append(failed, fmt.Sprintf("target %s cannot express the flow, and %s asks it to", t.Name(), flag))
-				}
-				fmt.Fprintf(w, "target %s: cannot express the flow\n", t.Name())
-				for _, e := range errs {
-					fmt.Fprintf(w, "  %s\n", e.Error())
-				}
-			}
-			switch {
-			case len(cannot) == 0:
-				fmt.Fprintf(c.App.Writer, "every target can take the flow: %s\n", strings.Join(can, ", "))
-			case len(can) == 0:
-				fmt.Fprintf(c.App.Writer, "no target can take the flow\n")
-			default:
-				fmt.Fprintf(c.App.Writer, "targets that can take the flow: %s (not %s)\n", strings.Join(can, ", "), strings.Join(cannot, ", "))
-			}
-			if err := printPodSecurity(c.App.Writer, p); err != nil {
-				return err
-			}
-			for _, f := range failed {
-				fmt.Fprintf(c.App.ErrWriter, "error: %s\n", f)
-			}
-			if len(failed) > 0 {
-				return silentInvalid
-			}
-			return nil
-		},
+		Action: func(c *ucli.Context) error { return validate(c, flow) },
 	}
+}
+
+// validate is the validate command's action: it checks the flow and says which
+// targets can take it, as a table or as the document --output asks for.
+func validate(c *ucli.Context, flow *sdk.Flow) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	format, err := outputFormat(c)
+	if err != nil {
+		return err
+	}
+	batchGC()
+	required, err := requiredTargets(c)
+	if err != nil {
+		return err
+	}
+	if format != output.Table {
+		doc, err := validation(c, flow, required)
+		if err != nil {
+			return err
+		}
+		if err := output.Write(c.App.Writer, format, doc); err != nil {
+			return err
+		}
+		if !doc.OK {
+			return silentInvalid
+		}
+		return nil
+	}
+	p, err := load(c, flow)
+	if err != nil {
+		return err
+	}
+	if err := lint(c, p, c.Bool("strict")); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "flow %s is valid: %s\n", p.Name, display.Count(len(p.Steps), "step"))
+	var rows [][]string
+	for i := range p.Steps {
+		rows = append(rows, []string{"  " + p.Steps[i].Name, describe(&p.Steps[i])})
+	}
+	if err := writeTable(c.App.Writer, rows); err != nil {
+		return err
+	}
+	failed := printTargets(c, p, required)
+	if err := printPodSecurity(c.App.Writer, p); err != nil {
+		return err
+	}
+	for _, f := range failed {
+		fmt.Fprintf(c.App.ErrWriter, "error: %s\n", f)
+	}
+	if len(failed) > 0 {
+		return silentInvalid
+	}
+	return nil
+}
+
+// requiredTargets maps the targets that must express the flow to the flag that
+// asks it: those --target names, or with --strict every target.
+func requiredTargets(c *ucli.Context) (map[string]string, error) {
+	required := map[string]string{} // target → the flag that asks it
+	for _, list := range c.StringSlice("target") {
+		for _, name := range strings.Split(list, ",") {
+			chosen, err := chooseTargets(strings.TrimSpace(name))
+			if err != nil {
+				return nil, err
+			}
+			for _, t := range chosen {
+				required[t.Name()] = "--target"
+			}
+		}
+	}
+	if c.Bool("strict") {
+		for _, t := range targets {
+			required[t.Name()] = "--strict"
+		}
+	}
+	return required, nil
+}
+
+// printTargets says, for each target, whether it can express p and why not,
+// then which targets can take it. It returns a failure for each target that
+// cannot and that required asks for; those targets' errors go to standard
+// error.
+func printTargets(c *ucli.Context, p *plan.Flow, required map[string]string) (failed []string) {
+	// Whether a target can express the flow is whether it can emit it: every
+	// target is emitted, its files thrown away, side by side as compile -o
+	// emits them.
+	emitted := emitAll(p)
+	var can, cannot []string
+	for i, t := range targets {
+		errs := emitted[i]
+		if len(errs) == 0 {
+			can = append(can, t.Name())
+			fmt.Fprintf(c.App.Writer, "target %s: ok\n", t.Name())
+			continue
+		}
+		cannot = append(cannot, t.Name())
+		w := c.App.Writer
+		if flag := required[t.Name()]; flag != "" {
+			w = c.App.ErrWriter
+			failed = append(failed, fmt.Sprintf("target %s cannot express the flow, and %s asks it to", t.Name(), flag))
+		}
+		fmt.Fprintf(w, "target %s: cannot express the flow\n", t.Name())
+		for _, e := range errs {
+			fmt.Fprintf(w, "  %s\n", e.Error())
+		}
+	}
+	switch {
+	case len(cannot) == 0:
+		fmt.Fprintf(c.App.Writer, "every target can take the flow: %s\n", strings.Join(can, ", "))
+	case len(can) == 0:
+		fmt.Fprintf(c.App.Writer, "no target can take the flow\n")
+	default:
+		fmt.Fprintf(c.App.Writer, "targets that can take the flow: %s (not %s)\n", strings.Join(can, ", "), strings.Join(cannot, ", "))
+	}
+	return failed
 }
 
 // emitAll emits p to every target, side by side as compile -o emits them, its
