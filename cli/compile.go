@@ -233,6 +233,38 @@ func writeFiles(c *ucli.Context, dir string, p *plan.Flow, chosen []emit.Target)
 			os.Remove(dir) // made for this compile, and empty again: leave nothing
 		}
 	}()
+	if err := removeStaleTemps(c, dir, p, chosen); err != nil {
+		return err
+	}
+	written, err := emitTargets(c, dir, p, chosen, &batch)
+	if err != nil {
+		return err
+	}
+	if err := c.Context.Err(); err != nil {
+		return &exitError{code: ExitInterrupted, err: fmt.Errorf("compile interrupted: nothing written to %s", dir)}
+	}
+	paths := batch.Paths() // argo and airflow write the same <flow>.claims.yaml once
+	removed, err := removeOldOutputs(dir, p, chosen, written, &batch)
+	if err != nil {
+		return err
+	}
+	if err := batch.Commit(); err != nil {
+		return invalidErr(fmt.Errorf("%w: fix that and compile again, or give -o another directory", err))
+	}
+	committed = true
+	for _, path := range paths {
+		fmt.Fprintf(c.App.Writer, "wrote %s\n", path)
+	}
+	for _, r := range removed {
+		fmt.Fprintf(c.App.Writer, "removed %s: no longer part of the flow's %s output\n", r.path, r.target)
+	}
+	return nil
+}
+
+// removeStaleTemps removes the temporary files of the chosen targets' outputs
+// in dir that a compile killed before its renames (SIGKILL, out of memory)
+// left, and says which it removed.
+func removeStaleTemps(c *ucli.Context, dir string, p *plan.Flow, chosen []emit.Target) error {
 	// A compile killed before its renames (SIGKILL, out of memory) leaves its
 	// temporary files; the next one removes them, once they are old enough not to
 	// be a compile's at work beside this one.
@@ -247,6 +279,14 @@ func writeFiles(c *ucli.Context, dir string, p *plan.Flow, chosen []emit.Target)
 			}
 		}
 	}
+	return nil
+}
+
+// emitTargets emits p for each chosen target into temporary files in dir,
+// joined into batch in the targets' order, and returns the names of the files
+// written. The first target that cannot express the flow, or whose files
+// cannot be written, is reported, and its error returned.
+func emitTargets(c *ucli.Context, dir string, p *plan.Flow, chosen []emit.Target, batch *atomicfile.Batch) (map[string]bool, error) {
 	// The targets are emitted side by side, as many at once as there are CPUs,
 	// each into a batch of its own, joined in the targets' order.
 	type result struct {
@@ -272,24 +312,29 @@ func writeFiles(c *ucli.Context, dir string, p *plan.Flow, chosen []emit.Target)
 		r := &results[i]
 		switch {
 		case r.err != nil: // the target's own errors would be this one's echo
-			return invalidErr(r.err)
+			return nil, invalidErr(r.err)
 		case len(r.errs) > 0:
 			printErrors(c.App.ErrWriter, p.Name, r.errs)
-			return silentInvalid
+			return nil, silentInvalid
 		}
 		for _, name := range r.written {
 			written[name] = true
 		}
 		batch.Join(&r.batch)
 	}
-	if err := c.Context.Err(); err != nil {
-		return &exitError{code: ExitInterrupted, err: fmt.Errorf("compile interrupted: nothing written to %s", dir)}
-	}
-	paths := batch.Paths() // argo and airflow write the same <flow>.claims.yaml once
+	return written, nil
+}
+
+// outputRemoval is a file of a target's earlier output that compile removes.
+type outputRemoval struct{ path, target string }
+
+// removeOldOutputs adds to batch the removal of the files in dir that the
+// chosen targets wrote for the flow before and that are no longer part of
+// their output (not in written), and returns them.
+func removeOldOutputs(dir string, p *plan.Flow, chosen []emit.Target, written map[string]bool, batch *atomicfile.Batch) ([]outputRemoval, error) {
 	// The files the chosen targets wrote before that are no longer part of
 	// their output go with the renames, all or nothing.
-	type removal struct{ path, target string }
-	var removed []removal
+	var removed []outputRemoval
 	for _, t := range chosen {
 		for _, name := range t.Outputs(p.Name) {
 			if written[name] {
@@ -300,23 +345,13 @@ func writeFiles(c *ucli.Context, dir string, p *plan.Flow, chosen []emit.Target)
 			switch _, err := os.Lstat(path); {
 			case err == nil:
 				batch.Remove(path)
-				removed = append(removed, removal{path, t.Name()})
+				removed = append(removed, outputRemoval{path, t.Name()})
 			case !errors.Is(err, fs.ErrNotExist):
-				return invalidErr(err)
+				return nil, invalidErr(err)
 			}
 		}
 	}
-	if err := batch.Commit(); err != nil {
-		return invalidErr(fmt.Errorf("%w: fix that and compile again, or give -o another directory", err))
-	}
-	committed = true
-	for _, path := range paths {
-		fmt.Fprintf(c.App.Writer, "wrote %s\n", path)
-	}
-	for _, r := range removed {
-		fmt.Fprintf(c.App.Writer, "removed %s: no longer part of the flow's %s output\n", r.path, r.target)
-	}
-	return nil
+	return removed, nil
 }
 
 // staleTemp is the age past which a temporary file of compile -o is taken to be
