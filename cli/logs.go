@@ -27,77 +27,97 @@ func logsCommand(flow *sdk.Flow) *ucli.Command {
 			&ucli.IntFlag{Name: "index", Aliases: []string{"i"}, DefaultText: "every item", Usage: "only foreach item `N` of STEP (from 0)"},
 			&ucli.IntFlag{Name: "attempt", DefaultText: "every attempt", Usage: "only what attempt `N` (from 1) of STEP wrote"},
 		}, targetRunsFlags()...),
-		Action: func(c *ucli.Context) error {
-			if err := args(c, "logs", "RUN [STEP]", 1, 2); err != nil {
-				return err
-			}
-			if c.IsSet("target") {
-				run, step := c.Args().Get(0), c.Args().Get(1)
-				return targetLogs(c, flow, run, step)
-			}
-			index, err := indexFlag(c)
-			if err != nil {
-				return err
-			}
-			if c.NArg() < 2 && (c.IsSet("index") || c.IsSet("attempt")) {
-				return usageErr("logs: --index and --attempt choose within a step: name it, logs RUN STEP")
-			}
-			run, err := localRun(c, flow, c.Args().Get(0))
+		Action: func(c *ucli.Context) error { return logs(c, flow) },
+	}
+}
+
+// logs is the logs command's action: what the run's steps (or STEP, its item
+// --index, its attempt --attempt) wrote, from the run's record here or with
+// --target from the target.
+func logs(c *ucli.Context, flow *sdk.Flow) error {
+	if err := args(c, "logs", "RUN [STEP]", 1, 2); err != nil {
+		return err
+	}
+	if c.IsSet("target") {
+		run, step := c.Args().Get(0), c.Args().Get(1)
+		return targetLogs(c, flow, run, step)
+	}
+	index, err := indexFlag(c)
+	if err != nil {
+		return err
+	}
+	if c.NArg() < 2 && (c.IsSet("index") || c.IsSet("attempt")) {
+		return usageErr("logs: --index and --attempt choose within a step: name it, logs RUN STEP")
+	}
+	run, err := localRun(c, flow, c.Args().Get(0))
+	if err != nil {
+		return invalidErr(err)
+	}
+	tasks := run.Tasks()
+	if c.NArg() == 2 {
+		if tasks, err = stepTasks(run, c.Args().Get(1), index); err != nil {
+			return err
+		}
+	}
+	if c.IsSet("attempt") {
+		return attemptLogs(c, run, tasks, c.Int("attempt"))
+	}
+	return taskLogs(c, run, tasks)
+}
+
+// stepTasks returns the tasks of run's step: its foreach item index, or every
+// item when index is negative.
+func stepTasks(run *client.Run, name string, index int) ([]*client.Task, error) {
+	step := run.Step(name)
+	if err := step.Err(); err != nil {
+		return nil, invalidErr(err)
+	}
+	if index < 0 {
+		return step.Tasks(), nil
+	}
+	t := step.Item(index)
+	if err := t.Err(); err != nil {
+		return nil, invalidErr(err)
+	}
+	return []*client.Task{t}, nil
+}
+
+// taskLogs prints what tasks wrote, standard output to standard output and
+// standard error to standard error, each line labelled when the run is local
+// and there are several tasks; it says so when they wrote nothing.
+func taskLogs(c *ucli.Context, run *client.Run, tasks []*client.Task) error {
+	// A cluster run's lines carry their label already.
+	labelled := len(tasks) > 1 && run.Runtime == record.Local
+	pad := 0
+	for _, t := range tasks {
+		pad = max(pad, utf8.RuneCountInString(t.Label()))
+	}
+	wrote := false
+	for _, t := range tasks {
+		label := ""
+		if labelled {
+			label = t.Label()
+		}
+		for _, log := range []struct {
+			open func() (io.ReadCloser, error)
+			w    io.Writer
+		}{{t.OpenStdout, c.App.Writer}, {t.OpenStderr, c.App.ErrWriter}} {
+			r, err := log.open()
 			if err != nil {
 				return invalidErr(err)
 			}
-			tasks := run.Tasks()
-			if c.NArg() == 2 {
-				step := run.Step(c.Args().Get(1))
-				if err := step.Err(); err != nil {
-					return invalidErr(err)
-				}
-				tasks = step.Tasks()
-				if index >= 0 {
-					t := step.Item(index)
-					if err := t.Err(); err != nil {
-						return invalidErr(err)
-					}
-					tasks = []*client.Task{t}
-				}
+			n, err := writeLog(log.w, label, pad, r)
+			r.Close()
+			if err != nil {
+				return err
 			}
-			if c.IsSet("attempt") {
-				return attemptLogs(c, run, tasks, c.Int("attempt"))
-			}
-			// A cluster run's lines carry their label already.
-			labelled := len(tasks) > 1 && run.Runtime == record.Local
-			pad := 0
-			for _, t := range tasks {
-				pad = max(pad, utf8.RuneCountInString(t.Label()))
-			}
-			wrote := false
-			for _, t := range tasks {
-				label := ""
-				if labelled {
-					label = t.Label()
-				}
-				for _, log := range []struct {
-					open func() (io.ReadCloser, error)
-					w    io.Writer
-				}{{t.OpenStdout, c.App.Writer}, {t.OpenStderr, c.App.ErrWriter}} {
-					r, err := log.open()
-					if err != nil {
-						return invalidErr(err)
-					}
-					n, err := writeLog(log.w, label, pad, r)
-					r.Close()
-					if err != nil {
-						return err
-					}
-					wrote = wrote || n > 0
-				}
-			}
-			if !wrote {
-				fmt.Fprintf(c.App.ErrWriter, "run %s: no output recorded\n", run.ID)
-			}
-			return nil
-		},
+			wrote = wrote || n > 0
+		}
 	}
+	if !wrote {
+		fmt.Fprintf(c.App.ErrWriter, "run %s: no output recorded\n", run.ID)
+	}
+	return nil
 }
 
 // attemptLogs prints what attempt n of the one task in tasks wrote.
