@@ -11,6 +11,7 @@ import (
 
 	"github.com/manifoldflow/manifold/output"
 	"github.com/manifoldflow/manifold/placement"
+	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/runtimes/kube"
 	"github.com/manifoldflow/manifold/sdk"
@@ -41,67 +42,84 @@ func checkCommand(flow *sdk.Flow) *ucli.Command {
 			"cluster about each rule before it creates anything. No cluster is asked.\n\n" +
 			"Exit status: 0 when every step can be placed, 1 when one cannot, 2 when the cluster cannot be\n" +
 			"asked (unreachable, or no RBAC to list nodes). run --kube makes the same check first.",
-		Flags: append([]ucli.Flag{
-			&ucli.StringFlag{Name: "kubeconfig", Usage: "the kubeconfig `FILE` (default: $KUBECONFIG, then ~/.kube/config)"},
-			&ucli.StringFlag{Name: "context", Usage: "the kubeconfig `CONTEXT` (default: its current context)"},
-			namespaceFlag("the `NAMESPACE` of steps without their own, where the dry run asks (default: the context's, or default)"),
-			&ucli.StringFlag{Name: "as", Value: kube.AsJob, Usage: "dry-run each step as a `KIND`: job or jobset, as run --kube --as would create it"},
-			outputFlag(),
-			&ucli.BoolFlag{Name: "rbac", Usage: "print the Role (and ClusterRole) a user needs for run --kube of the flow, as YAML, and ask no cluster"},
-		}, append(limitFlags(""), flowFlags()...)...),
-		Action: func(c *ucli.Context) error {
-			if err := noArgs(c); err != nil {
-				return err
-			}
-			format, err := outputFormat(c)
-			if err != nil {
-				return err
-			}
-			if err := checkLimits(c); err != nil {
-				return err
-			}
-			p, err := load(c, flow)
-			if err != nil {
-				return err
-			}
-			if err := checkAs(c); err != nil {
-				return err
-			}
-			if c.Bool("rbac") {
-				if c.IsSet("output") {
-					return usageErr("--rbac prints YAML: leave out --output")
-				}
-				data, err := kube.RBAC(p, kube.Options{
-					Kubeconfig: c.String("kubeconfig"), Context: c.String("context"),
-					Namespace: c.String("namespace"), As: c.String("as"),
-				})
-				if err != nil {
-					return invalidErr(err)
-				}
-				_, err = c.App.Writer.Write(data)
-				return err
-			}
-			report, err := kube.Check(c.Context, p, kube.Options{
-				Kubeconfig: c.String("kubeconfig"), Context: c.String("context"),
-				Namespace: c.String("namespace"), As: c.String("as"),
-				QPS: float32(c.Float64("qps")), Burst: c.Int("burst"),
-			})
-			if err != nil {
-				return &exitError{code: ExitUnreachable, err: err}
-			}
-			if format != output.Table {
-				if err := output.Write(c.App.Writer, format, output.NewCheck(report)); err != nil {
-					return err
-				}
-			} else if err := printReport(c, report); err != nil {
-				return err
-			}
-			if !report.OK {
-				return silentInvalid
-			}
-			return nil
-		},
+		Flags:  checkFlags(),
+		Action: func(c *ucli.Context) error { return check(c, flow) },
 	}
+}
+
+// checkFlags are the check command's flags: the cluster's, the limits of its
+// client and the flow's.
+func checkFlags() []ucli.Flag {
+	return append([]ucli.Flag{
+		&ucli.StringFlag{Name: "kubeconfig", Usage: "the kubeconfig `FILE` (default: $KUBECONFIG, then ~/.kube/config)"},
+		&ucli.StringFlag{Name: "context", Usage: "the kubeconfig `CONTEXT` (default: its current context)"},
+		namespaceFlag("the `NAMESPACE` of steps without their own, where the dry run asks (default: the context's, or default)"),
+		&ucli.StringFlag{Name: "as", Value: kube.AsJob, Usage: "dry-run each step as a `KIND`: job or jobset, as run --kube --as would create it"},
+		outputFlag(),
+		&ucli.BoolFlag{Name: "rbac", Usage: "print the Role (and ClusterRole) a user needs for run --kube of the flow, as YAML, and ask no cluster"},
+	}, append(limitFlags(""), flowFlags()...)...)
+}
+
+// check is the check command's action: whether the cluster's nodes can run
+// every step, as a table or the document --output asks for, or with --rbac the
+// RBAC that run --kube of the flow needs.
+func check(c *ucli.Context, flow *sdk.Flow) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	format, err := outputFormat(c)
+	if err != nil {
+		return err
+	}
+	if err := checkLimits(c); err != nil {
+		return err
+	}
+	p, err := load(c, flow)
+	if err != nil {
+		return err
+	}
+	if err := checkAs(c); err != nil {
+		return err
+	}
+	if c.Bool("rbac") {
+		return printRBAC(c, p)
+	}
+	report, err := kube.Check(c.Context, p, kube.Options{
+		Kubeconfig: c.String("kubeconfig"), Context: c.String("context"),
+		Namespace: c.String("namespace"), As: c.String("as"),
+		QPS: float32(c.Float64("qps")), Burst: c.Int("burst"),
+	})
+	if err != nil {
+		return &exitError{code: ExitUnreachable, err: err}
+	}
+	if format != output.Table {
+		if err := output.Write(c.App.Writer, format, output.NewCheck(report)); err != nil {
+			return err
+		}
+	} else if err := printReport(c, report); err != nil {
+		return err
+	}
+	if !report.OK {
+		return silentInvalid
+	}
+	return nil
+}
+
+// printRBAC prints, as YAML, the Role (and ClusterRole) a user needs for run
+// --kube of p (check --rbac).
+func printRBAC(c *ucli.Context, p *plan.Flow) error {
+	if c.IsSet("output") {
+		return usageErr("--rbac prints YAML: leave out --output")
+	}
+	data, err := kube.RBAC(p, kube.Options{
+		Kubeconfig: c.String("kubeconfig"), Context: c.String("context"),
+		Namespace: c.String("namespace"), As: c.String("as"),
+	})
+	if err != nil {
+		return invalidErr(err)
+	}
+	_, err = c.App.Writer.Write(data)
+	return err
 }
 
 // printReport writes the report as a table, then why each step that cannot be
