@@ -106,37 +106,10 @@ func (b *Builder) Build(ctx context.Context) (*Result, error) {
 
 	res := &Result{}
 	for i, p := range platforms {
-		start := time.Now()
-		binary, err := b.Compiler.Compile(ctx, p, dir)
+		built, err := b.buildPlatform(ctx, p, bases[i], dir, t)
 		if err != nil {
 			return nil, err
 		}
-		built := Platform{Platform: p, Compile: time.Since(start)}
-		fi, err := os.Stat(binary)
-		if err != nil {
-			return nil, err
-		}
-		built.ProgramSize = fi.Size()
-		mt, err := bases[i].MediaType()
-		if err != nil {
-			return nil, fmt.Errorf("base image %s for %s: %w", b.Base, p, err)
-		}
-		layer, cached, err := programLayer(binary, b.Entrypoint, t, mt, b.CacheDir)
-		if err != nil {
-			return nil, err
-		}
-		built.LayerCached = cached
-		if built.LayerSize, err = layer.Size(); err != nil {
-			return nil, err
-		}
-		if built.Image, err = withProgram(bases[i], layer, p, b.Entrypoint, t); err != nil {
-			return nil, fmt.Errorf("base image %s for %s: %w", b.Base, p, err)
-		}
-		how := ""
-		if cached {
-			how = " (cached)"
-		}
-		b.progress("%s: go build in %.1fs, program %s, layer %s%s", p, built.Compile.Seconds(), mib(built.ProgramSize), mib(built.LayerSize), how)
 		res.Platforms = append(res.Platforms, built)
 	}
 
@@ -155,6 +128,43 @@ func (b *Builder) Build(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("base image %s: %w", b.Base, err)
 	}
 	return res, nil
+}
+
+// buildPlatform builds the image of platform p: the program compiled in dir,
+// in a layer stamped with time t, on base.
+func (b *Builder) buildPlatform(ctx context.Context, p v1.Platform, base v1.Image, dir string, t time.Time) (Platform, error) {
+	start := time.Now()
+	binary, err := b.Compiler.Compile(ctx, p, dir)
+	if err != nil {
+		return Platform{}, err
+	}
+	built := Platform{Platform: p, Compile: time.Since(start)}
+	fi, err := os.Stat(binary)
+	if err != nil {
+		return Platform{}, err
+	}
+	built.ProgramSize = fi.Size()
+	mt, err := base.MediaType()
+	if err != nil {
+		return Platform{}, fmt.Errorf("base image %s for %s: %w", b.Base, p, err)
+	}
+	layer, cached, err := programLayer(binary, b.Entrypoint, t, mt, b.CacheDir)
+	if err != nil {
+		return Platform{}, err
+	}
+	built.LayerCached = cached
+	if built.LayerSize, err = layer.Size(); err != nil {
+		return Platform{}, err
+	}
+	if built.Image, err = withProgram(base, layer, p, b.Entrypoint, t); err != nil {
+		return Platform{}, fmt.Errorf("base image %s for %s: %w", b.Base, p, err)
+	}
+	how := ""
+	if cached {
+		how = " (cached)"
+	}
+	b.progress("%s: go build in %.1fs, program %s, layer %s%s", p, built.Compile.Seconds(), mib(built.ProgramSize), mib(built.LayerSize), how)
+	return built, nil
 }
 
 // index makes the index of the platforms' images: a Docker manifest list when

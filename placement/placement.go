@@ -102,21 +102,8 @@ func placeStep(f *plan.Flow, s *plan.Step, nodes []corev1.Node, inv *Inventory) 
 	p := Placement{Step: s.Name, Nodes: s.Nodes, EFA: s.EFA, Fit: []string{}}
 	tpl := emit.Pod(f, s, emit.PodOptions{})
 	pod := &corev1.Pod{ObjectMeta: tpl.ObjectMeta, Spec: tpl.Spec}
-	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
 	requests := pod.Spec.Containers[0].Resources.Requests
-
-	// Nodes the step targets: those its selector and tolerations admit.
-	var targeted []*corev1.Node
-	why := map[string][]string{} // reason → nodes
-	for i := range nodes {
-		n := &nodes[i]
-		switch reason := admits(pod, affinity, n); {
-		case reason != "":
-			why[reason] = append(why[reason], n.Name)
-		default:
-			targeted = append(targeted, n)
-		}
-	}
+	targeted, why := targets(pod, nodes)
 
 	claimed := s.DRA != nil && len(s.DRA.Requests) > 0
 	if claimed {
@@ -125,58 +112,13 @@ func placeStep(f *plan.Flow, s *plan.Step, nodes []corev1.Node, inv *Inventory) 
 			return p
 		}
 	}
-
-	// A step that claims every EFA interface through DRA (sdk.EFAAll) asks as
-	// many as its nodes' ResourceSlices publish, which must be the same on every
-	// node it targets, as the device plugin's count must.
-	if class, ok := efaClass(s); ok && s.EFAAll {
-		counts := map[int][]string{}
-		for _, n := range targeted {
-			v := inv.devices(n.Name, class)
-			counts[v] = append(counts[v], n.Name)
-		}
-		if len(counts) > 1 {
-			p.Reason = fmt.Sprintf("the %d nodes it targets publish different numbers of EFA interfaces of DeviceClass %s in their ResourceSlices (%s): a partial or mixed rollout of the EFA DRA driver; fix those nodes, or narrow the step's node selector to nodes that agree",
-				len(targeted), class, byCount(counts))
-			return p
-		}
-		for v := range counts {
-			if v == 0 {
-				p.Reason = fmt.Sprintf("sdk.EFAAll(): %s no EFA interfaces of DeviceClass %s in ResourceSlices; is the EFA DRA driver running?", theNodes(len(targeted), "publishes", "publish"), class)
-				return p
-			}
-			resolved, ok := withEFA(s, v)
-			if !ok {
-				p.Reason = fmt.Sprintf("sdk.EFAAll(): the nodes it targets publish %d EFA interfaces, which the %d groups of its claim cannot share evenly; ask a count with sdk.EFA(n)", v, len(s.DRA.Constraints))
-				return p
-			}
-			p.EFA, s = v, &resolved
-		}
+	s, ok := claimedEFA(&p, s, targeted, inv)
+	if !ok {
+		return p
 	}
-
-	// Every node a step with EFA targets must advertise the same EFA count; a
-	// step that claims its EFA through DRA asks the ResourceSlices instead.
 	if s.EFA > 0 && !claimed {
-		counts := map[int64][]string{}
-		for _, n := range targeted {
-			q := n.Status.Allocatable[plan.ResourceEFA]
-			counts[q.Value()] = append(counts[q.Value()], n.Name)
-		}
-		if len(counts) > 1 {
-			p.Reason = fmt.Sprintf("the %d nodes it targets advertise different numbers of EFA interfaces (%s): a partial or mixed rollout of the EFA device plugin; fix those nodes, or narrow the step's node selector to nodes that agree",
-				len(targeted), byCount(counts))
+		if requests, ok = advertisedEFA(&p, s, targeted, requests); !ok {
 			return p
-		}
-		if s.EFAAll && len(counts) == 1 {
-			for v := range counts {
-				if v == 0 {
-					p.Reason = fmt.Sprintf("sdk.EFAAll(): %s no %s; is the EFA device plugin running?", theNodes(len(targeted), "advertises", "advertise"), plan.ResourceEFA)
-					return p
-				}
-				p.EFA = int(v)
-				requests = requests.DeepCopy()
-				requests[plan.ResourceEFA] = *resourceQuantity(v)
-			}
 		}
 	}
 
@@ -200,21 +142,109 @@ func placeStep(f *plan.Flow, s *plan.Step, nodes []corev1.Node, inv *Inventory) 
 		}
 		return p
 	}
+	p.Reason = pending(s, p.Fit, len(nodes), why)
+	return p
+}
+
+// targets returns the nodes pod targets, those its selector and tolerations
+// admit, and why each other node does not: reason → node names.
+func targets(pod *corev1.Pod, nodes []corev1.Node) (targeted []*corev1.Node, why map[string][]string) {
+	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
+	why = map[string][]string{}
+	for i := range nodes {
+		n := &nodes[i]
+		switch reason := admits(pod, affinity, n); {
+		case reason != "":
+			why[reason] = append(why[reason], n.Name)
+		default:
+			targeted = append(targeted, n)
+		}
+	}
+	return targeted, why
+}
+
+// claimedEFA resolves the EFA count of a step that claims every EFA interface
+// through DRA (sdk.EFAAll): as many as its targeted nodes' ResourceSlices
+// publish, which must be the same on every node it targets, as the device
+// plugin's count must. It returns the step with that count in its claim, or
+// false with p.Reason saying why the step cannot be placed. Any other step it
+// returns as it is.
+func claimedEFA(p *Placement, s *plan.Step, targeted []*corev1.Node, inv *Inventory) (*plan.Step, bool) {
+	class, ok := efaClass(s)
+	if !ok || !s.EFAAll {
+		return s, true
+	}
+	counts := map[int][]string{}
+	for _, n := range targeted {
+		v := inv.devices(n.Name, class)
+		counts[v] = append(counts[v], n.Name)
+	}
+	if len(counts) > 1 {
+		p.Reason = fmt.Sprintf("the %d nodes it targets publish different numbers of EFA interfaces of DeviceClass %s in their ResourceSlices (%s): a partial or mixed rollout of the EFA DRA driver; fix those nodes, or narrow the step's node selector to nodes that agree",
+			len(targeted), class, byCount(counts))
+		return s, false
+	}
+	for v := range counts {
+		if v == 0 {
+			p.Reason = fmt.Sprintf("sdk.EFAAll(): %s no EFA interfaces of DeviceClass %s in ResourceSlices; is the EFA DRA driver running?", theNodes(len(targeted), "publishes", "publish"), class)
+			return s, false
+		}
+		resolved, ok := withEFA(s, v)
+		if !ok {
+			p.Reason = fmt.Sprintf("sdk.EFAAll(): the nodes it targets publish %d EFA interfaces, which the %d groups of its claim cannot share evenly; ask a count with sdk.EFA(n)", v, len(s.DRA.Constraints))
+			return s, false
+		}
+		p.EFA, s = v, &resolved
+	}
+	return s, true
+}
+
+// advertisedEFA checks that every node a step with EFA (not claimed through
+// DRA) targets advertises the same EFA count, and for sdk.EFAAll returns the
+// pod's requests asking that count. It returns false with p.Reason saying why
+// the step cannot be placed.
+func advertisedEFA(p *Placement, s *plan.Step, targeted []*corev1.Node, requests corev1.ResourceList) (corev1.ResourceList, bool) {
+	counts := map[int64][]string{}
+	for _, n := range targeted {
+		q := n.Status.Allocatable[plan.ResourceEFA]
+		counts[q.Value()] = append(counts[q.Value()], n.Name)
+	}
+	if len(counts) > 1 {
+		p.Reason = fmt.Sprintf("the %d nodes it targets advertise different numbers of EFA interfaces (%s): a partial or mixed rollout of the EFA device plugin; fix those nodes, or narrow the step's node selector to nodes that agree",
+			len(targeted), byCount(counts))
+		return requests, false
+	}
+	if s.EFAAll && len(counts) == 1 {
+		for v := range counts {
+			if v == 0 {
+				p.Reason = fmt.Sprintf("sdk.EFAAll(): %s no %s; is the EFA device plugin running?", theNodes(len(targeted), "advertises", "advertise"), plan.ResourceEFA)
+				return requests, false
+			}
+			p.EFA = int(v)
+			requests = requests.DeepCopy()
+			requests[plan.ResourceEFA] = *resourceQuantity(v)
+		}
+	}
+	return requests, true
+}
+
+// pending says why step s, which fits only the nodes fit of all nodes, would
+// not run: how many nodes lack what, from why (reason → node names), most
+// first.
+func pending(s *plan.Step, fit []string, all int, why map[string][]string) string {
 	var parts []string
 	for _, reason := range slices.Sorted(maps.Keys(why)) {
 		parts = append(parts, fmt.Sprintf("%d %s", len(why[reason]), reason))
 	}
 	sort.SliceStable(parts, func(i, j int) bool { return leadingInt(parts[i]) > leadingInt(parts[j]) })
-	summary := fmt.Sprintf("%d/%d nodes can take its pod", len(p.Fit), len(nodes))
+	summary := fmt.Sprintf("%d/%d nodes can take its pod", len(fit), all)
 	if len(parts) > 0 {
 		summary += ": " + strings.Join(parts, ", ")
 	}
-	if s.Nodes > 1 && len(p.Fit) > 0 {
-		p.Reason = fmt.Sprintf("it runs on %d nodes at once, and %s", s.Nodes, summary)
-	} else {
-		p.Reason = "it would stay Pending: " + summary
+	if s.Nodes > 1 && len(fit) > 0 {
+		return fmt.Sprintf("it runs on %d nodes at once, and %s", s.Nodes, summary)
 	}
-	return p
+	return "it would stay Pending: " + summary
 }
 
 // admits says why node n does not admit pod (its node selector or affinity, an

@@ -51,6 +51,18 @@ func New(now time.Time) string {
 	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
 }
 
+// Choose returns the ID of a run: given, when Check takes it, or a fresh one
+// (New(now)) when given is empty.
+func Choose(given string, now time.Time) (string, error) {
+	if given == "" {
+		return New(now), nil
+	}
+	if err := Check(given); err != nil {
+		return "", err
+	}
+	return given, nil
+}
+
 // CheckStore refuses a run ID that cannot name one directory of an artifact store:
 // empty, "." or "..", holding '/', '\' or a control character, or longer than 250
 // bytes. Every ID Check takes passes, and so do Argo workflow names and Airflow

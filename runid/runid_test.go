@@ -61,3 +61,17 @@ func TestCheckStore(t *testing.T) {
 		}
 	}
 }
+
+func TestChoose(t *testing.T) {
+	now := time.Date(2026, 12, 2, 14, 20, 32, 0, time.UTC)
+	id, err := runid.Choose("", now)
+	if err != nil || !strings.HasPrefix(id, "20261202-142032-") {
+		t.Errorf(`Choose("") = %q, %v; want a fresh ID of %s`, id, err, now)
+	}
+	if id, err := runid.Choose("nightly-1", now); id != "nightly-1" || err != nil {
+		t.Errorf(`Choose("nightly-1") = %q, %v; want it as given`, id, err)
+	}
+	if id, err := runid.Choose(runid.Latest, now); err == nil {
+		t.Errorf("Choose(%q) = %q; want Check's error", runid.Latest, id)
+	}
+}

@@ -129,12 +129,25 @@ func multiNode(f *plan.Flow, s *plan.Step) ([]Task, error) {
 	for _, name := range []string{plan.EnvMasterAddr, plan.EnvPETMasterAddr, plan.EnvNeuronRootComm} {
 		run.Templates[name] = true
 	}
+	run.Args = indexedJobArgs(s, names, index, run.Args)
+	create, remove, err := serviceTasks(f, s, names)
+	if err != nil {
+		return nil, err
+	}
+	run.Upstream = []string{create.ID}
+	return []Task{create, run, remove}, nil
+}
 
+// indexedJobArgs turns the Job operator's arguments args of multi-node step s
+// into those of an Indexed Job of its nodes, for the item index (a template,
+// or "" without foreach): the Job's name, its pods' labels with the one the
+// Service selects by, their subdomain, and the Job's completions.
+func indexedJobArgs(s *plan.Step, names nodeNames, index string, args []Arg) []Arg {
 	// The pod's labels, with the one the Service selects by; the pods' subdomain
 	// through the operator's one templated way to set it, pod_template_dict.
 	labels := map[string]any{LabelService: Template(names.service(index))}
 	var podLabels map[string]string
-	run.Args = slices.DeleteFunc(run.Args, func(a Arg) bool {
+	args = slices.DeleteFunc(args, func(a Arg) bool {
 		if a.Name == "labels" {
 			podLabels = a.Value.(map[string]string)
 			return true
@@ -164,22 +177,26 @@ func multiNode(f *plan.Flow, s *plan.Step) ([]Task, error) {
 		// Created suspended, for Kueue to admit (see emit.Suspend).
 		jobArgs = append(jobArgs, Arg{"suspend", *sus})
 	}
-	var args []Arg
-	for _, a := range run.Args {
+	var out []Arg
+	for _, a := range args {
 		switch a.Name {
 		case "name":
-			args = append(args, Arg{"name", Template(names.job(index))}, Arg{"random_name_suffix", false})
+			out = append(out, Arg{"name", Template(names.job(index))}, Arg{"random_name_suffix", false})
 			if s.Namespace == "" {
-				args = append(args, Arg{"namespace", connectionNamespace})
+				out = append(out, Arg{"namespace", connectionNamespace})
 			}
 			continue
 		case "retries":
-			args = append(args, jobArgs...)
+			out = append(out, jobArgs...)
 		}
-		args = append(args, a)
+		out = append(out, a)
 	}
-	run.Args = args
+	return out
+}
 
+// serviceTasks returns the tasks that create the headless Services of
+// multi-node step s, one per item, before it runs, and delete them after.
+func serviceTasks(f *plan.Flow, s *plan.Step, names nodeNames) (create, remove Task, err error) {
 	// The Services, one per item, in the YAML the resource operators read.
 	var services []any
 	for i := range max(1, len(s.Foreach)) {
@@ -196,7 +213,7 @@ func multiNode(f *plan.Flow, s *plan.Step) ([]Task, error) {
 	}
 	yaml, err := encode.YAML("", services...)
 	if err != nil {
-		return nil, fmt.Errorf("the Service of a multi-node step: %w", err)
+		return Task{}, Task{}, fmt.Errorf("the Service of a multi-node step: %w", err)
 	}
 	resource := func(id, operator string) Task {
 		t := Task{ID: id, Operator: operator, Args: []Arg{{"task_id", id}, {"yaml_conf", Template(yaml)}}}
@@ -205,10 +222,9 @@ func multiNode(f *plan.Flow, s *plan.Step) ([]Task, error) {
 		}
 		return t
 	}
-	create := resource(s.Name+ServiceTaskSuffix, CreateResourceOperator)
+	create = resource(s.Name+ServiceTaskSuffix, CreateResourceOperator)
 	create.Upstream, create.Setup = s.After, true
-	remove := resource(s.Name+ServiceDeleteTaskSuffix, DeleteResourceOperator)
+	remove = resource(s.Name+ServiceDeleteTaskSuffix, DeleteResourceOperator)
 	remove.Upstream, remove.Setups = []string{s.Name}, []string{create.ID}
-	run.Upstream = []string{create.ID}
-	return []Task{create, run, remove}, nil
+	return create, remove, nil
 }

@@ -142,108 +142,152 @@ func StepNodes(f *plan.Flow, s *plan.Step) int {
 // part, do not wait for that part too. A step that alone is over a limit makes
 // a part of its own.
 func Cut(f *plan.Flow, cost []int, maxBytes, maxNodes int) []Part {
-	index := make(map[string]int, len(f.Steps))
-	for i := range f.Steps {
-		index[f.Steps[i].Name] = i
-	}
-	waiting := make([]int, len(f.Steps))
-	next := make([][]int, len(f.Steps))
-	for i := range f.Steps {
-		for _, a := range f.Steps[i].After {
-			if j, ok := index[a]; ok {
-				waiting[i]++
-				next[j] = append(next[j], i)
-			}
-		}
-	}
-	deps := slices.Clone(waiting)
+	c := newCutter(f, cost, maxBytes, maxNodes)
 	// A stack of the steps ready to take: the last made ready first.
 	var ready []int
 	for i := len(f.Steps) - 1; i >= 0; i-- {
-		if waiting[i] == 0 {
+		if c.waiting[i] == 0 {
 			ready = append(ready, i)
 		}
 	}
-	// A chain is a step and the steps after it that each wait for the one
-	// before alone, and are its only followers: a branch that a cut would
-	// make wait for a part it has no need of.
-	stepNodes := make([]int, len(f.Steps))
-	for i := range f.Steps {
-		stepNodes[i] = StepNodes(f, &f.Steps[i])
-	}
-	chainBytes, chainNodes := make([]int, len(f.Steps)), make([]int, len(f.Steps))
-	var chain func(i int)
-	chain = func(i int) {
-		if chainBytes[i] > 0 {
-			return
-		}
-		chainBytes[i], chainNodes[i] = max(cost[i], 1), stepNodes[i]
-		if len(next[i]) == 1 && deps[next[i][0]] == 1 {
-			k := next[i][0]
-			chain(k)
-			chainBytes[i] += chainBytes[k]
-			chainNodes[i] += chainNodes[k]
-		}
-	}
-	// continues reports whether step i is in the chain of the step it waits for.
-	continues := func(i int) bool {
-		after := f.Steps[i].After
-		return len(after) == 1 && len(next[index[after[0]]]) == 1
-	}
-	part := make([]int, len(f.Steps))
-	var parts []Part
-	waitsFor := map[int]bool{} // the parts the current part waits for
-	bytes, nodes := 0, 0
 	for len(ready) > 0 {
 		i := ready[len(ready)-1]
 		ready = ready[:len(ready)-1]
-		c, n := cost[i], stepNodes[i]
-		// A chain that does not fit in the rest of this part begins the next.
-		starts := len(parts) > 0 && !continues(i)
-		if starts {
-			chain(i)
-			starts = bytes+chainBytes[i] > maxBytes || nodes+chainNodes[i] > maxNodes
+		if c.begins(i) {
+			c.parts = append(c.parts, Part{N: len(c.parts) + 1})
+			c.bytes, c.nodes = 0, 0
+			clear(c.waitsFor)
 		}
-		// A step that waits for a part this one does not wait for yet begins
-		// the next: the steps here have no need to wait for it.
-		joins := len(parts) > 0 && slices.ContainsFunc(f.Steps[i].After, func(a string) bool {
-			q := part[index[a]]
-			return q != len(parts) && !waitsFor[q]
-		})
-		if len(parts) == 0 || starts || joins || bytes+c > maxBytes || nodes+n > maxNodes {
-			parts = append(parts, Part{N: len(parts) + 1})
-			bytes, nodes = 0, 0
-			clear(waitsFor)
-		}
-		for _, a := range f.Steps[i].After {
-			if q := part[index[a]]; q != len(parts) {
-				waitsFor[q] = true
-			}
-		}
-		p := &parts[len(parts)-1]
-		p.Steps = append(p.Steps, i)
-		part[i] = p.N
-		bytes += c
-		nodes += n
-		for _, k := range slices.Backward(next[i]) {
-			if waiting[k]--; waiting[k] == 0 {
+		c.take(i)
+		for _, k := range slices.Backward(c.next[i]) {
+			if c.waiting[k]--; c.waiting[k] == 0 {
 				ready = append(ready, k)
 			}
 		}
 	}
-	for k := range parts {
-		p := &parts[k]
+	c.linkParts()
+	return c.parts
+}
+
+// A cutter is the state of Cut: the flow's graph, the parts cut so far and
+// what the last of them holds.
+type cutter struct {
+	f                  *plan.Flow
+	cost               []int
+	maxBytes, maxNodes int
+	index              map[string]int // step name → index
+	// waiting counts the dependencies of each step not yet taken, deps all of
+	// them; next lists the steps that wait for each step.
+	waiting, deps []int
+	next          [][]int
+	stepNodes     []int
+	// chainBytes and chainNodes are the cost of each step's chain, once known.
+	chainBytes, chainNodes []int
+	part                   []int // step → the part that took it
+	parts                  []Part
+	waitsFor               map[int]bool // the parts the current part waits for
+	bytes, nodes           int          // what the current part holds
+}
+
+// newCutter indexes flow f's steps and their dependencies for Cut.
+func newCutter(f *plan.Flow, cost []int, maxBytes, maxNodes int) *cutter {
+	n := len(f.Steps)
+	c := &cutter{
+		f: f, cost: cost, maxBytes: maxBytes, maxNodes: maxNodes,
+		index: make(map[string]int, n), waiting: make([]int, n), next: make([][]int, n),
+		stepNodes: make([]int, n), chainBytes: make([]int, n), chainNodes: make([]int, n),
+		part: make([]int, n), waitsFor: map[int]bool{},
+	}
+	for i := range f.Steps {
+		c.index[f.Steps[i].Name] = i
+	}
+	for i := range f.Steps {
+		for _, a := range f.Steps[i].After {
+			if j, ok := c.index[a]; ok {
+				c.waiting[i]++
+				c.next[j] = append(c.next[j], i)
+			}
+		}
+	}
+	c.deps = slices.Clone(c.waiting)
+	for i := range f.Steps {
+		c.stepNodes[i] = StepNodes(f, &f.Steps[i])
+	}
+	return c
+}
+
+// chain works out the cost of step i's chain. A chain is a step and the steps
+// after it that each wait for the one before alone, and are its only
+// followers: a branch that a cut would make wait for a part it has no need of.
+func (c *cutter) chain(i int) {
+	if c.chainBytes[i] > 0 {
+		return
+	}
+	c.chainBytes[i], c.chainNodes[i] = max(c.cost[i], 1), c.stepNodes[i]
+	if len(c.next[i]) == 1 && c.deps[c.next[i][0]] == 1 {
+		k := c.next[i][0]
+		c.chain(k)
+		c.chainBytes[i] += c.chainBytes[k]
+		c.chainNodes[i] += c.chainNodes[k]
+	}
+}
+
+// continues reports whether step i is in the chain of the step it waits for.
+func (c *cutter) continues(i int) bool {
+	after := c.f.Steps[i].After
+	return len(after) == 1 && len(c.next[c.index[after[0]]]) == 1
+}
+
+// begins reports whether step i begins a new part: the first, or when it, or
+// the chain it begins, does not fit in the rest of the current part, or when
+// it waits for a part the current one does not wait for yet.
+func (c *cutter) begins(i int) bool {
+	if len(c.parts) == 0 {
+		return true
+	}
+	// A chain that does not fit in the rest of this part begins the next.
+	starts := !c.continues(i)
+	if starts {
+		c.chain(i)
+		starts = c.bytes+c.chainBytes[i] > c.maxBytes || c.nodes+c.chainNodes[i] > c.maxNodes
+	}
+	// A step that waits for a part this one does not wait for yet begins
+	// the next: the steps here have no need to wait for it.
+	joins := slices.ContainsFunc(c.f.Steps[i].After, func(a string) bool {
+		q := c.part[c.index[a]]
+		return q != len(c.parts) && !c.waitsFor[q]
+	})
+	return starts || joins || c.bytes+c.cost[i] > c.maxBytes || c.nodes+c.stepNodes[i] > c.maxNodes
+}
+
+// take puts step i in the current part.
+func (c *cutter) take(i int) {
+	for _, a := range c.f.Steps[i].After {
+		if q := c.part[c.index[a]]; q != len(c.parts) {
+			c.waitsFor[q] = true
+		}
+	}
+	p := &c.parts[len(c.parts)-1]
+	p.Steps = append(p.Steps, i)
+	c.part[i] = p.N
+	c.bytes += c.cost[i]
+	c.nodes += c.stepNodes[i]
+}
+
+// linkParts sorts each part's steps and lists the parts it waits for.
+func (c *cutter) linkParts() {
+	for k := range c.parts {
+		p := &c.parts[k]
 		slices.Sort(p.Steps)
 		for _, i := range p.Steps {
-			for _, a := range f.Steps[i].After {
-				if q := part[index[a]]; q != p.N && !slices.Contains(p.After, q) {
+			for _, a := range c.f.Steps[i].After {
+				if q := c.part[c.index[a]]; q != p.N && !slices.Contains(p.After, q) {
 					p.After = append(p.After, q)
 				}
 			}
 		}
 		slices.Sort(p.After)
 	}
-	return parts
 }
 
 // maxBytes is the most bytes f's argo_max_bytes lets one WorkflowTemplate

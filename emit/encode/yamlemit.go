@@ -315,12 +315,11 @@ func analyzeScalar(value string) scalarAnalysis {
 		return scalarAnalysis{blockPlain: true, singleQuoted: true}
 	}
 	var (
-		blockIndicators, flowIndicators, lineBreaks, specialCharacters     bool
-		leadingSpace, leadingBreak, trailingSpace, trailingBreak           bool
-		breakSpace, spaceBreak, previousSpace, previousBreak, precededByWS bool
+		t                                          scalarTraits
+		previousSpace, previousBreak, precededByWS bool
 	)
 	if strings.HasPrefix(value, "---") || strings.HasPrefix(value, "...") {
-		blockIndicators, flowIndicators = true, true
+		t.blockIndicators, t.flowIndicators = true, true
 	}
 	precededByWS = true
 	for i, w := 0, 0; i < len(value); i += w {
@@ -335,60 +334,33 @@ func analyzeScalar(value string) scalarAnalysis {
 			continue
 		}
 		w = width(value[i])
-		followedByWS := i+w >= len(value) || isBlank(value, i+w)
-		if i == 0 {
-			switch value[i] {
-			case '#', ',', '[', ']', '{', '}', '&', '*', '!', '|', '>', '\'', '"', '%', '@', '`':
-				flowIndicators, blockIndicators = true, true
-			case '?', ':':
-				flowIndicators = true
-				if followedByWS {
-					blockIndicators = true
-				}
-			case '-':
-				if followedByWS {
-					flowIndicators, blockIndicators = true, true
-				}
-			}
-		} else {
-			switch value[i] {
-			case ',', '?', '[', ']', '{', '}':
-				flowIndicators = true
-			case ':':
-				flowIndicators = true
-				if followedByWS {
-					blockIndicators = true
-				}
-			case '#':
-				if precededByWS {
-					flowIndicators, blockIndicators = true, true
-				}
-			}
-		}
+		flow, block := indicators(value, i, w, precededByWS)
+		t.flowIndicators = t.flowIndicators || flow
+		t.blockIndicators = t.blockIndicators || block
 		if !isPrintable(value, i) {
-			specialCharacters = true
+			t.specialCharacters = true
 		}
 		if value[i] == ' ' {
 			if i == 0 {
-				leadingSpace = true
+				t.leadingSpace = true
 			}
 			if i+w == len(value) {
-				trailingSpace = true
+				t.trailingSpace = true
 			}
 			if previousBreak {
-				breakSpace = true
+				t.breakSpace = true
 			}
 			previousSpace, previousBreak = true, false
 		} else if isBreak(value, i) {
-			lineBreaks = true
+			t.lineBreaks = true
 			if i == 0 {
-				leadingBreak = true
+				t.leadingBreak = true
 			}
 			if i+w == len(value) {
-				trailingBreak = true
+				t.trailingBreak = true
 			}
 			if previousSpace {
-				spaceBreak = true
+				t.spaceBreak = true
 			}
 			previousSpace, previousBreak = false, true
 		} else {
@@ -396,26 +368,65 @@ func analyzeScalar(value string) scalarAnalysis {
 		}
 		precededByWS = isBlankz(value, i)
 	}
-	a := scalarAnalysis{multiline: lineBreaks, flowPlain: true, blockPlain: true, singleQuoted: true, block: true}
-	if leadingSpace || leadingBreak || trailingSpace || trailingBreak {
+	return t.analysis()
+}
+
+// indicators reports whether the character at value[i], w bytes wide, is a
+// flow or a block indicator where it stands: first, or after whitespace
+// (precededByWS), or before it.
+func indicators(value string, i, w int, precededByWS bool) (flow, block bool) {
+	followedByWS := i+w >= len(value) || isBlank(value, i+w)
+	if i == 0 {
+		switch value[i] {
+		case '#', ',', '[', ']', '{', '}', '&', '*', '!', '|', '>', '\'', '"', '%', '@', '`':
+			return true, true
+		case '?', ':':
+			return true, followedByWS
+		case '-':
+			return followedByWS, followedByWS
+		}
+		return false, false
+	}
+	switch value[i] {
+	case ',', '?', '[', ']', '{', '}':
+		return true, false
+	case ':':
+		return true, followedByWS
+	case '#':
+		return precededByWS, precededByWS
+	}
+	return false, false
+}
+
+// scalarTraits are what analyzeScalar finds in a value.
+type scalarTraits struct {
+	blockIndicators, flowIndicators, lineBreaks, specialCharacters bool
+	leadingSpace, leadingBreak, trailingSpace, trailingBreak       bool
+	breakSpace, spaceBreak                                         bool
+}
+
+// analysis returns the styles a value of traits t may be written in.
+func (t scalarTraits) analysis() scalarAnalysis {
+	a := scalarAnalysis{multiline: t.lineBreaks, flowPlain: true, blockPlain: true, singleQuoted: true, block: true}
+	if t.leadingSpace || t.leadingBreak || t.trailingSpace || t.trailingBreak {
 		a.flowPlain, a.blockPlain = false, false
 	}
-	if trailingSpace {
+	if t.trailingSpace {
 		a.block = false
 	}
-	if breakSpace {
+	if t.breakSpace {
 		a.flowPlain, a.blockPlain, a.singleQuoted = false, false, false
 	}
-	if spaceBreak || specialCharacters {
+	if t.spaceBreak || t.specialCharacters {
 		a.flowPlain, a.blockPlain, a.singleQuoted, a.block = false, false, false, false
 	}
-	if lineBreaks {
+	if t.lineBreaks {
 		a.flowPlain, a.blockPlain = false, false
 	}
-	if flowIndicators {
+	if t.flowIndicators {
 		a.flowPlain = false
 	}
-	if blockIndicators {
+	if t.blockIndicators {
 		a.blockPlain = false
 	}
 	return a
@@ -496,71 +507,7 @@ func (e *emitter) writeDoubleQuoted(value string, allowBreaks bool) {
 	e.writeIndicator(`"`, true, false, false)
 	for i := 0; i < len(value); {
 		if !isPrintable(value, i) || isBOM(value) || isBreak(value, i) || value[i] == '"' || value[i] == '\\' {
-			octet := value[i]
-			var w int
-			var v rune
-			switch {
-			case octet&0x80 == 0x00:
-				w, v = 1, rune(octet&0x7F)
-			case octet&0xE0 == 0xC0:
-				w, v = 2, rune(octet&0x1F)
-			case octet&0xF0 == 0xE0:
-				w, v = 3, rune(octet&0x0F)
-			case octet&0xF8 == 0xF0:
-				w, v = 4, rune(octet&0x07)
-			}
-			for k := 1; k < w; k++ {
-				v = v<<6 + rune(value[i+k])&0x3F
-			}
-			i += w
-			e.put('\\')
-			switch v {
-			case 0x00:
-				e.put('0')
-			case 0x07:
-				e.put('a')
-			case 0x08:
-				e.put('b')
-			case 0x09:
-				e.put('t')
-			case 0x0A:
-				e.put('n')
-			case 0x0b:
-				e.put('v')
-			case 0x0c:
-				e.put('f')
-			case 0x0d:
-				e.put('r')
-			case 0x1b:
-				e.put('e')
-			case 0x22:
-				e.put('"')
-			case 0x5c:
-				e.put('\\')
-			case 0x85:
-				e.put('N')
-			case 0xA0:
-				e.put('_')
-			case 0x2028:
-				e.put('L')
-			case 0x2029:
-				e.put('P')
-			default:
-				switch {
-				case v <= 0xFF:
-					e.put('x')
-					w = 2
-				case v <= 0xFFFF:
-					e.put('u')
-					w = 4
-				default:
-					e.put('U')
-					w = 8
-				}
-				for k := (w - 1) * 4; k >= 0; k -= 4 {
-					e.put(hexDigits[(v>>uint(k))&0x0F])
-				}
-			}
+			i = e.writeEscaped(value, i)
 			spaces = false
 		} else if value[i] == ' ' {
 			if allowBreaks && !spaces && e.column > bestWidth && i > 0 && i < len(value)-1 {
@@ -581,6 +528,78 @@ func (e *emitter) writeDoubleQuoted(value string, allowBreaks bool) {
 	}
 	e.writeIndicator(`"`, false, false, false)
 	e.whitespace, e.indention = false, false
+}
+
+// writeEscaped writes the character at value[i] as a double-quoted scalar's
+// escape: a short one where YAML has it, else \x, \u or \U and its code in
+// hex. It returns the index of the byte after the character.
+func (e *emitter) writeEscaped(value string, i int) int {
+	octet := value[i]
+	var w int
+	var v rune
+	switch {
+	case octet&0x80 == 0x00:
+		w, v = 1, rune(octet&0x7F)
+	case octet&0xE0 == 0xC0:
+		w, v = 2, rune(octet&0x1F)
+	case octet&0xF0 == 0xE0:
+		w, v = 3, rune(octet&0x0F)
+	case octet&0xF8 == 0xF0:
+		w, v = 4, rune(octet&0x07)
+	}
+	for k := 1; k < w; k++ {
+		v = v<<6 + rune(value[i+k])&0x3F
+	}
+	i += w
+	e.put('\\')
+	switch v {
+	case 0x00:
+		e.put('0')
+	case 0x07:
+		e.put('a')
+	case 0x08:
+		e.put('b')
+	case 0x09:
+		e.put('t')
+	case 0x0A:
+		e.put('n')
+	case 0x0b:
+		e.put('v')
+	case 0x0c:
+		e.put('f')
+	case 0x0d:
+		e.put('r')
+	case 0x1b:
+		e.put('e')
+	case 0x22:
+		e.put('"')
+	case 0x5c:
+		e.put('\\')
+	case 0x85:
+		e.put('N')
+	case 0xA0:
+		e.put('_')
+	case 0x2028:
+		e.put('L')
+	case 0x2029:
+		e.put('P')
+	default:
+		switch {
+		case v <= 0xFF:
+			e.put('x')
+			w = 2
+		case v <= 0xFFFF:
+			e.put('u')
+			w = 4
+		default:
+			e.put('U')
+			w = 8
+		}
+		for k := (w - 1) * 4; k >= 0; k -= 4 {
+			e.put(hexDigits[(v>>uint(k))&0x0F])
+		}
+	}
+	return i
 }
 
 func (e *emitter) writeLiteral(value string) {

@@ -127,49 +127,8 @@ func (e *encoder) value(v reflect.Value, ctx int) int {
 	if !v.IsValid() {
 		return wroteNull
 	}
-	t := v.Type()
-	switch t {
-	case seqType:
-		if v.IsNil() {
-			return wroteNull
-		}
-		e.seq(v.Interface().(Seq), ctx)
-		return wroteValue
-	case quantityType:
-		q := v.Interface().(resource.Quantity)
-		e.str(q.String(), ctx)
-		return wroteValue
-	case intOrStringType:
-		is := v.Interface().(intstr.IntOrString)
-		if is.Type == intstr.Int {
-			e.plain(strconv.FormatInt(int64(is.IntVal), 10), ctx)
-		} else {
-			e.str(validUTF8(is.StrVal), ctx)
-		}
-		return wroteValue
-	case timeType:
-		if tm := v.Interface().(metav1.Time); tm.IsZero() {
-			return wroteNull
-		}
-	case anyStringType:
-		// What its MarshalJSON writes, a JSON string, reads back as the
-		// string with each byte that is not UTF-8 replaced.
-		e.str(validUTF8(v.String()), ctx)
-		return wroteValue
-	case stringMapType:
-		if v.IsNil() {
-			return wroteNull
-		}
-		if v.CanInterface() {
-			return e.stringMap(v.Interface().(map[string]string), ctx)
-		}
-	case resourceListType:
-		if v.IsNil() {
-			return wroteNull
-		}
-		if v.CanInterface() {
-			return e.resourceList(v.Interface().(corev1.ResourceList), ctx)
-		}
+	if wrote, ok := e.known(v, ctx); ok {
+		return wrote
 	}
 	// A pointer or interface writes what it points to, whose methods encoding/json
 	// would call through it.
@@ -179,10 +138,67 @@ func (e *encoder) value(v reflect.Value, ctx int) int {
 		}
 		return e.value(v.Elem(), ctx)
 	}
-	ti := infoOf(t)
+	ti := infoOf(v.Type())
 	if ti.marshaler || ti.ptrMarshaler && v.CanAddr() {
 		return e.marshaled(v, ti, ctx)
 	}
+	return e.byKind(v, ti, ctx)
+}
+
+// known writes v in context ctx when its type is one the encoder writes its
+// own way (a Seq, a Quantity, an IntOrString, a zero Time, a string map, a
+// ResourceList…), and says what it wrote; ok is false when v is left to value.
+func (e *encoder) known(v reflect.Value, ctx int) (wrote int, ok bool) {
+	switch v.Type() {
+	case seqType:
+		if v.IsNil() {
+			return wroteNull, true
+		}
+		e.seq(v.Interface().(Seq), ctx)
+		return wroteValue, true
+	case quantityType:
+		q := v.Interface().(resource.Quantity)
+		e.str(q.String(), ctx)
+		return wroteValue, true
+	case intOrStringType:
+		is := v.Interface().(intstr.IntOrString)
+		if is.Type == intstr.Int {
+			e.plain(strconv.FormatInt(int64(is.IntVal), 10), ctx)
+		} else {
+			e.str(validUTF8(is.StrVal), ctx)
+		}
+		return wroteValue, true
+	case timeType:
+		if tm := v.Interface().(metav1.Time); tm.IsZero() {
+			return wroteNull, true
+		}
+	case anyStringType:
+		// What its MarshalJSON writes, a JSON string, reads back as the
+		// string with each byte that is not UTF-8 replaced.
+		e.str(validUTF8(v.String()), ctx)
+		return wroteValue, true
+	case stringMapType:
+		if v.IsNil() {
+			return wroteNull, true
+		}
+		if v.CanInterface() {
+			return e.stringMap(v.Interface().(map[string]string), ctx), true
+		}
+	case resourceListType:
+		if v.IsNil() {
+			return wroteNull, true
+		}
+		if v.CanInterface() {
+			return e.resourceList(v.Interface().(corev1.ResourceList), ctx), true
+		}
+	}
+	return 0, false
+}
+
+// byKind writes v, of a type with info ti that neither the encoder nor a
+// marshaler writes its own way, by its kind in context ctx, and says what it
+// wrote.
+func (e *encoder) byKind(v reflect.Value, ti *typeInfo, ctx int) int {
 	switch v.Kind() {
 	case reflect.Bool:
 		e.plain(strconv.FormatBool(v.Bool()), ctx)
@@ -207,7 +223,7 @@ func (e *encoder) value(v reflect.Value, ctx int) int {
 		if v.IsNil() {
 			return wroteNull
 		}
-		if t.Elem().Kind() == reflect.Uint8 && !ti.elemMarshals {
+		if v.Type().Elem().Kind() == reflect.Uint8 && !ti.elemMarshals {
 			e.str(base64.StdEncoding.EncodeToString(v.Bytes()), ctx)
 			return wroteValue
 		}
@@ -217,7 +233,7 @@ func (e *encoder) value(v reflect.Value, ctx int) int {
 	case reflect.Struct:
 		return e.structValue(v, ti, ctx)
 	default:
-		panic(encodeError{fmt.Errorf("json: unsupported type: %s", t)})
+		panic(encodeError{fmt.Errorf("json: unsupported type: %s", v.Type())})
 	}
 	return wroteValue
 }

@@ -344,50 +344,11 @@ func (r *Run) Release() []*Unit {
 	var ready []*Unit
 	first := r.dependents == nil
 	if first {
-		r.dependents = map[string][]int{}
-		r.cursor = make([]int, len(r.Flow.Steps))
-		for i := range r.Flow.Steps {
-			for _, a := range r.Flow.Steps[i].After {
-				r.dependents[a] = append(r.dependents[a], i)
-			}
-		}
+		r.indexDependents()
 	}
 	for {
-		// blockers[i] names a dependency of step i that ended without success.
-		blockers := map[int]string{}
-		var look []int
-		r.mu.Lock()
-		if first {
-			for i := range r.Flow.Steps {
-				look = append(look, i)
-				for _, a := range r.Flow.Steps[i].After {
-					if st := r.stepState(a); blocks(st) {
-						blockers[i] = a + " " + string(st)
-						break
-					}
-				}
-			}
-			first = false
-		} else {
-			seen := map[int]bool{}
-			for step := range r.touched {
-				st := r.stepState(step)
-				for _, i := range r.dependents[step] {
-					if r.released[r.Flow.Steps[i].Name] {
-						continue
-					}
-					if !seen[i] {
-						seen[i] = true
-						look = append(look, i)
-					}
-					if _, ok := blockers[i]; !ok && blocks(st) {
-						blockers[i] = step + " " + string(st)
-					}
-				}
-			}
-		}
-		clear(r.touched)
-		r.mu.Unlock()
+		look, blockers := r.toLook(first)
+		first = false
 		if len(look) == 0 {
 			return ready
 		}
@@ -398,33 +359,99 @@ func (r *Run) Release() []*Unit {
 				continue
 			}
 			if blocker, ok := blockers[i]; ok {
-				r.released[s.Name] = true
-				for _, u := range r.steps[s.Name] {
-					if r.Task(u).State != record.Pending {
-						continue
-					}
-					r.Update(u, func(t *record.Task) { t.State, t.Error = record.Skipped, "not started: "+blocker })
-					r.Disp.Event(u.Label, true, "not started: %s", blocker)
-				}
+				r.skipStep(s, blocker)
 				continue
 			}
-			for r.cursor[i] < len(s.After) && r.StepState(s.After[r.cursor[i]]) == record.Succeeded {
-				r.cursor[i]++
-			}
-			if r.cursor[i] < len(s.After) {
-				continue
-			}
-			r.released[s.Name] = true
-			for _, u := range r.steps[s.Name] {
-				switch {
-				case u.Earlier:
-					r.Disp.Event(u.Label, false, "succeeded in an earlier attempt of this run: not run again")
-				case !r.Final(u):
-					ready = append(ready, u)
+			ready = r.releaseStep(i, ready)
+		}
+	}
+}
+
+// indexDependents records, for Release's first call, the steps that wait for
+// each step, and starts each step's cursor at its first dependency.
+func (r *Run) indexDependents() {
+	r.dependents = map[string][]int{}
+	r.cursor = make([]int, len(r.Flow.Steps))
+	for i := range r.Flow.Steps {
+		for _, a := range r.Flow.Steps[i].After {
+			r.dependents[a] = append(r.dependents[a], i)
+		}
+	}
+}
+
+// toLook returns the steps Release looks at: on its first call every step,
+// then those not yet released that wait for a step touched since. blockers[i]
+// names a dependency of step i that ended without success.
+func (r *Run) toLook(first bool) (look []int, blockers map[int]string) {
+	blockers = map[int]string{}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	defer clear(r.touched)
+	if first {
+		for i := range r.Flow.Steps {
+			look = append(look, i)
+			for _, a := range r.Flow.Steps[i].After {
+				if st := r.stepState(a); blocks(st) {
+					blockers[i] = a + " " + string(st)
+					break
 				}
 			}
 		}
+		return look, blockers
 	}
+	seen := map[int]bool{}
+	for step := range r.touched {
+		st := r.stepState(step)
+		for _, i := range r.dependents[step] {
+			if r.released[r.Flow.Steps[i].Name] {
+				continue
+			}
+			if !seen[i] {
+				seen[i] = true
+				look = append(look, i)
+			}
+			if _, ok := blockers[i]; !ok && blocks(st) {
+				blockers[i] = step + " " + string(st)
+			}
+		}
+	}
+	return look, blockers
+}
+
+// skipStep releases step s without running it: its pending units are skipped,
+// not started because of blocker.
+func (r *Run) skipStep(s *plan.Step, blocker string) {
+	r.released[s.Name] = true
+	for _, u := range r.steps[s.Name] {
+		if r.Task(u).State != record.Pending {
+			continue
+		}
+		r.Update(u, func(t *record.Task) { t.State, t.Error = record.Skipped, "not started: "+blocker })
+		r.Disp.Event(u.Label, true, "not started: %s", blocker)
+	}
+}
+
+// releaseStep releases step i once all its dependencies succeeded, moving its
+// cursor past those seen to, and appends to ready its units to start: those not
+// final, nor succeeded in an earlier runner, which are told.
+func (r *Run) releaseStep(i int, ready []*Unit) []*Unit {
+	s := &r.Flow.Steps[i]
+	for r.cursor[i] < len(s.After) && r.StepState(s.After[r.cursor[i]]) == record.Succeeded {
+		r.cursor[i]++
+	}
+	if r.cursor[i] < len(s.After) {
+		return ready
+	}
+	r.released[s.Name] = true
+	for _, u := range r.steps[s.Name] {
+		switch {
+		case u.Earlier:
+			r.Disp.Event(u.Label, false, "succeeded in an earlier attempt of this run: not run again")
+		case !r.Final(u):
+			ready = append(ready, u)
+		}
+	}
+	return ready
 }
 
 // blocks reports whether a step in state st keeps the steps that wait for it

@@ -142,6 +142,55 @@ type runner struct {
 // run (ErrInterrupted), in which case every process was stopped and the run is
 // recorded as interrupted. Without a Result nothing ran.
 func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
+	o, err := withDefaults(o)
+	if err != nil {
+		return nil, err
+	}
+	notes, refused := Ignored(f)
+	if o.Strict && len(refused) > 0 {
+		return nil, &RefusedError{Problems: refused}
+	}
+	stubbed, err := stubSet(f, o.Stub)
+	if err != nil {
+		return nil, err
+	}
+	root, err := filepath.Abs(o.Root)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	id, err := runid.Choose(o.RunID, now)
+	if err != nil {
+		return nil, err
+	}
+	params := flowParams(f)
+	if err := precheck(f, filepath.Join(root, id), params, stubbed); err != nil {
+		return nil, err
+	}
+	dir, lk, err := record.Open(root, id)
+	if err != nil {
+		return nil, err
+	}
+	defer lk.Close()
+	r := &runner{Run: dag.New(f, id, dir), o: o, byUnit: map[*dag.Unit]*task{}, stubbed: stubbed}
+	r.Rec = record.Record{Flow: f.Name, ID: id, State: record.Running, Start: now.UTC(), PID: os.Getpid(), Params: params}
+	resumed, found, err := r.prepare(f, dir, params)
+	if err != nil {
+		return nil, err
+	}
+	r.show(f, dir, resumed, append(notes, found...))
+	r.Trace = o.Tracer.Begin(f, id, "local")
+	r.Disp.Start()
+	r.loop(ctx)
+	res, err := r.Finish(ctx.Err() != nil, func(t record.Task) string { return logOf(t.Dir(dir)) })
+	r.Disp.Stop()
+	r.Ended(res.State)
+	return res, err
+}
+
+// withDefaults fills in what o leaves empty: the root, parallelism, kill grace,
+// writers and the flow program.
+func withDefaults(o Options) (Options, error) {
 	if o.Root == "" {
 		o.Root = record.DefaultRoot
 	}
@@ -160,63 +209,61 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	if o.Program == "" {
 		exe, err := os.Executable()
 		if err != nil {
-			return nil, fmt.Errorf("finding the flow program for its Run steps: %w", err)
+			return o, fmt.Errorf("finding the flow program for its Run steps: %w", err)
 		}
 		o.Program = exe
 	}
 	if o.Arg0 == "" {
 		o.Arg0 = o.Program
 	}
-	notes, refused := Ignored(f)
-	if o.Strict && len(refused) > 0 {
-		return nil, &RefusedError{Problems: refused}
-	}
+	return o, nil
+}
+
+// stubSet checks that flow f has each step to stub and returns them as a set.
+func stubSet(f *plan.Flow, steps []string) (map[string]bool, error) {
 	stubbed := map[string]bool{}
-	for _, step := range o.Stub {
+	for _, step := range steps {
 		if err := CheckStub(f, step); err != nil {
 			return nil, fmt.Errorf("stub %s: %w", step, err)
 		}
 		stubbed[step] = true
 	}
+	return stubbed, nil
+}
 
-	root, err := filepath.Abs(o.Root)
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	id := o.RunID
-	if id == "" {
-		id = runid.New(now)
-	} else if err := runid.Check(id); err != nil {
-		return nil, err
-	}
+// flowParams returns the values of flow f's params by name.
+func flowParams(f *plan.Flow) map[string]string {
 	params := map[string]string{}
 	for _, p := range f.Params {
 		params[p.Name] = p.Value
 	}
+	return params
+}
+
+// precheck refuses a run before its directory dir is opened: a run ID of
+// another flow or other params, or a step's program this machine lacks.
+func precheck(f *plan.Flow, dir string, params map[string]string, stubbed map[string]bool) error {
 	// A program this machine lacks is known before anything runs (but that
 	// the run ID is another flow's, or was made with other params).
-	if prev, err := record.ReadRecord(filepath.Join(root, id)); err == nil {
+	if prev, err := record.ReadRecord(dir); err == nil {
 		if err := record.Resumable(prev, f.Name, params); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := lacking(f, filepath.Join(root, id), stubbed); err != nil {
-		return nil, err
-	}
-	dir, lk, err := record.Open(root, id)
-	if err != nil {
-		return nil, err
-	}
-	defer lk.Close()
-	r := &runner{Run: dag.New(f, id, dir), o: o, byUnit: map[*dag.Unit]*task{}, stubbed: stubbed}
-	r.Rec = record.Record{Flow: f.Name, ID: id, State: record.Running, Start: now.UTC(), PID: os.Getpid(), Params: params}
+	return lacking(f, dir, stubbed)
+}
+
+// prepare reads what an earlier runner of the run in dir recorded, records
+// flow f's steps, adds their tasks and writes the record. It says whether the
+// run resumes, with notes on what it found: processes an earlier runner left
+// running, and steps that changed since.
+func (r *runner) prepare(f *plan.Flow, dir string, params map[string]string) (resumed bool, notes []string, err error) {
 	prev, err := record.ReadRecord(dir)
-	resumed := err == nil
+	resumed = err == nil
 	switch {
 	case resumed:
 		if err := record.Resumable(prev, f.Name, params); err != nil {
-			return nil, err
+			return false, nil, err
 		}
 		// What a killed runner's steps started may still run; it must not
 		// run beside the steps run again.
@@ -224,19 +271,10 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 			notes = append(notes, "stopped "+display.Count(len(orphans), "process")+" that an earlier runner of this run left running")
 		}
 	case !errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("run %s: %w", id, err)
+		return false, nil, fmt.Errorf("run %s: %w", r.Rec.ID, err)
 	}
-	build := ""
-	if slices.ContainsFunc(f.Steps, func(s plan.Step) bool { return s.Body == plan.BodyRun }) {
-		if build, err = dag.ProgramBuild(o.Program); err != nil {
-			return nil, err
-		}
-	}
-	for i := range f.Steps {
-		s := &f.Steps[i]
-		info := dag.StepInfo(s, len(s.Foreach), build)
-		info.Stubbed = stubbed[s.Name]
-		r.Rec.Steps = append(r.Rec.Steps, info)
+	if err := r.recordSteps(f); err != nil {
+		return false, nil, err
 	}
 	if resumed {
 		if note := r.Resuming(prev); note != "" {
@@ -245,17 +283,42 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	}
 	for i := range f.Steps {
 		if err := r.addTasks(&f.Steps[i], resumed); err != nil {
-			return nil, err
+			return false, nil, err
 		}
 	}
 	if err := record.WriteRecord(dir, r.Rec); err != nil {
-		return nil, err
+		return false, nil, err
 	}
+	return resumed, notes, nil
+}
 
+// recordSteps adds each step of flow f to the run's record, with the build of
+// the flow program when a step runs through it.
+func (r *runner) recordSteps(f *plan.Flow) error {
+	build := ""
+	if slices.ContainsFunc(f.Steps, func(s plan.Step) bool { return s.Body == plan.BodyRun }) {
+		var err error
+		if build, err = dag.ProgramBuild(r.o.Program); err != nil {
+			return err
+		}
+	}
+	for i := range f.Steps {
+		s := &f.Steps[i]
+		info := dag.StepInfo(s, len(s.Foreach), build)
+		info.Stubbed = r.stubbed[s.Name]
+		r.Rec.Steps = append(r.Rec.Steps, info)
+	}
+	return nil
+}
+
+// show sets up the run's display of its tasks and notes how the run starts:
+// its ID, steps and directory dir, then notes and the stubbed steps.
+func (r *runner) show(f *plan.Flow, dir string, resumed bool, notes []string) {
 	labels := make([]string, len(r.tasks))
 	for i, t := range r.tasks {
 		labels[i] = t.Label
 	}
+	o := r.o
 	r.Disp = display.New(display.Options{
 		Stdout: o.Stdout, Stderr: o.Stderr, Live: o.Live, Width: o.Width, Height: o.Height,
 		Labels: labels, View: r.StepView, StateColumn: 1,
@@ -264,26 +327,19 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	if resumed {
 		verb = "resuming run"
 	}
-	r.Disp.Note("%s %s of flow %s: %s, at most %d at a time, in %s", verb, id, f.Name, display.Count(len(f.Steps), "step"), o.MaxParallel, display.Rel(dir))
+	r.Disp.Note("%s %s of flow %s: %s, at most %d at a time, in %s", verb, r.Rec.ID, f.Name, display.Count(len(f.Steps), "step"), o.MaxParallel, display.Rel(dir))
 	for _, n := range notes {
 		r.Disp.Note("%s", n)
 	}
-	if len(stubbed) > 0 {
+	if len(r.stubbed) > 0 {
 		var names []string
 		for i := range f.Steps {
-			if stubbed[f.Steps[i].Name] {
+			if r.stubbed[f.Steps[i].Name] {
 				names = append(names, f.Steps[i].Name)
 			}
 		}
 		r.Disp.Note("stubbed, their programs not run (a rehearsal, not a real run): %s", strings.Join(names, ", "))
 	}
-	r.Trace = o.Tracer.Begin(f, id, "local")
-	r.Disp.Start()
-	r.loop(ctx)
-	res, err := r.Finish(ctx.Err() != nil, func(t record.Task) string { return logOf(t.Dir(dir)) })
-	r.Disp.Stop()
-	r.Ended(res.State)
-	return res, err
 }
 
 // CheckStub returns nil when flow f has the step to stub, else an error that

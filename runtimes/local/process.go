@@ -190,25 +190,10 @@ func (r *runner) attempt(ctx context.Context, t *task, n int) outcome {
 
 	argv, env, secrets := r.command(t)
 	red := newRedactor(secrets)
-	var cmd *exec.Cmd
-	if t.Step.Body == plan.BodyRun {
-		// The flow program runs the step, through the same `step NAME` contract
-		// its container uses.
-		cmd = exec.Command(r.o.Program, argv[1:]...)
-		cmd.Args[0] = r.o.Arg0
-	} else {
-		// The program is found in the PATH the step gets, as a container's
-		// is; one this machine lacks fails the step at once.
-		file, err := findProgram(argv[0], envPath(env))
-		if err != nil {
-			return outcome{err: &programError{step: t.Step.Name, program: argv[0], err: err}}
-		}
-		cmd = exec.Command(file, argv[1:]...)
-		cmd.Args[0] = argv[0]
+	cmd, err := r.stepCmd(t, argv, env)
+	if err != nil {
+		return outcome{err: err}
 	}
-	cmd.Env = env
-	newGroup(cmd)
-
 	if err := os.MkdirAll(t.artifacts, 0o755); err != nil {
 		return outcome{err: err}
 	}
@@ -219,16 +204,11 @@ func (r *runner) attempt(ctx context.Context, t *task, n int) outcome {
 	defer errFile.close()
 	// The logs, the lines shown and the error recorded hold no secret value.
 	outLog, errLog := red.writer(outFile), red.writer(errFile)
-	outR, outW, err := os.Pipe()
+	outR, outW, errR, errW, err := outputPipes()
 	if err != nil {
 		return outcome{err: err}
 	}
 	defer outR.Close()
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outW.Close()
-		return outcome{err: err}
-	}
 	defer errR.Close()
 	cmd.Stdout, cmd.Stderr = outW, errW
 	err = deathsig.Start(cmd)
@@ -248,26 +228,9 @@ func (r *runner) attempt(ctx context.Context, t *task, n int) outcome {
 	copying.Go(func() { pump(outR, outLog, stdout) })
 	copying.Go(func() { pump(errR, errLog, stderr) })
 
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-	pgid := cmd.Process.Pid
-	var stopped error
-	select {
-	case err = <-waited:
-	case <-ctx.Done():
-		stopped = context.Cause(ctx)
-		signalGroup(pgid, false)
-		grace := time.NewTimer(r.o.KillGrace)
-		select {
-		case err = <-waited:
-		case <-grace.C:
-			signalGroup(pgid, true)
-			err = <-waited
-		}
-		grace.Stop()
-	}
+	err, stopped := r.wait(ctx, cmd)
 	// Whatever the step left running in its group goes with it.
-	signalGroup(pgid, true)
+	signalGroup(cmd.Process.Pid, true)
 	r.drain(&copying, outR, errR)
 	stdout.flush()
 	stderr.flush()
@@ -287,6 +250,71 @@ func (r *runner) attempt(ctx context.Context, t *task, n int) outcome {
 		o.err = err
 	}
 	return o
+}
+
+// stepCmd returns the process that runs task t's argv with environment env, in
+// a process group of its own. A Command step's program that this machine lacks
+// is an error.
+func (r *runner) stepCmd(t *task, argv, env []string) (*exec.Cmd, error) {
+	var cmd *exec.Cmd
+	if t.Step.Body == plan.BodyRun {
+		// The flow program runs the step, through the same `step NAME` contract
+		// its container uses.
+		cmd = exec.Command(r.o.Program, argv[1:]...)
+		cmd.Args[0] = r.o.Arg0
+	} else {
+		// The program is found in the PATH the step gets, as a container's
+		// is; one this machine lacks fails the step at once.
+		file, err := findProgram(argv[0], envPath(env))
+		if err != nil {
+			return nil, &programError{step: t.Step.Name, program: argv[0], err: err}
+		}
+		cmd = exec.Command(file, argv[1:]...)
+		cmd.Args[0] = argv[0]
+	}
+	cmd.Env = env
+	newGroup(cmd)
+	return cmd, nil
+}
+
+// outputPipes returns a pipe each for a process's standard output and standard
+// error: the ends the runner reads and those the process writes.
+func outputPipes() (outR, outW, errR, errW *os.File, err error) {
+	outR, outW, err = os.Pipe()
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	errR, errW, err = os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, nil, nil, nil, err
+	}
+	return outR, outW, errR, errW, nil
+}
+
+// wait waits for the started process of cmd to exit and returns what Wait
+// returned. When ctx ends first, it sends SIGTERM to the process group, then
+// SIGKILL after the grace period, and stopped is the cause ctx ended with.
+func (r *runner) wait(ctx context.Context, cmd *exec.Cmd) (err, stopped error) {
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	pgid := cmd.Process.Pid
+	select {
+	case err = <-waited:
+	case <-ctx.Done():
+		stopped = context.Cause(ctx)
+		signalGroup(pgid, false)
+		grace := time.NewTimer(r.o.KillGrace)
+		select {
+		case err = <-waited:
+		case <-grace.C:
+			signalGroup(pgid, true)
+			err = <-waited
+		}
+		grace.Stop()
+	}
+	return err, stopped
 }
 
 // drain waits for the output of an ended attempt. A process that left the step's
