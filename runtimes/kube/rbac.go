@@ -16,6 +16,7 @@ import (
 	"github.com/manifoldflow/manifold/placement"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runid"
+	rcluster "github.com/manifoldflow/manifold/runtimes/cluster"
 )
 
 // Need is one thing a run does on the cluster, as the RBAC rule that lets it: one
@@ -212,10 +213,8 @@ func Needs(f *plan.Flow, o Options) ([]Need, []string, error) {
 	if ns == "" {
 		ns = "default"
 		// Without a kubeconfig, the Role is for the default namespace.
-		if cc, _, err := kubeconfigContext(o.Kubeconfig, o.Context); err == nil {
-			if n, _, err := cc.Namespace(); err == nil && n != "" {
-				ns = n
-			}
+		if n, err := rcluster.ContextNamespace(o.Kubeconfig, o.Context); err == nil && n != "" {
+			ns = n
 		}
 	}
 	rp := *f
