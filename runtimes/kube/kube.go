@@ -16,7 +16,9 @@
 // A restarted or unreachable API server does not end the run: requests that get
 // no answer are made again, the display says once that the API server was lost
 // and once that it is back, the informers list anew, and the run carries on; an
-// outage longer than Options.OutageLimit fails it.
+// outage longer than Options.OutageLimit fails it. The connection, that following
+// of outages, the pods' failure messages and the following of their logs are
+// package runtimes/cluster's, which runtimes/argo shares.
 //
 // A run lists, watches and deletes only its own objects: those labelled with its
 // flow, ID and UID together (runSelector), and it refuses to start beside objects

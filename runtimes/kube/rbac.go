@@ -140,7 +140,7 @@ func needs(sh runShape) []Need {
 	out = append(out,
 		// watch.go: the pods' informer.
 		need("", "pods", []string{"list", "watch"}, "follow the steps' pods: their progress, nodes, exit codes and why they wait"),
-		// logfollow.go: streamed, and the tail of a failed pod's.
+		// runtimes/cluster logfollow.go: streamed, and the tail of a failed pod's.
 		need("", "pods/log", []string{"get"}, "stream the steps' output"),
 		// loop.go warning.
 		need("", "events", []string{"list"}, "say why a step's "+kindOf(as)+" makes no pods (a quota, a webhook)"),
