@@ -20,6 +20,7 @@ import (
 	"github.com/manifoldflow/manifold/image/built"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runid"
+	"github.com/manifoldflow/manifold/runtimes/cluster"
 	"github.com/manifoldflow/manifold/runtimes/dag"
 	"github.com/manifoldflow/manifold/runtimes/kube"
 	"github.com/manifoldflow/manifold/runtimes/record"
@@ -143,7 +144,7 @@ func runKube(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
 	defer endTracing()
 	// The cluster first: an unreachable one fails the run in seconds, before
 	// the image is built and pushed.
-	if err := kube.Reachable(c.Context, kube.Options{
+	if err := cluster.Reachable(c.Context, cluster.Options{
 		Kubeconfig: c.String("kubeconfig"),
 		Context:    c.String("context"),
 		Namespace:  c.String("namespace"),
@@ -225,7 +226,7 @@ func hasRunSteps(p *plan.Flow) bool {
 // cluster when the context is a kind cluster's (kind-NAME), else pushed to --image
 // (or the flow's own image), for nodes to pull by digest.
 func build(c *ucli.Context, flow *sdk.Flow) (*built.Record, error) {
-	ctxName, err := kube.ContextName(c.String("kubeconfig"), c.String("context"))
+	ctxName, err := cluster.ContextName(c.String("kubeconfig"), c.String("context"))
 	if err != nil {
 		return nil, invalidErr(err)
 	}

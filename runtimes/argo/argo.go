@@ -49,7 +49,7 @@ import (
 	"github.com/manifoldflow/manifold/emit"
 	eargo "github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/plan"
-	"github.com/manifoldflow/manifold/runtimes/kube"
+	"github.com/manifoldflow/manifold/runtimes/cluster"
 	"github.com/manifoldflow/manifold/runtimes/tracing"
 )
 
@@ -95,7 +95,7 @@ var deployedKinds = []schema.GroupVersionResource{configMapGVR, claimTemplateGVR
 // Options say which cluster the runtime uses, and how a followed run is shown.
 type Options struct {
 	// Kubeconfig, Context and Namespace name the cluster and the namespace of
-	// a flow whose steps have none, as for run --kube (kube.Options); QPS and
+	// a flow whose steps have none, as for run --kube (cluster.Options); QPS and
 	// Burst limit the requests made to the API server.
 	Kubeconfig, Context, Namespace string
 	QPS                            float32
@@ -132,7 +132,7 @@ type Options struct {
 // Client acts on one flow's objects on a cluster that runs Argo Workflows.
 type Client struct {
 	o    Options
-	conn *kube.Conn
+	conn *cluster.Conn
 	f    *plan.Flow
 	// ns is where the flow's objects and Workflows are.
 	ns string
@@ -156,7 +156,7 @@ func Connect(ctx context.Context, f *plan.Flow, o Options) (*Client, error) {
 	if o.Force == nil {
 		o.Force = context.Background()
 	}
-	conn, err := kube.Connect(ctx, kube.Options{Kubeconfig: o.Kubeconfig, Context: o.Context, Namespace: o.Namespace, QPS: o.QPS, Burst: o.Burst})
+	conn, err := cluster.Connect(ctx, cluster.Options{Kubeconfig: o.Kubeconfig, Context: o.Context, Namespace: o.Namespace, QPS: o.QPS, Burst: o.Burst})
 	if err != nil {
 		return nil, err
 	}

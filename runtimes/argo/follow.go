@@ -20,9 +20,9 @@ import (
 	eargo "github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/internal/kubeclient"
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/cluster"
 	"github.com/manifoldflow/manifold/runtimes/dag"
 	"github.com/manifoldflow/manifold/runtimes/display"
-	"github.com/manifoldflow/manifold/runtimes/kube"
 	"github.com/manifoldflow/manifold/runtimes/record"
 )
 
@@ -55,7 +55,7 @@ type follower struct {
 	suspended, stopping bool
 
 	// logs follows the pods' logs; logCtx ends the informers.
-	logs    *kube.LogFollower
+	logs    *cluster.LogFollower
 	logCtx  context.Context
 	logStop context.CancelFunc
 }
@@ -157,7 +157,7 @@ func (c *Client) Follow(ctx context.Context, name string) (*dag.Result, error) {
 		Stdout: o.Stdout, Stderr: o.Stderr, Live: o.Live, Width: o.Width, Height: o.Height,
 		Labels: labels, View: f.view, StateColumn: 1,
 	})
-	f.logs = kube.NewLogFollower(f.Disp, dir, func(ns string) kube.PodLogs { return c.conn.Client.CoreV1().Pods(ns) })
+	f.logs = cluster.NewLogFollower(f.Disp, dir, func(ns string) cluster.PodLogs { return c.conn.Client.CoreV1().Pods(ns) })
 	if err := f.watch(); err != nil {
 		return nil, err
 	}
@@ -510,7 +510,7 @@ func runningSince(p *corev1.Pod) (time.Time, bool) {
 }
 
 // failure says why the attempt of u that node a ran failed: as run --kube says
-// it of the attempt's pod (kube.PodFailure), with its last log lines; from
+// it of the attempt's pod (cluster.PodFailure), with its last log lines; from
 // Argo's node when the pod was never seen.
 func (f *follower) failure(u *unit, w *wfv1.Workflow, a wfv1.NodeStatus, pods map[string]*corev1.Pod) (string, string, *int) {
 	p := pods[a.ID]
@@ -525,7 +525,7 @@ func (f *follower) failure(u *unit, w *wfv1.Workflow, a wfv1.NodeStatus, pods ma
 		}
 		return msg, string(a.Phase), nil
 	}
-	msg, reason, code := kube.PodFailure(p, u.Step)
+	msg, reason, code := cluster.PodFailure(p, u.Step)
 	if code == nil && a.Message != "" {
 		msg += " (Argo: " + a.Message + ")"
 	}

@@ -20,9 +20,9 @@ import (
 
 	"github.com/manifoldflow/manifold/internal/kubeclient"
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/cluster"
 	"github.com/manifoldflow/manifold/runtimes/dag"
 	"github.com/manifoldflow/manifold/runtimes/display"
-	"github.com/manifoldflow/manifold/runtimes/kube"
 	"github.com/manifoldflow/manifold/runtimes/record"
 )
 
@@ -68,10 +68,10 @@ func TestFollowLogsPerPod(t *testing.T) {
 	}
 	dir := t.TempDir()
 	flow := &plan.Flow{Name: "x", Steps: []plan.Step{{Name: "a"}, {Name: "b", After: []string{"a"}}}}
-	f := &follower{Run: dag.New(flow, "wf", dir), c: &Client{conn: &kube.Conn{Client: cs}}, byKey: map[string]*unit{}, lastPod: map[string]*corev1.Pod{}}
+	f := &follower{Run: dag.New(flow, "wf", dir), c: &Client{conn: &cluster.Conn{Client: cs}}, byKey: map[string]*unit{}, lastPod: map[string]*corev1.Pod{}}
 	var out bytes.Buffer
 	f.Disp = display.New(display.Options{Stdout: &out})
-	f.logs = kube.NewLogFollower(f.Disp, dir, func(ns string) kube.PodLogs { return cs.CoreV1().Pods(ns) })
+	f.logs = cluster.NewLogFollower(f.Disp, dir, func(ns string) cluster.PodLogs { return cs.CoreV1().Pods(ns) })
 	w := &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: "wf", Namespace: "ns"}}
 	pod := func(step string, state corev1.ContainerState) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "wf-" + step, Namespace: "ns", UID: types.UID("uid-" + step)},

@@ -16,8 +16,8 @@ import (
 
 	eargo "github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/cluster"
 	"github.com/manifoldflow/manifold/runtimes/display"
-	"github.com/manifoldflow/manifold/runtimes/kube"
 )
 
 // Status is a run of the flow on the cluster as Show tells it.
@@ -78,7 +78,7 @@ func (c *Client) Show(ctx context.Context, name string) (*Status, error) {
 				row.Node, row.Pod = last.HostNodeName, podName(w, last)
 				if p := pods[last.ID]; p != nil {
 					if p.Status.Phase == corev1.PodFailed {
-						row.Message, _, _ = kube.PodFailure(p, s)
+						row.Message, _, _ = cluster.PodFailure(p, s)
 					}
 				}
 			}
@@ -257,7 +257,7 @@ func (c *Client) Logs(ctx context.Context, name, step string, w io.Writer) error
 				fmt.Fprintf(w, "%s: pod %s is no longer on the cluster (Argo's pod garbage collection, or deleted)\n", p.label, podName(p.wf, a))
 				continue
 			}
-			if !kube.PodStarted(pod) {
+			if !cluster.PodStarted(pod) {
 				fmt.Fprintf(w, "%s: pod %s has not started\n", p.label, pod.Name)
 				continue
 			}

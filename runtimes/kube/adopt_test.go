@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/manifoldflow/manifold/plan"
+	rcluster "github.com/manifoldflow/manifold/runtimes/cluster"
 	"github.com/manifoldflow/manifold/runtimes/record"
 )
 
@@ -77,8 +78,8 @@ func TestNodeDeletedFailure(t *testing.T) {
 	if p == nil {
 		t.Fatal("no failed pod among the pods the unit saw")
 	}
-	msg, reason, code := podFailure(p, s)
-	if msg != "pod work-1 on node n1: node deleted" || reason != ReasonNodeDeleted || code != nil {
+	msg, reason, code := rcluster.PodFailure(p, s)
+	if msg != "pod work-1 on node n1: node deleted" || reason != rcluster.ReasonNodeDeleted || code != nil {
 		t.Errorf("podFailure: %q, %q, %v", msg, reason, code)
 	}
 
@@ -88,7 +89,7 @@ func TestNodeDeletedFailure(t *testing.T) {
 	if p == nil {
 		t.Fatal("a pod deleted while it ran is not told as failed")
 	}
-	if msg, reason, _ := podFailure(p, s); msg != "pod work-1 on node n1: Deleted: the pod was deleted before it ended" || reason != "Deleted" {
+	if msg, reason, _ := rcluster.PodFailure(p, s); msg != "pod work-1 on node n1: Deleted: the pod was deleted before it ended" || reason != "Deleted" {
 		t.Errorf("podFailure of a deleted pod: %q, %q", msg, reason)
 	}
 	if running.Status.Phase != corev1.PodRunning {
@@ -101,7 +102,7 @@ func TestNodeDeletedFailure(t *testing.T) {
 	evicted.Status.Conditions = []corev1.PodCondition{{
 		Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "PreemptionByScheduler", Message: "preempted by a pod of higher priority",
 	}}
-	if msg, _, _ := podFailure(evicted, s); msg != "pod work-1 on node n1: PreemptionByScheduler: preempted by a pod of higher priority" {
+	if msg, _, _ := rcluster.PodFailure(evicted, s); msg != "pod work-1 on node n1: PreemptionByScheduler: preempted by a pod of higher priority" {
 		t.Errorf("podFailure of a preempted pod: %q", msg)
 	}
 }

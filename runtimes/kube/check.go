@@ -45,13 +45,13 @@ func Check(ctx context.Context, f *plan.Flow, o Options) (*placement.Report, err
 		return nil, err
 	}
 	if o.As == AsJobSet {
-		if err := c.served(jobSetGVR, "install the JobSet controller, or check with --as job"); err != nil {
+		if err := c.Served(jobSetGVR, "install the JobSet controller, or check with --as job"); err != nil {
 			return nil, err
 		}
 	}
 	rp, _ := placement.Resolve(f, report)
 	rp.Run, rp.Schedule = runid.New(time.Now()), ""
-	units, errs := plan2units(rp, o.As, c.namespace)
+	units, errs := plan2units(rp, o.As, c.Namespace)
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
@@ -92,12 +92,12 @@ var errNodesForbidden = errors.New("nodes forbidden")
 // drivers publish), has placement plan f on them, and refuses the steps whose
 // installed claim templates or queues the cluster lacks.
 func (c *cluster) check(ctx context.Context, f *plan.Flow) (*placement.Report, error) {
-	list, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	list, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if apierrors.IsForbidden(err) {
-		return nil, fmt.Errorf("%w: "+"RBAC on the cluster at %s (context %s) does not let this user list nodes, which checking where steps can run needs: ask a cluster admin for a ClusterRole granting list on nodes", errNodesForbidden, c.host, c.context)
+		return nil, fmt.Errorf("%w: "+"RBAC on the cluster at %s (context %s) does not let this user list nodes, which checking where steps can run needs: ask a cluster admin for a ClusterRole granting list on nodes", errNodesForbidden, c.Host, c.Context)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("listing the nodes of the cluster at %s: %w", c.host, err)
+		return nil, fmt.Errorf("listing the nodes of the cluster at %s: %w", c.Host, err)
 	}
 	var inv *placement.Inventory
 	if placement.NeedsDevices(f) {
@@ -105,7 +105,7 @@ func (c *cluster) check(ctx context.Context, f *plan.Flow) (*placement.Report, e
 			return nil, err
 		}
 	}
-	r := placement.Plan(f, list.Items, inv, c.host, c.context)
+	r := placement.Plan(f, list.Items, inv, c.Host, c.Context)
 	if err := c.installedClaims(ctx, f, r); err != nil {
 		return nil, err
 	}

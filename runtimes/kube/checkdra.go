@@ -27,25 +27,25 @@ var errDRAForbidden = errors.New("DRA objects forbidden")
 // devices by node and class (placement.NewInventory).
 func (c *cluster) inventory(ctx context.Context) (*placement.Inventory, error) {
 	forbidden := func(what string) error {
-		return fmt.Errorf("%w: RBAC on the cluster at %s (context %s) does not let this user list %s, which checking where DRA steps can run needs: ask a cluster admin for a ClusterRole granting list on deviceclasses and resourceslices (resource.k8s.io)", errDRAForbidden, c.host, c.context, what)
+		return fmt.Errorf("%w: RBAC on the cluster at %s (context %s) does not let this user list %s, which checking where DRA steps can run needs: ask a cluster admin for a ClusterRole granting list on deviceclasses and resourceslices (resource.k8s.io)", errDRAForbidden, c.Host, c.Context, what)
 	}
-	classes, err := c.client.ResourceV1().DeviceClasses().List(ctx, metav1.ListOptions{})
+	classes, err := c.Client.ResourceV1().DeviceClasses().List(ctx, metav1.ListOptions{})
 	switch {
 	case apierrors.IsForbidden(err):
 		return nil, forbidden("deviceclasses")
 	case apierrors.IsNotFound(err):
 		classes = &resourcev1.DeviceClassList{} // no resource.k8s.io/v1: no classes
 	case err != nil:
-		return nil, fmt.Errorf("listing the DeviceClasses of the cluster at %s: %w", c.host, err)
+		return nil, fmt.Errorf("listing the DeviceClasses of the cluster at %s: %w", c.Host, err)
 	}
-	slices, err := c.client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+	slices, err := c.Client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
 	switch {
 	case apierrors.IsForbidden(err):
 		return nil, forbidden("resourceslices")
 	case apierrors.IsNotFound(err):
 		slices = &resourcev1.ResourceSliceList{}
 	case err != nil:
-		return nil, fmt.Errorf("listing the ResourceSlices of the cluster at %s: %w", c.host, err)
+		return nil, fmt.Errorf("listing the ResourceSlices of the cluster at %s: %w", c.Host, err)
 	}
 	return placement.NewInventory(classes.Items, slices.Items), nil
 }
@@ -62,7 +62,7 @@ func (c *cluster) installedClaims(ctx context.Context, f *plan.Flow, r *placemen
 		}
 		ns := s.Namespace
 		if ns == "" {
-			ns = c.namespace
+			ns = c.Namespace
 		}
 		missing, err := c.missingTemplates(ctx, s, ns)
 		if err != nil {
@@ -91,7 +91,7 @@ func (c *cluster) claimTemplatesExist(ctx context.Context, units []*unit) error 
 			return err
 		}
 		if len(missing) > 0 {
-			return fmt.Errorf("step %s claims from the ResourceClaimTemplate %s (sdk.Claim), which does not exist in namespace %s on the cluster at %s: ask the platform team to install it there, or run in the namespace that has it (--namespace)", u.Step.Name, strings.Join(missing, ", "), u.ns, c.host)
+			return fmt.Errorf("step %s claims from the ResourceClaimTemplate %s (sdk.Claim), which does not exist in namespace %s on the cluster at %s: ask the platform team to install it there, or run in the namespace that has it (--namespace)", u.Step.Name, strings.Join(missing, ", "), u.ns, c.Host)
 		}
 	}
 	return nil
@@ -103,7 +103,7 @@ func (c *cluster) claimTemplatesExist(ctx context.Context, units []*unit) error 
 func (c *cluster) missingTemplates(ctx context.Context, s *plan.Step, ns string) ([]string, error) {
 	var missing []string
 	for _, name := range s.DRA.Templates {
-		_, err := c.client.ResourceV1().ResourceClaimTemplates(ns).Get(ctx, name, metav1.GetOptions{})
+		_, err := c.Client.ResourceV1().ResourceClaimTemplates(ns).Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			missing = append(missing, name)

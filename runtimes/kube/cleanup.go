@@ -24,8 +24,8 @@ var background = metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropag
 // deleteUnit deletes unit u's objects, last (the Job or JobSet) first.
 func (r *runner) deleteUnit(ctx context.Context, u *unit) error {
 	for _, o := range slices.Backward(u.objects) {
-		err := r.c.retry(ctx, func(ctx context.Context) error {
-			return r.c.dynamic.Resource(o.gvr).Namespace(u.ns).Delete(ctx, o.u.GetName(), foreground)
+		err := r.c.Retry(ctx, func(ctx context.Context) error {
+			return r.c.Dynamic.Resource(o.gvr).Namespace(u.ns).Delete(ctx, o.u.GetName(), foreground)
 		})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting %s %s: %w", o.u.GetKind(), o.u.GetName(), err)
@@ -96,8 +96,8 @@ const (
 // left.
 func (r *runner) deleteCollections(ctx context.Context, gvr schema.GroupVersionResource, ns string, opts metav1.DeleteOptions, selectors []string) {
 	inParallel(len(selectors), cleanupWorkers, func(i int) {
-		err := r.c.retry(ctx, func(ctx context.Context) error {
-			return r.c.dynamic.Resource(gvr).Namespace(ns).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: selectors[i]})
+		err := r.c.Retry(ctx, func(ctx context.Context) error {
+			return r.c.Dynamic.Resource(gvr).Namespace(ns).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: selectors[i]})
 		})
 		if err != nil && !apierrors.IsNotFound(err) {
 			r.Disp.Note("deleting the run's %s in %s: %v", gvr.Resource, ns, err)

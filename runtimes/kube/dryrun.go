@@ -123,9 +123,9 @@ func (c *cluster) dryRun(ctx context.Context, units []*unit) ([]Refusal, []strin
 	if err != nil {
 		return nil, nil, err
 	}
-	rc := rest.CopyConfig(c.config)
-	rc.QPS = dryRunRateTimes * c.config.QPS
-	rc.Burst = max(c.config.Burst, int(rc.QPS))
+	rc := rest.CopyConfig(c.Config)
+	rc.QPS = dryRunRateTimes * c.Config.QPS
+	rc.Burst = max(c.Config.Burst, int(rc.QPS))
 	// What admission only warns of (a Pod Security warn level) is said again
 	// when the run creates its objects.
 	rc.WarningHandler = rest.NoWarnings{}
@@ -156,7 +156,7 @@ func (c *cluster) dryRun(ctx context.Context, units []*unit) ([]Refusal, []strin
 		}
 		var status apierrors.APIStatus
 		if !errors.As(err, &status) {
-			return nil, nil, fmt.Errorf("dry-running the %s of step %s on the cluster at %s: %w", a.what, a.unit.Label, c.host, err)
+			return nil, nil, fmt.Errorf("dry-running the %s of step %s on the cluster at %s: %w", a.what, a.unit.Label, c.Host, err)
 		}
 		r, note := c.explain(ctx, a, status.Status(), limitRanges)
 		if note != "" {
@@ -425,7 +425,7 @@ func (c *cluster) explain(ctx context.Context, a ask, st metav1.Status, limitRan
 			}
 		}
 	case apierrors.IsNotFound(&apierrors.StatusError{ErrStatus: st}) && st.Details != nil && st.Details.Kind == "namespaces":
-		r.By = "the cluster at " + c.host
+		r.By = "the cluster at " + c.Host
 		r.Todo = "create the namespace (`kubectl create namespace " + ns + "`), or pass --namespace"
 		r.Message = "namespace " + ns + " does not exist"
 	case apierrors.IsForbidden(&apierrors.StatusError{ErrStatus: st}) && strings.Contains(msg, "cannot create resource"):
@@ -434,7 +434,7 @@ func (c *cluster) explain(ctx context.Context, a ask, st metav1.Status, limitRan
 		r.By = "the API server's validation"
 		r.Todo = "fix the option behind the field it names"
 	default:
-		r.By = "the cluster at " + c.host
+		r.By = "the cluster at " + c.Host
 		r.Todo = "fix what it names, or ask the cluster's admins"
 	}
 	r.Field = strings.Join(fields, ", ")
@@ -485,7 +485,7 @@ func (c *cluster) limitRangeNames(ctx context.Context, ns string, cache map[stri
 		return by
 	}
 	by := "a LimitRange of namespace " + ns
-	if list, err := c.client.CoreV1().LimitRanges(ns).List(ctx, metav1.ListOptions{}); err == nil && len(list.Items) > 0 {
+	if list, err := c.Client.CoreV1().LimitRanges(ns).List(ctx, metav1.ListOptions{}); err == nil && len(list.Items) > 0 {
 		var names []string
 		for _, l := range list.Items {
 			names = append(names, l.Name)

@@ -18,7 +18,7 @@ func DryRun(ctx context.Context, f *plan.Flow, o Options) ([]Refusal, []string, 
 	}
 	rp := *f
 	rp.Run = runid.New(time.Now())
-	units, errs := plan2units(&rp, AsJob, c.namespace)
+	units, errs := plan2units(&rp, AsJob, c.Namespace)
 	if len(errs) > 0 {
 		return nil, nil, 0, errs.ToAggregate()
 	}
@@ -43,7 +43,7 @@ func Preflight(ctx context.Context, f *plan.Flow, o Options) ([]string, error) {
 	}
 	rp := *f
 	rp.Run = runid.New(time.Now())
-	units, errs := plan2units(&rp, as, c.namespace)
+	units, errs := plan2units(&rp, as, c.Namespace)
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}

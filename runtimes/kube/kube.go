@@ -16,7 +16,9 @@
 // A restarted or unreachable API server does not end the run: requests that get
 // no answer are made again, the display says once that the API server was lost
 // and once that it is back, the informers list anew, and the run carries on; an
-// outage longer than Options.OutageLimit fails it.
+// outage longer than Options.OutageLimit fails it. The connection, that following
+// of outages, the pods' failure messages and the following of their logs are
+// package runtimes/cluster's, which runtimes/argo shares.
 //
 // A run lists, watches and deletes only its own objects: those labelled with its
 // flow, ID and UID together (runSelector), and it refuses to start beside objects
@@ -44,12 +46,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/emit/jobset"
 	"github.com/manifoldflow/manifold/placement"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runid"
+	rcluster "github.com/manifoldflow/manifold/runtimes/cluster"
 	"github.com/manifoldflow/manifold/runtimes/dag"
 	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/runtimes/record"
@@ -72,13 +74,13 @@ const (
 	DefaultPendingGrace = 2 * time.Minute
 	// DefaultCleanupTimeout bounds the wait for a run's objects to be deleted.
 	DefaultCleanupTimeout = 2 * time.Minute
+	// DefaultOutageLimit bounds how long a run waits for an API server that
+	// stopped answering before it fails (Options.OutageLimit).
+	DefaultOutageLimit = 10 * time.Minute
 	// DefaultQPS and DefaultBurst limit the requests a run or check makes to the
-	// API server: client-go's token bucket, DefaultQPS requests a second on
-	// average with bursts of DefaultBurst. The runner watches rather than polls,
-	// so these bound the creation and deletion of a wide fan-out; they leave room
-	// for the cluster's own controllers on a shared API server.
-	DefaultQPS   = 50
-	DefaultBurst = 100
+	// API server (rcluster.DefaultQPS and DefaultBurst).
+	DefaultQPS   = rcluster.DefaultQPS
+	DefaultBurst = rcluster.DefaultBurst
 )
 
 // Options say which cluster a flow runs on, and how.
@@ -252,10 +254,10 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	}
 	// From here on the run outlives an API server that stops answering for a
 	// while: requests are made again, and the run waits for it.
-	if err := c.follow(o.OutageLimit); err != nil {
+	if err := c.Follow(o.OutageLimit); err != nil {
 		return nil, err
 	}
-	defer c.reach.stop()
+	defer c.StopFollowing()
 	dir, lk, err := record.Open(p.root, id)
 	if err != nil {
 		return nil, err
@@ -273,7 +275,7 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer r.w.stop()
-	c.reach.setKick(r.w.kick)
+	c.OnBack(r.w.kick)
 	r.logs = newLogs(r)
 	if err := r.adopt(ctx, resumed); err != nil {
 		return nil, err
@@ -351,7 +353,7 @@ func (c *cluster) prepare(ctx context.Context, f *plan.Flow, o Options, id strin
 	p := &prepared{f: f, rp: *f, root: root, notes: notes}
 	p.rp.Run, p.rp.RunUID, p.rp.Schedule = id, uid, ""
 	var errs field.ErrorList
-	if p.units, errs = plan2units(&p.rp, o.As, c.namespace); len(errs) > 0 {
+	if p.units, errs = plan2units(&p.rp, o.As, c.Namespace); len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
 	p.steps = stepInfos(&p.rp, o.As, o.Build)
@@ -440,7 +442,7 @@ func (c *cluster) admit(ctx context.Context, p *prepared, units []*unit) error {
 		return err
 	}
 	if len(refusals) > 0 {
-		return &RefusedError{Cluster: c.host, Refusals: refusals}
+		return &RefusedError{Cluster: c.Host, Refusals: refusals}
 	}
 	for _, n := range dryNotes {
 		if !slices.Contains(p.notes, n) {
@@ -493,13 +495,13 @@ func (r *runner) show(p *prepared, resumed bool) {
 		Stdout: o.Stdout, Stderr: o.Stderr, Live: o.Live, Width: o.Width, Height: o.Height,
 		Labels: labels, View: r.view, StateColumn: 1,
 	})
-	c.reach.setSay(r.Disp.Note)
+	c.SayTo(r.Disp.Note)
 	verb := "run"
 	if resumed {
 		verb = "resuming run"
 	}
 	r.Disp.Note("%s %s of flow %s: %s as %ss in namespace %s of %s (context %s); record in %s",
-		verb, r.ID, f.Name, display.Count(len(f.Steps), "step"), kindOf(o.As), strings.Join(p.namespaces, ", "), c.host, c.context, display.Rel(r.Dir))
+		verb, r.ID, f.Name, display.Count(len(f.Steps), "step"), kindOf(o.As), strings.Join(p.namespaces, ", "), c.Host, c.Context, display.Rel(r.Dir))
 	if f.Schedule != "" {
 		r.Disp.Note("the flow's schedule (%s) does not apply: run --kube runs it once, now", f.Schedule)
 	}
@@ -620,10 +622,10 @@ func (r *runner) open(ctx context.Context, now time.Time, steps []record.StepInf
 	for _, p := range r.Flow.Params {
 		params[p.Name] = p.Value
 	}
-	ns := r.c.namespace
+	ns := r.c.Namespace
 	r.Rec = record.Record{
 		Flow: r.Flow.Name, ID: r.ID, UID: r.Flow.RunUID, State: record.Running, Start: now.UTC(), PID: os.Getpid(), Params: params,
-		Runtime: record.Kube, Cluster: r.c.host, Context: r.c.context, Namespace: ns, As: r.o.As,
+		Runtime: record.Kube, Cluster: r.c.Host, Context: r.c.Context, Namespace: ns, As: r.o.As,
 	}
 	if a := r.Flow.Artifacts; a != nil {
 		r.Rec.Artifacts = &record.Artifacts{URL: a.URL, Endpoint: a.Endpoint, Claim: a.Claim}
@@ -690,9 +692,9 @@ func (r *runner) resumable(prev *record.Record, params map[string]string) error 
 	switch {
 	case prev.Runtime != record.Kube:
 		return fmt.Errorf("run %s ran on this machine: resume it with `run --run-id %s` (without --kube), or start a new cluster run", prev.ID, prev.ID)
-	case prev.Cluster != r.c.host:
-		return fmt.Errorf("run %s ran on the cluster at %s, not %s: resume it with --context %s", prev.ID, prev.Cluster, r.c.host, prev.Context)
-	case prev.Namespace != r.c.namespace:
+	case prev.Cluster != r.c.Host:
+		return fmt.Errorf("run %s ran on the cluster at %s, not %s: resume it with --context %s", prev.ID, prev.Cluster, r.c.Host, prev.Context)
+	case prev.Namespace != r.c.Namespace:
 		return fmt.Errorf("run %s ran in namespace %s: resume it with --namespace %s", prev.ID, prev.Namespace, prev.Namespace)
 	case prev.As != r.o.As:
 		return fmt.Errorf("run %s ran as %s: resume it with --as %s", prev.ID, prev.As, prev.As)
@@ -703,9 +705,4 @@ func (r *runner) resumable(prev *record.Record, params map[string]string) error 
 // rankLabel is the output label of node rank of a multi-node unit.
 func rankLabel(label string, rank int) string {
 	return label + "/" + strconv.Itoa(rank)
-}
-
-// podRank returns the node rank of a pod of a multi-node step.
-func podRank(p *corev1.Pod) string {
-	return p.Annotations[emit.CompletionIndexAnnotation]
 }

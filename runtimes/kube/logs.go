@@ -7,7 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/manifoldflow/manifold/plan"
+	rcluster "github.com/manifoldflow/manifold/runtimes/cluster"
 )
 
 // replicatedJobLabel names, on a JobSet's pods, their replicated job.
@@ -19,15 +19,15 @@ const replicatedJobLabel = "jobset.sigs.k8s.io/replicatedjob-name"
 type logs struct {
 	r    *runner
 	once sync.Once
-	f    *LogFollower
+	f    *rcluster.LogFollower
 }
 
 func newLogs(r *runner) *logs { return &logs{r: r} }
 
 // follower returns the run's LogFollower, made when the display is.
-func (l *logs) follower() *LogFollower {
+func (l *logs) follower() *rcluster.LogFollower {
 	l.once.Do(func() {
-		l.f = NewLogFollower(l.r.Disp, l.r.Dir, func(ns string) PodLogs { return l.r.c.client.CoreV1().Pods(ns) })
+		l.f = rcluster.NewLogFollower(l.r.Disp, l.r.Dir, func(ns string) rcluster.PodLogs { return l.r.c.Client.CoreV1().Pods(ns) })
 	})
 	return l.f
 }
@@ -40,16 +40,6 @@ func (l *logs) follow(_ context.Context, u *unit, pods []*corev1.Pod) {
 	}
 }
 
-// started reports whether p's step container runs or has run.
-func started(p *corev1.Pod) bool {
-	for _, cs := range p.Status.ContainerStatuses {
-		if cs.Name == plan.ContainerName && (cs.State.Running != nil || cs.State.Terminated != nil) {
-			return true
-		}
-	}
-	return false
-}
-
 // label is the prefix of p's lines: the unit's label, the foreach item of a
 // JobSet's replicated job, and a multi-node step's rank.
 func (l *logs) label(u *unit, p *corev1.Pod) string {
@@ -58,7 +48,7 @@ func (l *logs) label(u *unit, p *corev1.Pod) string {
 		label += "[" + strings.TrimPrefix(rj, "item") + "]"
 	}
 	if u.Step.Nodes > 1 {
-		label += "/" + podRank(p)
+		label += "/" + rcluster.PodRank(p)
 	}
 	return label
 }
@@ -72,11 +62,4 @@ func (l *logs) tail(ctx context.Context, p *corev1.Pod) string {
 // stop ends the streams, waiting a moment for them to write what they read.
 func (l *logs) stop() {
 	l.follower().Stop()
-}
-
-func oneLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/manifoldflow/manifold/plan"
+	rcluster "github.com/manifoldflow/manifold/runtimes/cluster"
 	"github.com/manifoldflow/manifold/runtimes/dag"
 	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/runtimes/record"
@@ -102,16 +103,16 @@ func adopted(t *record.Task, ob observed, now time.Time) {
 // change costs the same however many steps the run has.
 func (r *runner) loop(ctx context.Context) bool {
 	for {
-		if err := r.c.reach.givenUp(); err != nil {
+		if err := r.c.GivenUp(); err != nil {
 			r.lost(err)
 			return false
 		}
-		if outages := r.c.reach.takeOutages(); len(outages) > 0 {
+		if outages := r.c.TakeOutages(); len(outages) > 0 {
 			r.recover(ctx, outages)
 		}
 		// While the API server is lost the caches stand still: what they
 		// hold was true, but nothing is decided by how long it has lasted.
-		if _, down := r.c.reach.down(); !down {
+		if _, down := r.c.Down(); !down {
 			r.evaluate(ctx, r.touched())
 			r.release(ctx)
 		}
@@ -216,7 +217,7 @@ func (r *runner) release(ctx context.Context) {
 		switch {
 		case refused[i] == nil:
 			r.Disp.Event(u.Label, false, "%s %s created", u.kind, u.name)
-		case ctx.Err() != nil || r.c.reach.givenUp() != nil:
+		case ctx.Err() != nil || r.c.GivenUp() != nil:
 			// The loop ends the run.
 		default:
 			r.fail(u, refused[i].Error(), "Refused", nil)
@@ -240,8 +241,8 @@ func (r *runner) create(ctx context.Context, u *unit) error {
 		// A create made again after one that got no answer may find the object
 		// made by the first: it is the run's own when it carries the run's
 		// labels (existing).
-		err := r.c.retry(ctx, func(ctx context.Context) error {
-			_, err := r.c.dynamic.Resource(o.gvr).Namespace(u.ns).Create(ctx, o.u, metav1.CreateOptions{FieldValidation: "Strict"})
+		err := r.c.Retry(ctx, func(ctx context.Context) error {
+			_, err := r.c.Dynamic.Resource(o.gvr).Namespace(u.ns).Create(ctx, o.u, metav1.CreateOptions{FieldValidation: "Strict"})
 			return err
 		})
 		switch {
@@ -294,7 +295,7 @@ func (r *runner) evaluate(ctx context.Context, units []*unit) {
 			}
 			if p := failedPod(pods); p != nil {
 				var pm string
-				pm, reason, code = podFailure(p, u.Step)
+				pm, reason, code = rcluster.PodFailure(p, u.Step)
 				msg = pm + "; " + u.kind + " " + msg
 				if ob.reason == batchv1.JobReasonDeadlineExceeded {
 					// The step's Timeout ended it: its pod was killed (and
@@ -322,7 +323,7 @@ func (r *runner) evaluate(ctx context.Context, units []*unit) {
 		if n := r.Task(u.Unit).Attempts; ob.attempt > n {
 			why := "a pod failed"
 			if p := failedPod(pods); p != nil {
-				why, _, _ = podFailure(p, u.Step)
+				why, _, _ = rcluster.PodFailure(p, u.Step)
 			}
 			r.Retried(u.Unit, n, why, ob.attempt)
 		}
@@ -471,7 +472,7 @@ func (r *runner) awaitAbandoned(ctx context.Context) {
 func (r *runner) warning(u *unit) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	list, err := r.c.client.CoreV1().Events(u.ns).List(ctx, metav1.ListOptions{
+	list, err := r.c.Client.CoreV1().Events(u.ns).List(ctx, metav1.ListOptions{
 		FieldSelector: "involvedObject.name=" + u.name + ",type=Warning",
 	})
 	if err != nil || len(list.Items) == 0 {
@@ -545,17 +546,17 @@ func (r *runner) finish(ctx context.Context, interrupted bool) (*Result, error) 
 	r.Disp.Stop()
 	switch {
 	case r.o.Keep:
-		r.Disp.Note("kept the run's objects: `kubectl delete %s -l %s -n %s` removes them", r.kinds(), r.selector(), r.c.namespace)
+		r.Disp.Note("kept the run's objects: `kubectl delete %s -l %s -n %s` removes them", r.kinds(), r.selector(), r.c.Namespace)
 	case res.State == record.Failed:
 		r.Disp.Note("left the run's objects for inspection: `kubectl get %s,pods -l %s -n %s`; `kubectl delete %s -l %s -n %s` removes them",
-			r.kinds(), r.selector(), r.c.namespace, r.kinds(), r.selector(), r.c.namespace)
+			r.kinds(), r.selector(), r.c.Namespace, r.kinds(), r.selector(), r.c.Namespace)
 	default:
 		if interrupted {
 			r.Disp.Note("deleting what run %s created (Ctrl-C again to stop waiting)", r.ID)
 		}
 		res.Left = r.cleanup(ctx, res.State == record.Succeeded)
 		if len(res.Left) > 0 {
-			r.Disp.Note("left on the cluster: %s; `kubectl delete %s -l %s -n %s` removes them", strings.Join(res.Left, ", "), r.kinds(), r.selector(), r.c.namespace)
+			r.Disp.Note("left on the cluster: %s; `kubectl delete %s -l %s -n %s` removes them", strings.Join(res.Left, ", "), r.kinds(), r.selector(), r.c.Namespace)
 		}
 	}
 	r.Ended(res.State)

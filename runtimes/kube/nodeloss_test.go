@@ -16,7 +16,7 @@ import (
 
 	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/plan"
-	"github.com/manifoldflow/manifold/runtimes/kube"
+	"github.com/manifoldflow/manifold/runtimes/cluster"
 	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -226,7 +226,7 @@ func TestNodeDeleted(t *testing.T) {
 	if task.State != record.Failed || !strings.Contains(task.Error, want) || !strings.Contains(r.err.Error(), want) {
 		t.Errorf("work: %s: %q (run: %v); want failed with %q", task.State, task.Error, r.err, want)
 	}
-	if task.Reason != kube.ReasonNodeDeleted {
-		t.Errorf("work's reason: %q; want %s", task.Reason, kube.ReasonNodeDeleted)
+	if task.Reason != cluster.ReasonNodeDeleted {
+		t.Errorf("work's reason: %q; want %s", task.Reason, cluster.ReasonNodeDeleted)
 	}
 }

@@ -107,9 +107,9 @@ func (r *runner) foreign(ctx context.Context) error {
 				continue
 			}
 			var list *unstructured.UnstructuredList
-			err := r.c.retry(ctx, func(ctx context.Context) error {
+			err := r.c.Retry(ctx, func(ctx context.Context) error {
 				var err error
-				list, err = r.c.dynamic.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+				list, err = r.c.Dynamic.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
 				return err
 			})
 			if err != nil {
@@ -147,9 +147,9 @@ func (r *runner) existing(ctx context.Context, u *unit, o object) error {
 		return nil
 	}
 	var list *unstructured.UnstructuredList
-	err := r.c.retry(ctx, func(ctx context.Context) error {
+	err := r.c.Retry(ctx, func(ctx context.Context) error {
 		var err error
-		list, err = r.c.dynamic.Resource(o.gvr).Namespace(u.ns).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + o.u.GetName()})
+		list, err = r.c.Dynamic.Resource(o.gvr).Namespace(u.ns).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + o.u.GetName()})
 		return err
 	})
 	if err != nil {

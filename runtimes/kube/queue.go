@@ -31,7 +31,7 @@ func kueueGVR(resource string) schema.GroupVersionResource {
 // kueueServed reports whether the cluster serves Kueue's Workloads, asking once.
 func (c *cluster) kueueServed() (bool, error) {
 	if c.kueue == nil {
-		served, err := c.serves(workloadGVR)
+		served, err := c.Serves(workloadGVR)
 		if err != nil {
 			return false, err
 		}
@@ -47,7 +47,7 @@ func (c *cluster) kueueServed() (bool, error) {
 // so. What this user may not read is not reported: the run will say.
 func (c *cluster) queueProblem(ctx context.Context, s *plan.Step, ns string) (string, error) {
 	if s.Priority != "" {
-		_, err := c.client.SchedulingV1().PriorityClasses().Get(ctx, s.Priority, metav1.GetOptions{})
+		_, err := c.Client.SchedulingV1().PriorityClasses().Get(ctx, s.Priority, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			return fmt.Sprintf("it asks for the PriorityClass %s (sdk.Priority), which the cluster does not have, so the API server would refuse its pods: create it, or name one the cluster has", s.Priority), nil
@@ -65,7 +65,7 @@ func (c *cluster) queueProblem(ctx context.Context, s *plan.Step, ns string) (st
 	if !served {
 		return fmt.Sprintf("it waits in the Kueue LocalQueue %s (sdk.Queue), but the cluster does not serve Kueue's API (%s), so nothing would ever admit it: install Kueue, or run it without a queue (sdk.Queue, `queue` in manifold.toml)", s.Queue, workloadGVR.GroupVersion()), nil
 	}
-	lq, err := c.dynamic.Resource(localQueueGVR).Namespace(ns).Get(ctx, s.Queue, metav1.GetOptions{})
+	lq, err := c.Dynamic.Resource(localQueueGVR).Namespace(ns).Get(ctx, s.Queue, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return fmt.Sprintf("it waits in the Kueue LocalQueue %s (sdk.Queue), which namespace %s does not have, so nothing would ever admit it: create that LocalQueue there, or name one the namespace has (sdk.Queue, `queue` in manifold.toml)", s.Queue, ns), nil
@@ -78,7 +78,7 @@ func (c *cluster) queueProblem(ctx context.Context, s *plan.Step, ns string) (st
 		return why, err
 	}
 	if s.Priority != "" {
-		_, err := c.dynamic.Resource(workloadPriorityClassGVR).Get(ctx, s.Priority, metav1.GetOptions{})
+		_, err := c.Dynamic.Resource(workloadPriorityClassGVR).Get(ctx, s.Priority, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			return fmt.Sprintf("it asks for the priority %s (sdk.Priority) in a Kueue queue, and the cluster has no WorkloadPriorityClass %s, so Kueue would not take its workload: create one of that name beside the PriorityClass", s.Priority, s.Priority), nil
@@ -94,7 +94,7 @@ func (c *cluster) queueProblem(ctx context.Context, s *plan.Step, ns string) (st
 // active or this user may not read it.
 func (c *cluster) clusterQueueProblem(ctx context.Context, lq *unstructured.Unstructured) (string, error) {
 	name, _, _ := unstructured.NestedString(lq.Object, "spec", "clusterQueue")
-	cq, err := c.dynamic.Resource(clusterQueueGVR).Get(ctx, name, metav1.GetOptions{})
+	cq, err := c.Dynamic.Resource(clusterQueueGVR).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return fmt.Sprintf("its Kueue LocalQueue %s submits to the ClusterQueue %s, which does not exist, so nothing would ever admit it: ask the cluster's admins to create it, or use another queue", lq.GetName(), name), nil
@@ -134,7 +134,7 @@ func (c *cluster) queuesReady(ctx context.Context, f *plan.Flow, r *placement.Re
 		}
 		ns := s.Namespace
 		if ns == "" {
-			ns = c.namespace
+			ns = c.Namespace
 		}
 		why, err := c.queueProblem(ctx, s, ns)
 		if err != nil {
@@ -162,7 +162,7 @@ func (c *cluster) queuesExist(ctx context.Context, units []*unit) error {
 			return err
 		}
 		if why != "" {
-			return fmt.Errorf("step %s cannot run on the cluster at %s: %s", s.Name, c.host, why)
+			return fmt.Errorf("step %s cannot run on the cluster at %s: %s", s.Name, c.Host, why)
 		}
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	"github.com/manifoldflow/manifold/placement"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runid"
+	rcluster "github.com/manifoldflow/manifold/runtimes/cluster"
 )
 
 // Need is one thing a run does on the cluster, as the RBAC rule that lets it: one
@@ -139,7 +140,7 @@ func needs(sh runShape) []Need {
 	out = append(out,
 		// watch.go: the pods' informer.
 		need("", "pods", []string{"list", "watch"}, "follow the steps' pods: their progress, nodes, exit codes and why they wait"),
-		// logfollow.go: streamed, and the tail of a failed pod's.
+		// runtimes/cluster logfollow.go: streamed, and the tail of a failed pod's.
 		need("", "pods/log", []string{"get"}, "stream the steps' output"),
 		// loop.go warning.
 		need("", "events", []string{"list"}, "say why a step's "+kindOf(as)+" makes no pods (a quota, a webhook)"),
@@ -212,10 +213,8 @@ func Needs(f *plan.Flow, o Options) ([]Need, []string, error) {
 	if ns == "" {
 		ns = "default"
 		// Without a kubeconfig, the Role is for the default namespace.
-		if cc, _, err := kubeconfigContext(o.Kubeconfig, o.Context); err == nil {
-			if n, _, err := cc.Namespace(); err == nil && n != "" {
-				ns = n
-			}
+		if n, err := rcluster.ContextNamespace(o.Kubeconfig, o.Context); err == nil && n != "" {
+			ns = n
 		}
 	}
 	rp := *f

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/manifoldflow/manifold/harness/loglines"
 	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/runtimes/kube"
@@ -47,7 +48,7 @@ func recordedLines(t *testing.T, dir, step string) []string {
 			t.Fatal(err)
 		}
 	}
-	return joined(pieces)
+	return loglines.Joined(pieces)
 }
 
 // runKube runs flow f with o (its output to out), with a record under root.
@@ -86,7 +87,7 @@ func TestRealLongLogLine(t *testing.T) {
 	}
 	for i := range min(len(got), len(want)) {
 		if got[i] != want[i] {
-			t.Errorf("line %d: %q, want %q", i, short(got[i]), short(want[i]))
+			t.Errorf("line %d: %q, want %q", i, loglines.Short(got[i]), loglines.Short(want[i]))
 		}
 	}
 }
@@ -158,7 +159,7 @@ func TestRealLogAcrossAPIServerRestart(t *testing.T) {
 	}
 	for i := range min(len(got), len(want)) {
 		if got[i] != want[i] {
-			t.Errorf("line %d: %q, want %q", i, short(got[i]), short(want[i]))
+			t.Errorf("line %d: %q, want %q", i, loglines.Short(got[i]), loglines.Short(want[i]))
 			break
 		}
 	}

@@ -20,14 +20,14 @@ func TestServed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.served(jobSetGVR, "install it"); err != nil {
+	if err := c.Served(jobSetGVR, "install it"); err != nil {
 		t.Errorf("JobSets: %v; the simulated cluster serves them", err)
 	}
 	for _, gvr := range []schema.GroupVersionResource{
 		{Group: "jobset.example.com", Version: "v1", Resource: "jobsets"},
 		{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "nosuchthings"},
 	} {
-		err := c.served(gvr, "install it")
+		err := c.Served(gvr, "install it")
 		if err == nil || !strings.Contains(err.Error(), "does not serve "+gvr.Resource+" ("+gvr.GroupVersion().String()+"): install it") {
 			t.Errorf("%s: %v; want it reported as not served", gvr, err)
 		}
@@ -82,7 +82,7 @@ func TestRequestLimits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := [2]float64{float64(c.config.QPS), float64(c.config.Burst)}; got != tt.want {
+		if got := [2]float64{float64(c.Config.QPS), float64(c.Config.Burst)}; got != tt.want {
 			t.Errorf("Options{QPS: %v, Burst: %d}: the client's QPS and burst are %v, want %v", tt.qps, tt.burst, got, tt.want)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -278,63 +277,6 @@ func failedPod(pods []*corev1.Pod) *corev1.Pod {
 	}
 	return last
 }
-
-// podFailure says why pod p failed: its container's reason and exit code (for
-// example OOMKilled, exit 137), or the pod's own reason (DeadlineExceeded,
-// Evicted). It returns the reason alone too, and the exit code (nil when no
-// container ended).
-func podFailure(p *corev1.Pod, s *plan.Step) (string, string, *int) {
-	where := "pod " + p.Name
-	if p.Spec.NodeName != "" {
-		where += " on node " + p.Spec.NodeName
-	}
-	if rank := podRank(p); s.Nodes > 1 && rank != "" {
-		where += " (rank " + rank + ")"
-	}
-	for _, cs := range p.Status.ContainerStatuses {
-		t := cs.State.Terminated
-		if t == nil || cs.Name != plan.ContainerName {
-			continue
-		}
-		reason := t.Reason
-		if reason == "" {
-			reason = "Error"
-		}
-		msg := fmt.Sprintf("%s: %s (exit %d)", where, reason, t.ExitCode)
-		if t.Message != "" {
-			msg += ": " + strings.TrimSpace(t.Message)
-		}
-		if s.Body == plan.BodyRun && (t.ExitCode == 126 || t.ExitCode == 127 || reason == "StartError" || reason == "ContainerCannotRun") {
-			msg += fmt.Sprintf("; the image %s does not seem to contain the flow program (%s): build the flow into the image or set sdk.Image", s.Image, s.Command[0])
-		}
-		code := int(t.ExitCode)
-		return msg, reason, &code
-	}
-	reason, detail := p.Status.Reason, p.Status.Message
-	for _, c := range p.Status.Conditions {
-		if c.Type != corev1.DisruptionTarget || c.Status != corev1.ConditionTrue {
-			continue
-		}
-		// The pod garbage collector fails the pods of a node that is gone
-		// (reason and message as kube-controller-manager words them).
-		if c.Reason == "DeletionByPodGC" && strings.Contains(c.Message, "node no longer exists") {
-			return where + ": node deleted", ReasonNodeDeleted, nil
-		}
-		reason, detail = c.Reason, c.Message
-	}
-	if reason == "" {
-		reason = string(p.Status.Phase)
-	}
-	msg := where + ": " + reason
-	if detail != "" {
-		msg += ": " + detail
-	}
-	return msg, reason, nil
-}
-
-// ReasonNodeDeleted is the reason recorded for a step whose pod failed because
-// its node was deleted.
-const ReasonNodeDeleted = "NodeDeleted"
 
 // remember keeps the last state of each of unit u's pods the caches show, and
 // returns pods (the unit's pods in the caches) with those that have left the

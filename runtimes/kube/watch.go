@@ -200,8 +200,7 @@ func (w *watcher) start(ctx context.Context, abort <-chan struct{}) (map[string]
 			return err
 		}
 		return inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-			if c.reach != nil && transient(err) {
-				c.reach.saw(err)
+			if c.Saw(err) {
 				return
 			}
 			cache.DefaultWatchErrorHandler(ctx, r, err)
@@ -211,24 +210,24 @@ func (w *watcher) start(ctx context.Context, abort <-chan struct{}) (map[string]
 	nss := map[string]*nsWatch{}
 	for _, ns := range w.namespaces {
 		nw := &nsWatch{}
-		podInformer := kubeclient.Informer(c.client.CoreV1().Pods(ns), &corev1.Pod{}, tweak)
+		podInformer := kubeclient.Informer(c.Client.CoreV1().Pods(ns), &corev1.Pod{}, tweak)
 		if err := podInformer.AddIndexers(cache.Indexers{podOwnerIndex: podOwners}); err != nil {
 			return fail(err)
 		}
 		infs := []cache.SharedIndexInformer{podInformer}
 		nw.pods = podInformer.GetIndexer()
 		if slices.Contains(w.kinds, jobGVR) {
-			inf := kubeclient.Informer(c.client.BatchV1().Jobs(ns), &batchv1.Job{}, tweak)
+			inf := kubeclient.Informer(c.Client.BatchV1().Jobs(ns), &batchv1.Job{}, tweak)
 			infs = append(infs, inf)
 			nw.jobs = batchlisters.NewJobLister(inf.GetIndexer())
 		}
 		if slices.Contains(w.kinds, serviceGVR) {
-			inf := kubeclient.Informer(c.client.CoreV1().Services(ns), &corev1.Service{}, tweak)
+			inf := kubeclient.Informer(c.Client.CoreV1().Services(ns), &corev1.Service{}, tweak)
 			infs = append(infs, inf)
 			nw.services = corelisters.NewServiceLister(inf.GetIndexer())
 		}
 		if slices.Contains(w.kinds, jobSetGVR) {
-			inf := kubeclient.DynamicInformer(c.dynamic, jobSetGVR, ns, tweak)
+			inf := kubeclient.DynamicInformer(c.Dynamic, jobSetGVR, ns, tweak)
 			infs = append(infs, inf)
 			nw.jobSets = cache.NewGenericLister(inf.GetIndexer(), jobSetGVR.GroupResource())
 		}
@@ -242,7 +241,7 @@ func (w *watcher) start(ctx context.Context, abort <-chan struct{}) (map[string]
 			synced = append(synced, inf.HasSynced)
 		}
 		if w.workload {
-			inf := kubeclient.DynamicInformer(c.dynamic, workloadGVR, ns, nil)
+			inf := kubeclient.DynamicInformer(c.Dynamic, workloadGVR, ns, nil)
 			if err := inf.AddIndexers(cache.Indexers{ownerIndex: ownerUIDs}); err != nil {
 				return fail(err)
 			}
@@ -272,7 +271,7 @@ func (w *watcher) start(ctx context.Context, abort <-chan struct{}) (map[string]
 		done = both.Done()
 	}
 	if !cache.WaitForCacheSync(done, synced...) {
-		return fail(fmt.Errorf("watching the run's objects on the cluster at %s did not start", c.host))
+		return fail(fmt.Errorf("watching the run's objects on the cluster at %s did not start", c.Host))
 	}
 	return nss, cancel, objects, nil
 }

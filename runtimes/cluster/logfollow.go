@@ -1,4 +1,4 @@
-package kube
+package cluster
 
 import (
 	"context"
@@ -69,7 +69,7 @@ func NewLogFollower(disp *display.Display, dir string, pods func(namespace strin
 // prefixed with label, and recorded in the stdout.log of the task of step
 // (and foreach index, -1 for none).
 func (l *LogFollower) Follow(p *corev1.Pod, label, step string, index int) {
-	if !started(p) {
+	if !PodStarted(p) {
 		return
 	}
 	l.mu.Lock()
@@ -216,4 +216,12 @@ func (l *LogFollower) Stop() {
 			f.Close()
 		}
 	}
+}
+
+// oneLine returns the first line of s.
+func oneLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }

@@ -1,4 +1,4 @@
-package kube_test
+package cluster_test
 
 import (
 	"bytes"
@@ -23,10 +23,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
+	"github.com/manifoldflow/manifold/harness/loglines"
 	"github.com/manifoldflow/manifold/internal/kubeclient"
 	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/cluster"
 	"github.com/manifoldflow/manifold/runtimes/display"
-	"github.com/manifoldflow/manifold/runtimes/kube"
 	"github.com/manifoldflow/manifold/runtimes/record"
 )
 
@@ -195,7 +196,7 @@ func (f fakePods) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // pods returns a client of f's pods, as a run makes its client.
-func (f *fakeLogs) pods(t testing.TB) kube.PodLogs {
+func (f *fakeLogs) pods(t testing.TB) cluster.PodLogs {
 	t.Helper()
 	cs, err := kubeclient.NewForConfig(&rest.Config{Host: "http://api.invalid", Transport: f})
 	if err != nil {
@@ -204,25 +205,12 @@ func (f *fakeLogs) pods(t testing.TB) kube.PodLogs {
 	return cs.CoreV1().Pods("ns")
 }
 
-// joined puts back together the lines that StreamLog delivered in pieces.
-func joined(pieces []string) []string {
-	var lines []string
-	for _, p := range pieces {
-		if text, cont := strings.CutPrefix(p, display.Continues); cont && len(lines) > 0 {
-			lines[len(lines)-1] += text
-		} else {
-			lines = append(lines, p)
-		}
-	}
-	return lines
-}
-
 func streamAll(t *testing.T, f *fakeLogs) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var pieces []string
-	err := kube.StreamLog(ctx, f.pods(t), "p", func(s string) {
+	err := cluster.StreamLog(ctx, f.pods(t), "p", func(s string) {
 		if len(s) > display.MaxLine+len(display.Continues) {
 			t.Errorf("a piece of %d bytes, more than %d and the mark", len(s), display.MaxLine)
 		}
@@ -245,16 +233,9 @@ func checkLines(t *testing.T, got []string, entries []logEntry) {
 	}
 	for i := range min(len(got), len(want)) {
 		if got[i] != want[i] {
-			t.Errorf("line %d: %q, want %q", i, short(got[i]), short(want[i]))
+			t.Errorf("line %d: %q, want %q", i, loglines.Short(got[i]), loglines.Short(want[i]))
 		}
 	}
-}
-
-func short(s string) string {
-	if len(s) > 40 {
-		return s[:20] + "…(" + strconv.Itoa(len(s)) + " bytes)…" + s[len(s)-20:]
-	}
-	return s
 }
 
 // progressLog is a log with a line of n bytes (a progress bar redrawn with
@@ -279,7 +260,7 @@ func progressLog(n int) []logEntry {
 // lines after it follow.
 func TestStreamLogLongLine(t *testing.T) {
 	f := &fakeLogs{entries: progressLog(5 << 20)}
-	checkLines(t, joined(streamAll(t, f)), f.entries)
+	checkLines(t, loglines.Joined(streamAll(t, f)), f.entries)
 }
 
 // TestStreamLogReopened: a stream cut mid-line (its connection lost, as when
@@ -320,7 +301,7 @@ func TestStreamLogReopened(t *testing.T) {
 		size(30) - size(20) + stamp(30) + 150_000,
 		size(32) - size(30) + 3,
 	}}
-	checkLines(t, joined(streamAll(t, f)), entries)
+	checkLines(t, loglines.Joined(streamAll(t, f)), entries)
 	if len(f.requests) != 5 {
 		t.Errorf("%d log requests (%q), want 5: one, and one after each of 4 cuts", len(f.requests), f.requests)
 	}
@@ -338,12 +319,12 @@ func TestStreamLogEndsWhenContainerEnded(t *testing.T) {
 		first += len(e.at.Format(time.RFC3339Nano)) + 1 + len(e.text) + 1
 	}
 	f := &fakeLogs{entries: entries, cuts: []int{first}, clean: true, running: 1}
-	checkLines(t, joined(streamAll(t, f)), f.entries)
+	checkLines(t, loglines.Joined(streamAll(t, f)), f.entries)
 	if f.gets != 2 || len(f.requests) != 2 {
 		t.Errorf("%d pod reads and %d log requests, want 2 of each: the log read again while the container ran", f.gets, len(f.requests))
 	}
 	lagging := &fakeLogs{entries: entries, running: 100}
-	checkLines(t, joined(streamAll(t, lagging)), entries)
+	checkLines(t, loglines.Joined(streamAll(t, lagging)), entries)
 	if lagging.gets != 1 || len(lagging.requests) != 2 {
 		t.Errorf("status lagging: %d pod reads and %d log requests, want 1 and 2", lagging.gets, len(lagging.requests))
 	}
@@ -392,7 +373,7 @@ func TestStreamLogBoundedMemory(t *testing.T) {
 	delivered := 0
 	var h heapPeak
 	runtime.GC()
-	err := kube.StreamLog(context.Background(), pods, "p", func(s string) {
+	err := cluster.StreamLog(context.Background(), pods, "p", func(s string) {
 		delivered += len(strings.TrimPrefix(s, display.Continues))
 		h.sample()
 	})
@@ -416,7 +397,7 @@ func BenchmarkStreamLog(b *testing.B) {
 	b.SetBytes(int64(total))
 	var h heapPeak
 	for b.Loop() {
-		if err := kube.StreamLog(context.Background(), pods, "p", func(string) { h.sample() }); err != nil {
+		if err := cluster.StreamLog(context.Background(), pods, "p", func(string) { h.sample() }); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -450,17 +431,18 @@ func numbered(name string, n int) []logEntry {
 }
 
 // follower returns a LogFollower of the pods of f, recording into a run
-// directory of its own, and what its display shows.
-func follower(t *testing.T, f fakePods) (*kube.LogFollower, string, *syncBuffer) {
+// directory of its own, and what its display shows (to be read once the
+// follower stopped).
+func follower(t *testing.T, f fakePods) (*cluster.LogFollower, string, *bytes.Buffer) {
 	t.Helper()
 	cs, err := kubeclient.NewForConfig(&rest.Config{Host: "http://api.invalid", Transport: f})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := &syncBuffer{}
+	out := &bytes.Buffer{}
 	dir := t.TempDir()
 	disp := display.New(display.Options{Stdout: out})
-	return kube.NewLogFollower(disp, dir, func(ns string) kube.PodLogs { return cs.CoreV1().Pods(ns) }), dir, out
+	return cluster.NewLogFollower(disp, dir, func(ns string) cluster.PodLogs { return cs.CoreV1().Pods(ns) }), dir, out
 }
 
 // recorded returns the lines of step's stdout.log in run directory dir.

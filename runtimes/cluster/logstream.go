@@ -1,4 +1,4 @@
-package kube
+package cluster
 
 import (
 	"bufio"
@@ -198,98 +198,143 @@ const (
 func (c *logCursor) read(r io.Reader) (delivered bool, err error) {
 	// A piece is what the buffer holds, and the end of a rune the piece
 	// before it cut: at most display.MaxLine.
-	br := bufio.NewReaderSize(r, display.MaxLine-utf8.UTFMax+1)
-	// The stream begins again at c.last: until its lines pass the cut, it
-	// replays what was delivered.
-	replay, cut, atCut, partial := c.begun, c.last, c.atLast, c.partial
-	start, mode, skip := true, deliverLine, 0
-	var lineAt time.Time
-	var carry []byte
+	rd := &logRead{c: c, br: bufio.NewReaderSize(r, display.MaxLine-utf8.UTFMax+1),
+		replay: c.begun, cut: c.last, atCut: c.atLast, partial: c.partial, start: true, mode: deliverLine}
 	for {
-		b, err := br.ReadSlice('\n')
+		b, err := rd.piece()
 		ends, full := err == nil, errors.Is(err, bufio.ErrBufferFull)
-		if len(carry) > 0 {
-			c.scratch = append(append(c.scratch[:0], carry...), b...)
-			b, carry = c.scratch, nil
-		}
-		if !ends && err != io.EOF {
-			// Whole runes only: the rest of a rune that the buffer cuts comes
-			// with the next piece; a stream cut sends it again.
-			k := display.RuneCut(b)
-			if full {
-				carry = append([]byte(nil), b[k:]...)
-			}
-			b = b[:k]
-		}
-		if start && (len(b) > 0 || ends) {
+		if rd.start && (len(b) > 0 || ends) {
 			at, text, ok := stamp(b)
 			if !ok && !ends && !full && err != io.EOF {
 				// Cut before its time was read: the stream opened again
 				// sends the line again.
-				return delivered, err
+				return rd.delivered, err
 			}
-			start = false
 			if ok {
 				b = text
 			} else {
 				at = c.last
 			}
-			mode = deliverLine
-			switch {
-			case !replay:
-			case at.Before(cut):
-				mode = dropLine
-			case at.Equal(cut) && atCut > 0:
-				mode, atCut = dropLine, atCut-1
-			case at.Equal(cut) && partial >= 0:
-				mode, skip, replay, lineAt = skipBytes, partial, false, at
-			default:
-				replay = false
-			}
-			if mode == deliverLine {
-				if !c.begun || at.After(c.last) {
-					c.last, c.atLast = at, 0
-				}
-				c.begun, c.partial, lineAt = true, 0, at
-			}
+			rd.begin(at)
 		}
-		if mode == skipBytes {
-			k := min(skip, len(b))
-			b, skip = b[k:], skip-k
-			if skip == 0 {
-				mode = deliverLine
-			}
-		}
-		if mode == deliverLine {
-			text := b
-			if ends {
-				text = bytes.TrimSuffix(bytes.TrimSuffix(text, []byte("\n")), []byte("\r"))
-			}
-			switch {
-			case c.partial > 0 && len(text) > 0:
-				c.line(display.Continues + string(text))
-				delivered = true
-			case c.partial == 0 && (len(text) > 0 || ends):
-				c.line(string(text))
-				delivered = true
-			}
-			c.partial += len(b)
-			if ends {
-				if lineAt.Equal(c.last) {
-					c.atLast++
-				}
-				c.partial = -1
-			}
-		}
+		rd.deliver(rd.skipDelivered(b), ends)
 		if ends {
-			start = true
+			rd.start = true
 		}
 		if err != nil && !full {
 			if err == io.EOF {
 				err = nil
 			}
-			return delivered, err
+			return rd.delivered, err
 		}
+	}
+}
+
+// logRead is the reading of one stream of a pod's log (logCursor.read).
+type logRead struct {
+	c  *logCursor
+	br *bufio.Reader
+	// The stream begins again at the cursor's last line: until its lines pass
+	// the cut, it replays what was delivered (replay): atCut more lines stamped
+	// at cut, and partial bytes of the line begun there (-1 for none).
+	replay         bool
+	cut            time.Time
+	atCut, partial int
+	// start is whether the next piece starts a line; mode is what is done with
+	// the line being read, skip how many of its bytes are still to be skipped,
+	// and lineAt its time.
+	start      bool
+	mode, skip int
+	lineAt     time.Time
+	// carry is the rest of a rune that the last piece cut.
+	carry     []byte
+	delivered bool
+}
+
+// piece reads the next piece of the stream: to the end of a line, or what the
+// buffer holds, in whole runes, with the error of bufio.Reader.ReadSlice.
+func (rd *logRead) piece() ([]byte, error) {
+	b, err := rd.br.ReadSlice('\n')
+	ends, full := err == nil, errors.Is(err, bufio.ErrBufferFull)
+	if len(rd.carry) > 0 {
+		rd.c.scratch = append(append(rd.c.scratch[:0], rd.carry...), b...)
+		b, rd.carry = rd.c.scratch, nil
+	}
+	if !ends && err != io.EOF {
+		// Whole runes only: the rest of a rune that the buffer cuts comes
+		// with the next piece; a stream cut sends it again.
+		k := display.RuneCut(b)
+		if full {
+			rd.carry = append([]byte(nil), b[k:]...)
+		}
+		b = b[:k]
+	}
+	return b, err
+}
+
+// begin starts reading the line stamped at: it is delivered, unless the
+// stream replays what was delivered (dropLine, skipBytes).
+func (rd *logRead) begin(at time.Time) {
+	c := rd.c
+	rd.start, rd.mode = false, deliverLine
+	switch {
+	case !rd.replay:
+	case at.Before(rd.cut):
+		rd.mode = dropLine
+	case at.Equal(rd.cut) && rd.atCut > 0:
+		rd.mode, rd.atCut = dropLine, rd.atCut-1
+	case at.Equal(rd.cut) && rd.partial >= 0:
+		rd.mode, rd.skip, rd.replay, rd.lineAt = skipBytes, rd.partial, false, at
+	default:
+		rd.replay = false
+	}
+	if rd.mode == deliverLine {
+		if !c.begun || at.After(c.last) {
+			c.last, c.atLast = at, 0
+		}
+		c.begun, c.partial, rd.lineAt = true, 0, at
+	}
+}
+
+// skipDelivered returns piece b without the bytes of its line that were
+// delivered already (skipBytes); the rest of the line is delivered.
+func (rd *logRead) skipDelivered(b []byte) []byte {
+	if rd.mode == skipBytes {
+		k := min(rd.skip, len(b))
+		b, rd.skip = b[k:], rd.skip-k
+		if rd.skip == 0 {
+			rd.mode = deliverLine
+		}
+	}
+	return b
+}
+
+// deliver delivers piece b of the line being read, when the line is
+// delivered (deliverLine): whole, or after display.Continues when it
+// continues a piece delivered; ends is whether b ends the line.
+func (rd *logRead) deliver(b []byte, ends bool) {
+	if rd.mode != deliverLine {
+		return
+	}
+	c := rd.c
+	text := b
+	if ends {
+		text = bytes.TrimSuffix(bytes.TrimSuffix(text, []byte("\n")), []byte("\r"))
+	}
+	switch {
+	case c.partial > 0 && len(text) > 0:
+		c.line(display.Continues + string(text))
+		rd.delivered = true
+	case c.partial == 0 && (len(text) > 0 || ends):
+		c.line(string(text))
+		rd.delivered = true
+	}
+	c.partial += len(b)
+	if ends {
+		if rd.lineAt.Equal(c.last) {
+			c.atLast++
+		}
+		c.partial = -1
 	}
 }
 

@@ -1,4 +1,4 @@
-package kube
+package cluster
 
 import (
 	"context"
@@ -20,10 +20,6 @@ import (
 	"github.com/manifoldflow/manifold/internal/kubeclient"
 	"github.com/manifoldflow/manifold/runtimes/display"
 )
-
-// DefaultOutageLimit bounds how long a run waits for an API server that stopped
-// answering before it fails (Options.OutageLimit).
-const DefaultOutageLimit = 10 * time.Minute
 
 // How a request that got no answer is tried again: after retryFirst, doubling up
 // to retryMax; at most retryTries times while the API server answers its
@@ -116,6 +112,73 @@ type reach struct {
 	done    chan struct{}
 	closed  bool
 }
+
+// Follow makes the clients anew so that every request of the run goes past a
+// reach, which follows whether the API server answers, with the outage limit
+// limit: requests that get no answer are made again (Retry), and the run hears
+// of the API server's loss and return (OnBack, SayTo, Down, GivenUp,
+// TakeOutages) until StopFollowing.
+func (c *Conn) Follow(limit time.Duration) error {
+	probe, err := readyz(c.Config)
+	if err != nil {
+		return err
+	}
+	r := newReach(c.Host, limit, probe)
+	rc := rest.CopyConfig(c.Config)
+	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &transport{r: r, next: rt} })
+	client, err := kubeclient.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	dyn, err := kubeclient.NewDynamic(rc)
+	if err != nil {
+		return err
+	}
+	c.Config, c.Client, c.Dynamic, c.reach = rc, client, dyn, r
+	return nil
+}
+
+// Retry makes the request f, again while the API server does not answer (as
+// reach.retry does), or once if the run does not follow it.
+func (c *Conn) Retry(ctx context.Context, f func(context.Context) error) error {
+	if c.reach == nil {
+		return f(ctx)
+	}
+	return c.reach.retry(ctx, f)
+}
+
+// Saw reports whether err, which a request of the run got, is the API server's
+// not answering while the run follows it (Follow); when it is, the API server
+// is checked, as for the run's own requests.
+func (c *Conn) Saw(err error) bool {
+	if c.reach == nil || !transient(err) {
+		return false
+	}
+	c.reach.saw(err)
+	return true
+}
+
+// OnBack has kick called when the API server is back after being lost, or the
+// outage is given up on. The run must follow the API server (Follow).
+func (c *Conn) OnBack(kick func()) { c.reach.setKick(kick) }
+
+// SayTo has what the followed API server's loss and return say go to say (a
+// display's Note), with what there was to say before.
+func (c *Conn) SayTo(say func(format string, args ...any)) { c.reach.setSay(say) }
+
+// Down reports whether the followed API server is lost, and since when.
+func (c *Conn) Down() (time.Time, bool) { return c.reach.down() }
+
+// GivenUp returns the error that says the run gave up on an outage longer
+// than its limit, or nil.
+func (c *Conn) GivenUp() error { return c.reach.givenUp() }
+
+// TakeOutages returns how long each outage of the followed API server that
+// ended since the last call lasted.
+func (c *Conn) TakeOutages() []time.Duration { return c.reach.takeOutages() }
+
+// StopFollowing ends the checks of the API server that Follow started.
+func (c *Conn) StopFollowing() { c.reach.stop() }
 
 func newReach(host string, limit time.Duration, probe func(context.Context) error) *reach {
 	return &reach{
