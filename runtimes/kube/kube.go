@@ -238,10 +238,8 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 		return nil, err
 	}
 	now := time.Now()
-	id := o.RunID
-	if id == "" {
-		id = runid.New(now)
-	} else if err := runid.Check(id); err != nil {
+	id, err := runid.Choose(o.RunID, now)
+	if err != nil {
 		return nil, err
 	}
 	c, err := connect(ctx, o)
