@@ -62,32 +62,19 @@ type follower struct {
 
 func unitKey(step string, index int) string { return step + "/" + strconv.Itoa(index) }
 
-// Follow follows Workflow name, a run of the flow, until it ends, showing it
-// and recording it (under Options.Root, in a directory named after it) as every
-// runtime does, and returns how it ended: the error says which steps failed and
-// why, with the pod and its reason. When ctx ends first, Options.OnInterrupt
-// decides whether the Workflow is stopped (and followed until it ends, or until
-// Options.Force ends) or left running; the run is recorded interrupted.
-func (c *Client) Follow(ctx context.Context, name string) (*dag.Result, error) {
-	wf, err := c.workflow(ctx, name)
-	if err != nil {
-		return nil, err
-	}
+// recordRoot is the directory the runs are recorded under: Options.Root, else
+// record.DefaultRoot, made absolute.
+func (c *Client) recordRoot() (string, error) {
 	root := c.o.Root
 	if root == "" {
 		root = record.DefaultRoot
 	}
-	if root, err = filepath.Abs(root); err != nil {
-		return nil, err
-	}
-	dir, lk, err := record.Open(root, name)
-	if err != nil {
-		return nil, err
-	}
-	defer lk.Close()
+	return filepath.Abs(root)
+}
 
-	rp := *c.f
-	rp.Run, rp.Schedule = name, ""
+// runParams returns the params of Workflow wf, a run of flow rp: the flow's,
+// then the Workflow's arguments, then the values Trigger carried, as given.
+func runParams(rp *plan.Flow, wf *wfv1.Workflow) map[string]string {
 	params := map[string]string{}
 	for _, p := range rp.Params {
 		params[p.Name] = p.Value
@@ -108,11 +95,18 @@ func (c *Client) Follow(ctx context.Context, name string) (*dag.Result, error) {
 			}
 		}
 	}
-	f := &follower{Run: dag.New(&rp, name, dir), c: c, name: name, byKey: map[string]*unit{}, kick: make(chan struct{}, 1),
+	return params
+}
+
+// newFollower returns the follower of Workflow wf, named name, a run of flow
+// rp recorded in dir: its record as it starts, and a unit per step, or per
+// item of a foreach step.
+func (c *Client) newFollower(rp *plan.Flow, wf *wfv1.Workflow, name, dir string) *follower {
+	f := &follower{Run: dag.New(rp, name, dir), c: c, name: name, byKey: map[string]*unit{}, kick: make(chan struct{}, 1),
 		lastPod: map[string]*corev1.Pod{}}
 	f.logCtx, f.logStop = context.WithCancel(context.Background())
 	f.Rec = record.Record{
-		Flow: rp.Name, ID: name, State: record.Running, Start: wf.CreationTimestamp.UTC(), PID: os.Getpid(), Params: params,
+		Flow: rp.Name, ID: name, State: record.Running, Start: wf.CreationTimestamp.UTC(), PID: os.Getpid(), Params: runParams(rp, wf),
 		Runtime: record.Argo, Cluster: c.conn.Host, Context: c.conn.Context, Namespace: c.ns,
 	}
 	if a := rp.Artifacts; a != nil {
@@ -132,26 +126,66 @@ func (c *Client) Follow(ctx context.Context, name string) (*dag.Result, error) {
 			f.units = append(f.units, &unit{Unit: dag.NewUnit(s, j)})
 		}
 	}
+	return f
+}
+
+// addUnits adds the units to the run and writes their tasks and the run's
+// record, and returns the units' labels, in flow order.
+func (f *follower) addUnits() ([]string, error) {
 	labels := make([]string, 0, len(f.units))
 	for _, u := range f.units {
 		f.Add(u.Unit)
 		f.byKey[unitKey(u.Step.Name, u.Index)] = u
 		labels = append(labels, u.Label)
-		if err := record.WriteTask(dir, f.Task(u.Unit)); err != nil {
+		if err := record.WriteTask(f.Dir, f.Task(u.Unit)); err != nil {
 			return nil, err
 		}
 	}
-	if err := record.WriteRecord(dir, f.Rec); err != nil {
-		return nil, err
-	}
-	if tr := c.traced[name]; tr != nil {
+	return labels, record.WriteRecord(f.Dir, f.Rec)
+}
+
+// traceRun continues the trace Trigger began of the run, or begins one.
+func (f *follower) traceRun() {
+	c := f.c
+	if tr := c.traced[f.name]; tr != nil {
 		// Trigger began the run's trace, which its steps continue.
-		delete(c.traced, name)
-		tr.Identify(name)
+		delete(c.traced, f.name)
+		tr.Identify(f.name)
 		f.Trace = tr
 	} else {
-		f.Trace = c.o.Tracer.Begin(&rp, name, "argo")
+		f.Trace = c.o.Tracer.Begin(f.Flow, f.name, "argo")
 	}
+}
+
+// Follow follows Workflow name, a run of the flow, until it ends, showing it
+// and recording it (under Options.Root, in a directory named after it) as every
+// runtime does, and returns how it ended: the error says which steps failed and
+// why, with the pod and its reason. When ctx ends first, Options.OnInterrupt
+// decides whether the Workflow is stopped (and followed until it ends, or until
+// Options.Force ends) or left running; the run is recorded interrupted.
+func (c *Client) Follow(ctx context.Context, name string) (*dag.Result, error) {
+	wf, err := c.workflow(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	root, err := c.recordRoot()
+	if err != nil {
+		return nil, err
+	}
+	dir, lk, err := record.Open(root, name)
+	if err != nil {
+		return nil, err
+	}
+	defer lk.Close()
+
+	rp := *c.f
+	rp.Run, rp.Schedule = name, ""
+	f := c.newFollower(&rp, wf, name, dir)
+	labels, err := f.addUnits()
+	if err != nil {
+		return nil, err
+	}
+	f.traceRun()
 	o := c.o
 	f.Disp = display.New(display.Options{
 		Stdout: o.Stdout, Stderr: o.Stderr, Live: o.Live, Width: o.Width, Height: o.Height,
@@ -164,7 +198,13 @@ func (c *Client) Follow(ctx context.Context, name string) (*dag.Result, error) {
 	f.Disp.Note("following Workflow %s of flow %s: %s in namespace %s of %s (context %s); record in %s",
 		name, rp.Name, display.Count(len(rp.Steps), "step"), c.ns, c.conn.Host, c.conn.Context, display.Rel(dir))
 	f.Disp.Start()
-	interrupted := f.loop(ctx)
+	return f.end(f.loop(ctx))
+}
+
+// end records how the run ended once the loop is over, interrupted saying
+// whether ctx interrupted the following: the units that had not ended then are
+// interrupted, and the error says whether the Workflow was stopped or runs on.
+func (f *follower) end(interrupted bool) (*dag.Result, error) {
 	if interrupted {
 		for _, u := range f.units {
 			if !f.Final(u.Unit) {
@@ -176,13 +216,13 @@ func (c *Client) Follow(ctx context.Context, name string) (*dag.Result, error) {
 	res, err := f.Finish(interrupted, nil)
 	if res.State == record.Interrupted && interrupted {
 		// A Workflow is not resumed by run ID: it was stopped, or runs on.
-		what := fmt.Sprintf("Workflow %s goes on running on the cluster (`%s runs show --target argo %s` shows it)", name, c.o.Program, name)
+		what := fmt.Sprintf("Workflow %s goes on running on the cluster (`%s runs show --target argo %s` shows it)", f.name, f.c.o.Program, f.name)
 		if f.stopping {
-			what = "Workflow " + name + " was stopped"
+			what = "Workflow " + f.name + " was stopped"
 		}
-		err = fmt.Errorf("following run %s %w: %s", name, dag.ErrInterrupted, what)
+		err = fmt.Errorf("following run %s %w: %s", f.name, dag.ErrInterrupted, what)
 		f.Rec.Error = err.Error()
-		if werr := record.WriteRecord(dir, f.Rec); werr != nil {
+		if werr := record.WriteRecord(f.Dir, f.Rec); werr != nil {
 			err = errors.Join(err, werr)
 		}
 	}
@@ -296,13 +336,35 @@ func (f *follower) reconcile() bool {
 		f.Disp.Note("%v", err)
 		return true
 	}
+	wfs := append([]*wfv1.Workflow{root}, latestParts(root, f.partWorkflows())...)
+	pods := f.nodePods(wfs)
+	f.noteSuspended(root)
+	for _, w := range wfs {
+		f.nodes(w, pods)
+	}
+	f.Release()
+	if !ended(string(root.Status.Phase)) {
+		return false
+	}
+	f.endUnits(root, wfs[1:])
+	return true
+}
+
+// partWorkflows returns the Workflows of the run's parts that the informer
+// holds, every one of each part's.
+func (f *follower) partWorkflows() []*wfv1.Workflow {
 	var parts []*wfv1.Workflow
 	for _, o := range f.parts.GetStore().List() {
 		if w, err := toWorkflow(o.(*unstructured.Unstructured)); err == nil {
 			parts = append(parts, w)
 		}
 	}
-	wfs := append([]*wfv1.Workflow{root}, latestParts(root, parts)...)
+	return parts
+}
+
+// nodePods returns the pods of Workflows wfs by the ID of the node that runs
+// each, keeping each node's pod as last seen (lastPod) once it is gone.
+func (f *follower) nodePods(wfs []*wfv1.Workflow) map[string]*corev1.Pod {
 	names := map[string]bool{}
 	for _, w := range wfs {
 		names[w.Name] = true
@@ -319,6 +381,12 @@ func (f *follower) reconcile() bool {
 			pods[id] = p
 		}
 	}
+	return pods
+}
+
+// noteSuspended tells when Workflow root is suspended, or resumed, since it
+// was last seen.
+func (f *follower) noteSuspended(root *wfv1.Workflow) {
 	if susp := root.Spec.Suspend != nil && *root.Spec.Suspend; susp != f.suspended {
 		f.suspended = susp
 		if susp {
@@ -327,28 +395,12 @@ func (f *follower) reconcile() bool {
 			f.Disp.Note("Workflow %s resumed", f.name)
 		}
 	}
-	for _, w := range wfs {
-		f.nodes(w, pods)
-	}
-	f.Release()
-	if !ended(string(root.Status.Phase)) {
-		return false
-	}
-	why := "not run: Workflow " + f.name + " ended " + string(root.Status.Phase)
-	if root.Status.Message != "" {
-		why += " (" + root.Status.Message + ")"
-	}
-	// A part's task that failed with no step failed, as when the part's
-	// Workflow could not be created, says why.
-	var ps []wfv1.Workflow
-	for _, w := range wfs[1:] {
-		ps = append(ps, *w)
-	}
-	for _, fl := range eargo.Failures(root, ps) {
-		if fl.Step == "" {
-			why += fmt.Sprintf("; its task %s of part %d %s: %s", eargo.PartTask(fl.Part), fl.Part, strings.ToLower(fl.Phase), fl.Message)
-		}
-	}
+}
+
+// endUnits ends the units that have not ended once Workflow root has, parts
+// being the latest Workflows of its parts.
+func (f *follower) endUnits(root *wfv1.Workflow, parts []*wfv1.Workflow) {
+	why := endedWhy(f.name, root, parts)
 	// With no step failed, a Workflow that ended otherwise than Succeeded (a
 	// part's Workflow not created, a template not found) fails the steps it
 	// did not run, so that the run fails, saying why; else they are only not
@@ -367,7 +419,28 @@ func (f *follower) reconcile() bool {
 			f.Interrupt(u.Unit, why)
 		}
 	}
-	return true
+}
+
+// endedWhy says why a unit of Workflow name did not run, once the Workflow
+// (root, with its parts' latest Workflows parts) has ended: its phase and
+// message, and each part's task that failed with no step failed.
+func endedWhy(name string, root *wfv1.Workflow, parts []*wfv1.Workflow) string {
+	why := "not run: Workflow " + name + " ended " + string(root.Status.Phase)
+	if root.Status.Message != "" {
+		why += " (" + root.Status.Message + ")"
+	}
+	// A part's task that failed with no step failed, as when the part's
+	// Workflow could not be created, says why.
+	var ps []wfv1.Workflow
+	for _, w := range parts {
+		ps = append(ps, *w)
+	}
+	for _, fl := range eargo.Failures(root, ps) {
+		if fl.Step == "" {
+			why += fmt.Sprintf("; its task %s of part %d %s: %s", eargo.PartTask(fl.Part), fl.Part, strings.ToLower(fl.Phase), fl.Message)
+		}
+	}
+	return why
 }
 
 // nodes brings the units up to the nodes of Workflow w.

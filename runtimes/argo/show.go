@@ -203,20 +203,37 @@ func (c *Client) Logs(ctx context.Context, name, step string, w io.Writer) error
 	if err != nil {
 		return err
 	}
-	type part struct {
-		label     string
-		s         *plan.Step
-		index     int
-		attempts  []wfv1.NodeStatus
-		wf        *wfv1.Workflow
-		stepOrder int
+	parts, pad := c.logParts(wfs, step)
+	if len(parts) == 0 {
+		if step != "" {
+			return fmt.Errorf("step %s of Workflow %s has not started", step, name)
+		}
+		return fmt.Errorf("no step of Workflow %s has started", name)
 	}
+	return c.writeLogs(ctx, w, parts, pods, pad)
+}
+
+// logPart is a step, or one item of a foreach step, whose pods Logs writes
+// what they wrote: its label, and the attempts of Workflow wf that ran it.
+type logPart struct {
+	label     string
+	s         *plan.Step
+	index     int
+	attempts  []wfv1.NodeStatus
+	wf        *wfv1.Workflow
+	stepOrder int
+}
+
+// logParts returns the parts of Workflows wfs that ran a step (step's alone
+// when step is not ""), in flow order and item by item, and the width of the
+// longest label.
+func (c *Client) logParts(wfs []*wfv1.Workflow, step string) ([]logPart, int) {
 	order := map[string]int{}
 	labels := []string{}
 	for i := range c.f.Steps {
 		order[c.f.Steps[i].Name] = i
 	}
-	var parts []part
+	var parts []logPart
 	for _, wf := range wfs {
 		walk(c.f, wf, func(s *plan.Step, index int, _ wfv1.NodeStatus, attempts []wfv1.NodeStatus) {
 			if step != "" && s.Name != step {
@@ -227,10 +244,10 @@ func (c *Client) Logs(ctx context.Context, name, step string, w io.Writer) error
 				label += "[" + strconv.Itoa(index) + "]"
 			}
 			labels = append(labels, label)
-			parts = append(parts, part{label, s, index, attempts, wf, order[s.Name]})
+			parts = append(parts, logPart{label, s, index, attempts, wf, order[s.Name]})
 		})
 	}
-	slices.SortFunc(parts, func(a, b part) int {
+	slices.SortFunc(parts, func(a, b logPart) int {
 		if a.stepOrder != b.stepOrder {
 			return a.stepOrder - b.stepOrder
 		}
@@ -240,12 +257,13 @@ func (c *Client) Logs(ctx context.Context, name, step string, w io.Writer) error
 	for _, l := range labels {
 		pad = max(pad, len(l))
 	}
-	if len(parts) == 0 {
-		if step != "" {
-			return fmt.Errorf("step %s of Workflow %s has not started", step, name)
-		}
-		return fmt.Errorf("no step of Workflow %s has started", name)
-	}
+	return parts, pad
+}
+
+// writeLogs writes to w what the pods of parts wrote, attempt by attempt, each
+// line prefixed with its part's label padded to pad; pods holds the pods by
+// the ID of the node that runs each.
+func (c *Client) writeLogs(ctx context.Context, w io.Writer, parts []logPart, pods map[string]*corev1.Pod, pad int) error {
 	var errs []error
 	for _, p := range parts {
 		for k, a := range p.attempts {

@@ -393,6 +393,19 @@ func cmpPhase(p wfv1.WorkflowPhase) string {
 // again.
 func retried(wf *wfv1.Workflow, now time.Time) (*wfv1.Workflow, map[string]bool, []string) {
 	out := wf.DeepCopy()
+	restart(out, now)
+	parent := nodeParents(wf)
+	del := failedNodes(wf, parent)
+	reset, stepSet := resetNodes(wf, parent, del)
+	out.Status.Nodes = keptNodes(wf, del, reset, now)
+	delete(stepSet, "")
+	return out, del, slices.Sorted(maps.Keys(stepSet))
+}
+
+// restart makes Workflow out running again from now: its completed label,
+// phase, message, finish time and shutdown are cleared, and so is an active
+// deadline of 0 (which stopped it).
+func restart(out *wfv1.Workflow, now time.Time) {
 	delete(out.Labels, labelCompleted)
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
@@ -410,13 +423,24 @@ func retried(wf *wfv1.Workflow, now time.Time) (*wfv1.Workflow, map[string]bool,
 	if d := out.Spec.ActiveDeadlineSeconds; d != nil && *d == 0 {
 		out.Spec.ActiveDeadlineSeconds = nil
 	}
+}
 
+// nodeParents returns the parent of each node of Workflow wf that has one, by
+// ID.
+func nodeParents(wf *wfv1.Workflow) map[string]string {
 	parent := map[string]string{}
 	for id, n := range wf.Status.Nodes {
 		for _, ch := range n.Children {
 			parent[ch] = id
 		}
 	}
+	return parent
+}
+
+// failedNodes returns the IDs of the nodes of Workflow wf to run again: the
+// failed pod nodes with no succeeded node below what they retry, and what
+// follows them in the DAG. parent is nodeParents(wf).
+func failedNodes(wf *wfv1.Workflow, parent map[string]string) map[string]bool {
 	// The failed pod nodes with no succeeded node below what they retry.
 	del := map[string]bool{}
 	for id, n := range wf.Status.Nodes {
@@ -445,6 +469,13 @@ func retried(wf *wfv1.Workflow, now time.Time) (*wfv1.Workflow, map[string]bool,
 	for _, id := range slices.Collect(maps.Keys(del)) {
 		below(id)
 	}
+	return del
+}
+
+// resetNodes returns the nodes of Workflow wf above those of del that are
+// reset to running (the DAGs and steps that hold them, and the failed retry
+// nodes), and the steps of del's failed pod nodes ("" for a node of no step).
+func resetNodes(wf *wfv1.Workflow, parent map[string]string, del map[string]bool) (map[string]bool, map[string]bool) {
 	reset := map[string]bool{}
 	stepSet := map[string]bool{}
 	for id := range del {
@@ -462,6 +493,13 @@ func retried(wf *wfv1.Workflow, now time.Time) (*wfv1.Workflow, map[string]bool,
 			}
 		}
 	}
+	return reset, stepSet
+}
+
+// keptNodes returns the nodes of Workflow wf but those of del, the nodes of
+// reset running again from now, and no node naming one of del as its child or
+// outbound node.
+func keptNodes(wf *wfv1.Workflow, del, reset map[string]bool, now time.Time) wfv1.Nodes {
 	nodes := wfv1.Nodes{}
 	for id, n := range wf.Status.Nodes {
 		if del[id] {
@@ -480,9 +518,7 @@ func retried(wf *wfv1.Workflow, now time.Time) (*wfv1.Workflow, map[string]bool,
 		n.OutboundNodes = slices.DeleteFunc(slices.Clone(n.OutboundNodes), func(ch string) bool { return del[ch] })
 		nodes[id] = n
 	}
-	out.Status.Nodes = nodes
-	delete(stepSet, "")
-	return out, del, slices.Sorted(maps.Keys(stepSet))
+	return nodes
 }
 
 // podName is the name of the pod of Argo's node n of Workflow wf: the

@@ -366,29 +366,12 @@ func (c *cluster) explain(ctx context.Context, a ask, st metav1.Status, limitRan
 	if a.shared > 1 && u.Step.Foreach != nil {
 		r.Label = u.Step.Name // the step's items alike
 	}
-	var fields []string
-	if st.Details != nil {
-		for _, cause := range st.Details.Causes {
-			if cause.Field != "" && !slices.Contains(fields, cause.Field) {
-				fields = append(fields, cause.Field)
-			}
-		}
-	}
+	fields := causeFields(st)
 	switch {
 	case webhookDryRE().MatchString(msg):
 		return r, fmt.Sprintf("the admission webhook %s does not take dry runs (its sideEffects are not None or NoneOnDryRun): it answers only when the run creates its objects", webhookDryRE().FindStringSubmatch(msg)[1])
 	case podSecurityRE().MatchString(msg):
-		level := podSecurityRE().FindStringSubmatch(msg)[1]
-		r.By = "pod-security.kubernetes.io/enforce=" + level + " of namespace " + ns
-		for _, m := range hostNSRE().FindAllStringSubmatch(msg, -1) {
-			fields = append(fields, "spec."+m[1])
-		}
-		for _, f := range podSecurityFields {
-			if strings.Contains(msg, f.check) && !slices.Contains(fields, f.field) {
-				fields = append(fields, f.field)
-			}
-		}
-		r.Todo = podSecurityTodo(level, msg)
+		fields = podSecurity(&r, ns, msg, fields)
 	case webhookRE().MatchString(msg):
 		name := webhookRE().FindStringSubmatch(msg)[1]
 		r.By = "the admission webhook " + name
@@ -439,6 +422,38 @@ func (c *cluster) explain(ctx context.Context, a ask, st metav1.Status, limitRan
 	}
 	r.Field = strings.Join(fields, ", ")
 	return r, ""
+}
+
+// causeFields returns the fields the causes of refusal st name, each once, in
+// order.
+func causeFields(st metav1.Status) []string {
+	var fields []string
+	if st.Details != nil {
+		for _, cause := range st.Details.Causes {
+			if cause.Field != "" && !slices.Contains(fields, cause.Field) {
+				fields = append(fields, cause.Field)
+			}
+		}
+	}
+	return fields
+}
+
+// podSecurity fills in Refusal r of Pod Security's refusal msg in namespace ns
+// (podSecurityRE): the level that refuses, and what to do; it returns fields
+// with the pod fields msg judges.
+func podSecurity(r *Refusal, ns, msg string, fields []string) []string {
+	level := podSecurityRE().FindStringSubmatch(msg)[1]
+	r.By = "pod-security.kubernetes.io/enforce=" + level + " of namespace " + ns
+	for _, m := range hostNSRE().FindAllStringSubmatch(msg, -1) {
+		fields = append(fields, "spec."+m[1])
+	}
+	for _, f := range podSecurityFields {
+		if strings.Contains(msg, f.check) && !slices.Contains(fields, f.field) {
+			fields = append(fields, f.field)
+		}
+	}
+	r.Todo = podSecurityTodo(level, msg)
+	return fields
 }
 
 // quotaFits reports whether an exceeded-quota message ("exceeded quota: q,

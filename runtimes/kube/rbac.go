@@ -117,25 +117,7 @@ func needs(sh runShape) []Need {
 	}
 	var out []Need
 	for _, gvr := range sh.kinds {
-		one, follow := "each step's "+kindOf(as), "follow each step's "+kindOf(as)+" as it runs"
-		switch gvr {
-		case serviceGVR:
-			// The watcher keeps Services only to see them gone.
-			one, follow = "the headless Service of each multi-node step", "see the run's Services gone before it ends"
-		case resourceClaimTemplateGVR:
-			one = "the ResourceClaimTemplate of each step with DRA devices"
-		}
-		// loop.go create, and the dry run (dryrun.go) of the same object.
-		out = append(out, need(gvr.Group, gvr.Resource, []string{"create"}, "create "+one+", and dry-run it first"))
-		if gvr != resourceClaimTemplateGVR {
-			// watch.go: the informers that drive the run.
-			out = append(out, need(gvr.Group, gvr.Resource, []string{"list", "watch"}, follow))
-		}
-		// cleanup.go deleteUnit: a unit that failed before a resume, or whose
-		// pods cannot be scheduled.
-		out = append(out, need(gvr.Group, gvr.Resource, []string{"delete"}, "delete "+one+" when the step must run again after a resume, or cannot be scheduled"))
-		// cleanup.go cleanup: everything labelled with the run.
-		out = append(out, need(gvr.Group, gvr.Resource, []string{"deletecollection"}, "delete the run's "+gvr.Resource+" by its label when it ends"))
+		out = append(out, kindNeeds(gvr, as)...)
 	}
 	out = append(out,
 		// watch.go: the pods' informer.
@@ -166,7 +148,38 @@ func needs(sh runShape) []Need {
 		out = append(out, need(localQueueGVR.Group, localQueueGVR.Resource, []string{"get"}, "check that each step's LocalQueue exists").
 			without("a step whose LocalQueue is missing waits for ever, instead of being refused"))
 	}
+	return append(out, clusterNeeds(sh)...)
+}
 
+// kindNeeds is every Need of the objects of kind gvr that a run creates, its
+// steps running as as.
+func kindNeeds(gvr schema.GroupVersionResource, as string) []Need {
+	var out []Need
+	one, follow := "each step's "+kindOf(as), "follow each step's "+kindOf(as)+" as it runs"
+	switch gvr {
+	case serviceGVR:
+		// The watcher keeps Services only to see them gone.
+		one, follow = "the headless Service of each multi-node step", "see the run's Services gone before it ends"
+	case resourceClaimTemplateGVR:
+		one = "the ResourceClaimTemplate of each step with DRA devices"
+	}
+	// loop.go create, and the dry run (dryrun.go) of the same object.
+	out = append(out, need(gvr.Group, gvr.Resource, []string{"create"}, "create "+one+", and dry-run it first"))
+	if gvr != resourceClaimTemplateGVR {
+		// watch.go: the informers that drive the run.
+		out = append(out, need(gvr.Group, gvr.Resource, []string{"list", "watch"}, follow))
+	}
+	// cleanup.go deleteUnit: a unit that failed before a resume, or whose
+	// pods cannot be scheduled.
+	out = append(out, need(gvr.Group, gvr.Resource, []string{"delete"}, "delete "+one+" when the step must run again after a resume, or cannot be scheduled"))
+	// cleanup.go cleanup: everything labelled with the run.
+	out = append(out, need(gvr.Group, gvr.Resource, []string{"deletecollection"}, "delete the run's "+gvr.Resource+" by its label when it ends"))
+	return out
+}
+
+// clusterNeeds is every cluster-scoped Need of a run of shape sh.
+func clusterNeeds(sh runShape) []Need {
+	var out []Need
 	// Cluster-scoped reads; a ClusterRole grants them. The run does without
 	// each, with a note.
 	// connect.go preflight.

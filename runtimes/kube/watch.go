@@ -166,28 +166,7 @@ func (w *watcher) start(ctx context.Context, abort <-chan struct{}) (map[string]
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c := w.c
 	objects := new(atomic.Int64)
-	tweak := func(o *metav1.ListOptions) { o.LabelSelector = w.selector }
-	changed := func(obj any) {
-		keys := changedKeys(obj)
-		if len(keys) == 0 {
-			w.touch("")
-		}
-		for _, k := range keys {
-			w.touch(k)
-		}
-	}
-	// handler follows the run's own objects, which it counts; the Workloads'
-	// handler does not count them.
-	handler := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { objects.Add(1); changed(obj) },
-		UpdateFunc: func(_, obj any) { changed(obj) },
-		DeleteFunc: func(obj any) { objects.Add(-1); changed(obj) },
-	}
-	workloadHandler := cache.ResourceEventHandlerFuncs{
-		AddFunc:    changed,
-		UpdateFunc: func(_, obj any) { changed(obj) },
-		DeleteFunc: changed,
-	}
+	handler, workloadHandler := w.handlers(objects)
 	fail := func(err error) (map[string]*nsWatch, context.CancelFunc, *atomic.Int64, error) {
 		cancel()
 		return nil, nil, nil, err
@@ -206,6 +185,47 @@ func (w *watcher) start(ctx context.Context, abort <-chan struct{}) (map[string]
 			cache.DefaultWatchErrorHandler(ctx, r, err)
 		})
 	}
+	nss, err := w.informers(ctx, abort, setup, handler, workloadHandler)
+	if err != nil {
+		return fail(err)
+	}
+	return nss, cancel, objects, nil
+}
+
+// handlers returns the handlers of the informers: handler follows the run's
+// own objects, which it counts in objects; the Workloads' handler does not
+// count them. Each change touches the keys of what it changes.
+func (w *watcher) handlers(objects *atomic.Int64) (handler, workloadHandler cache.ResourceEventHandlerFuncs) {
+	changed := func(obj any) {
+		keys := changedKeys(obj)
+		if len(keys) == 0 {
+			w.touch("")
+		}
+		for _, k := range keys {
+			w.touch(k)
+		}
+	}
+	handler = cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { objects.Add(1); changed(obj) },
+		UpdateFunc: func(_, obj any) { changed(obj) },
+		DeleteFunc: func(obj any) { objects.Add(-1); changed(obj) },
+	}
+	workloadHandler = cache.ResourceEventHandlerFuncs{
+		AddFunc:    changed,
+		UpdateFunc: func(_, obj any) { changed(obj) },
+		DeleteFunc: changed,
+	}
+	return handler, workloadHandler
+}
+
+// informers starts, until ctx ends, the informers of each of the run's
+// namespaces, each given its handler by setup, and waits for their caches to
+// fill, or for abort to close. It returns them by namespace.
+func (w *watcher) informers(ctx context.Context, abort <-chan struct{}, setup func(cache.SharedIndexInformer, cache.ResourceEventHandler) error,
+	handler, workloadHandler cache.ResourceEventHandler) (map[string]*nsWatch, error) {
+	c := w.c
+	tweak := func(o *metav1.ListOptions) { o.LabelSelector = w.selector }
+	fail := func(err error) (map[string]*nsWatch, error) { return nil, err }
 	var synced []cache.InformerSynced
 	nss := map[string]*nsWatch{}
 	for _, ns := range w.namespaces {
@@ -273,7 +293,7 @@ func (w *watcher) start(ctx context.Context, abort <-chan struct{}) (map[string]
 	if !cache.WaitForCacheSync(done, synced...) {
 		return fail(fmt.Errorf("watching the run's objects on the cluster at %s did not start", c.Host))
 	}
-	return nss, cancel, objects, nil
+	return nss, nil
 }
 
 // dropManagedFields takes the server-side apply bookkeeping (metadata.
