@@ -31,74 +31,9 @@ import (
 func lifecycleCommands(flow *sdk.Flow) []*ucli.Command {
 	name := flowName(flow)
 	return []*ucli.Command{
-		{
-			Name:  "deploy",
-			Usage: "deploy the flow to Argo Workflows or Airflow, where trigger runs it",
-			Description: "With --target argo, applies server-side (field manager manifold) everything compile --target argo\n" +
-				"writes for the flow: its WorkflowTemplate, the CronWorkflow of a schedule, the ConfigMap of its\n" +
-				"literals and its ResourceClaimTemplates, labelled manifold.dev/flow and manifold.dev/deploy=argo.\n" +
-				"A changed flow is updated in place, and an object the flow no longer makes is deleted.\n" +
-				"--dry-run=server has the API server check everything and change nothing.\n\n" +
-				"Deploy touches only what it made: an object of a name it applies without those labels (argo),\n" +
-				"or a DAG file of the flow's name it did not write (airflow), is refused, naming it (and, on argo,\n" +
-				"its field managers); --take-over applies over it and makes it the flow's, for undeploy to delete.",
-			Flags: lifecycleFlags([]string{"airflow-url", "dags-folder", "wait-parsed", "parse-timeout"}, []ucli.Flag{
-				&ucli.BoolFlag{Name: "image-from-build", Usage: "make every Run step's image the one image build recorded"},
-				&ucli.BoolFlag{Name: "take-over", Usage: "apply over an object (argo) or DAG file (airflow) of the flow's name that manifold did not deploy, making it the flow's"},
-				&ucli.StringFlag{Name: "dry-run", Usage: "with --target argo: `server`, to have the API server check what deploy applies, and change nothing"},
-			}, flowFlags()),
-			Action: func(c *ucli.Context) error {
-				return lifecycle(c, flow, true, func(p *plan.Flow) error {
-					if err := dryRunFlag(c); err != nil {
-						return err
-					}
-					return argoDeploy(c, p, false)
-				}, func(p *plan.Flow) error { return airflowDeploy(c, flow, p) })
-			},
-		},
-		{
-			Name:        "undeploy",
-			Usage:       "remove what deploy made for the flow, and nothing else; its runs stay",
-			Description: "With --target argo, deletes the objects labelled with the flow and manifold.dev/deploy=argo.",
-			Flags: lifecycleFlags([]string{"airflow-url", "dags-folder", "delete-dag"}, []ucli.Flag{
-				&ucli.StringFlag{Name: "dry-run", Usage: "with --target argo: `server`, to have the API server check what undeploy deletes, and change nothing"},
-			}, []ucli.Flag{configFlag()}),
-			Action: func(c *ucli.Context) error {
-				return lifecycle(c, flow, false, func(p *plan.Flow) error {
-					if err := dryRunFlag(c); err != nil {
-						return err
-					}
-					return argoDeploy(c, p, true)
-				}, func(p *plan.Flow) error { return airflowUndeploy(c, flow, p) })
-			},
-		},
-		{
-			Name:  "trigger",
-			Usage: "run the deployed flow, with --param values, and print the run's name; --wait follows it",
-			Description: "With --target argo, creates a Workflow from the flow's WorkflowTemplate. --wait follows it with\n" +
-				"the live view of run --kube (steps, attempts, pods, nodes, the pods' logs), records it under\n" +
-				".manifold/runs/<run>/, and exits with its result: 0 when it succeeded, 1 when a step failed\n" +
-				"(named with its pod and the reason), 130 when interrupted. Ctrl-C asks, on a terminal, whether to\n" +
-				"stop the run or leave it running; elsewhere --on-interrupt says (default: leave).",
-			Flags: lifecycleFlags([]string{"airflow-url"}, append([]ucli.Flag{
-				&ucli.BoolFlag{Name: "image-from-build", Usage: "make every Run step's image the one image build recorded"},
-			}, waitFlags()...), flowFlags()),
-			Action: func(c *ucli.Context) error {
-				return lifecycle(c, flow, true, func(p *plan.Flow) error {
-					params, err := triggerParams(c, p)
-					if err != nil {
-						return err
-					}
-					return argoTrigger(c, p, params)
-				}, func(p *plan.Flow) error {
-					params, err := triggerParams(c, p)
-					if err != nil {
-						return err
-					}
-					return airflowTrigger(c, flow, p, params)
-				})
-			},
-		},
+		deployCommand(flow),
+		undeployCommand(flow),
+		triggerCommand(flow),
 		runCommandOf(flow, "stop", "stop a run: its running steps are stopped and no other starts",
 			"With --target argo, sets the Workflow's spec.shutdown to Stop, as `argo stop` does.",
 			[]string{"airflow-url"},
@@ -133,6 +68,87 @@ func lifecycleCommands(flow *sdk.Flow) []*ucli.Command {
 			func(c *ucli.Context, p *plan.Flow, run string) error { return argoRetry(c, p, run) },
 			func(c *ucli.Context, p *plan.Flow, run string) error { return airflowRetry(c, flow, p, run) },
 			waitFlags()...),
+	}
+}
+
+// deployCommand is deploy: the flow put on Argo Workflows or Airflow.
+func deployCommand(flow *sdk.Flow) *ucli.Command {
+	return &ucli.Command{
+		Name:  "deploy",
+		Usage: "deploy the flow to Argo Workflows or Airflow, where trigger runs it",
+		Description: "With --target argo, applies server-side (field manager manifold) everything compile --target argo\n" +
+			"writes for the flow: its WorkflowTemplate, the CronWorkflow of a schedule, the ConfigMap of its\n" +
+			"literals and its ResourceClaimTemplates, labelled manifold.dev/flow and manifold.dev/deploy=argo.\n" +
+			"A changed flow is updated in place, and an object the flow no longer makes is deleted.\n" +
+			"--dry-run=server has the API server check everything and change nothing.\n\n" +
+			"Deploy touches only what it made: an object of a name it applies without those labels (argo),\n" +
+			"or a DAG file of the flow's name it did not write (airflow), is refused, naming it (and, on argo,\n" +
+			"its field managers); --take-over applies over it and makes it the flow's, for undeploy to delete.",
+		Flags: lifecycleFlags([]string{"airflow-url", "dags-folder", "wait-parsed", "parse-timeout"}, []ucli.Flag{
+			&ucli.BoolFlag{Name: "image-from-build", Usage: "make every Run step's image the one image build recorded"},
+			&ucli.BoolFlag{Name: "take-over", Usage: "apply over an object (argo) or DAG file (airflow) of the flow's name that manifold did not deploy, making it the flow's"},
+			&ucli.StringFlag{Name: "dry-run", Usage: "with --target argo: `server`, to have the API server check what deploy applies, and change nothing"},
+		}, flowFlags()),
+		Action: func(c *ucli.Context) error {
+			return lifecycle(c, flow, true, func(p *plan.Flow) error {
+				if err := dryRunFlag(c); err != nil {
+					return err
+				}
+				return argoDeploy(c, p, false)
+			}, func(p *plan.Flow) error { return airflowDeploy(c, flow, p) })
+		},
+	}
+}
+
+// undeployCommand is undeploy: what deploy made for the flow removed.
+func undeployCommand(flow *sdk.Flow) *ucli.Command {
+	return &ucli.Command{
+		Name:        "undeploy",
+		Usage:       "remove what deploy made for the flow, and nothing else; its runs stay",
+		Description: "With --target argo, deletes the objects labelled with the flow and manifold.dev/deploy=argo.",
+		Flags: lifecycleFlags([]string{"airflow-url", "dags-folder", "delete-dag"}, []ucli.Flag{
+			&ucli.StringFlag{Name: "dry-run", Usage: "with --target argo: `server`, to have the API server check what undeploy deletes, and change nothing"},
+		}, []ucli.Flag{configFlag()}),
+		Action: func(c *ucli.Context) error {
+			return lifecycle(c, flow, false, func(p *plan.Flow) error {
+				if err := dryRunFlag(c); err != nil {
+					return err
+				}
+				return argoDeploy(c, p, true)
+			}, func(p *plan.Flow) error { return airflowUndeploy(c, flow, p) })
+		},
+	}
+}
+
+// triggerCommand is trigger: a run of the deployed flow created, and with
+// --wait followed.
+func triggerCommand(flow *sdk.Flow) *ucli.Command {
+	return &ucli.Command{
+		Name:  "trigger",
+		Usage: "run the deployed flow, with --param values, and print the run's name; --wait follows it",
+		Description: "With --target argo, creates a Workflow from the flow's WorkflowTemplate. --wait follows it with\n" +
+			"the live view of run --kube (steps, attempts, pods, nodes, the pods' logs), records it under\n" +
+			".manifold/runs/<run>/, and exits with its result: 0 when it succeeded, 1 when a step failed\n" +
+			"(named with its pod and the reason), 130 when interrupted. Ctrl-C asks, on a terminal, whether to\n" +
+			"stop the run or leave it running; elsewhere --on-interrupt says (default: leave).",
+		Flags: lifecycleFlags([]string{"airflow-url"}, append([]ucli.Flag{
+			&ucli.BoolFlag{Name: "image-from-build", Usage: "make every Run step's image the one image build recorded"},
+		}, waitFlags()...), flowFlags()),
+		Action: func(c *ucli.Context) error {
+			return lifecycle(c, flow, true, func(p *plan.Flow) error {
+				params, err := triggerParams(c, p)
+				if err != nil {
+					return err
+				}
+				return argoTrigger(c, p, params)
+			}, func(p *plan.Flow) error {
+				params, err := triggerParams(c, p)
+				if err != nil {
+					return err
+				}
+				return airflowTrigger(c, flow, p, params)
+			})
+		},
 	}
 }
 
