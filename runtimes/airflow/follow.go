@@ -124,24 +124,7 @@ func (c *Client) Follow(ctx context.Context, f *plan.Flow, dagID, runID string, 
 		return nil, err
 	}
 	defer lk.Close()
-	fl := &follower{c: c, r: dag.New(f, runID, dir), o: o, dagID: dagID, byTask: map[string]map[int]*unit{}}
-	for i := range f.Steps {
-		s := &f.Steps[i]
-		idx := []int{-1}
-		if s.Foreach != nil {
-			idx = idx[:0]
-			for j := range s.Foreach {
-				idx = append(idx, j)
-			}
-		}
-		fl.byTask[s.Name] = map[int]*unit{}
-		for _, j := range idx {
-			u := &unit{Unit: dag.NewUnit(s, j)}
-			fl.units = append(fl.units, u)
-			fl.byTask[s.Name][j] = u
-			fl.r.Add(u.Unit)
-		}
-	}
+	fl := newFollower(c, f, dagID, runID, dir, o)
 	resumed, err := fl.open()
 	if err != nil {
 		return nil, err
@@ -150,20 +133,7 @@ func (c *Client) Follow(ctx context.Context, f *plan.Flow, dagID, runID string, 
 	if fl.r.Trace == nil {
 		fl.r.Trace = o.Tracer.Begin(f, runID, "airflow")
 	}
-	labels := make([]string, len(fl.units))
-	for i, u := range fl.units {
-		labels[i] = u.Label
-	}
-	fl.r.Disp = display.New(display.Options{
-		Stdout: o.Stdout, Stderr: o.Stderr, Live: o.Live, Width: o.Width, Height: o.Height,
-		Labels: labels, View: fl.r.StepView, StateColumn: 1,
-	})
-	verb := "following run"
-	if resumed {
-		verb = "following again run"
-	}
-	fl.r.Disp.Note("%s %s of DAG %s at %s: %s; record in %s", verb, runID, dagID, c.URL(), display.Count(len(f.Steps), "step"), display.Rel(dir))
-	fl.r.Disp.Start()
+	fl.show(resumed)
 	fl.r.Release()
 
 	interrupted, err := fl.loop(ctx)
@@ -171,26 +141,10 @@ func (c *Client) Follow(ctx context.Context, f *plan.Flow, dagID, runID string, 
 	// The view stays on the screen; a question about the run goes below it.
 	fl.r.Disp.Stop()
 	if err != nil {
-		for _, u := range fl.units {
-			if !fl.r.Final(u.Unit) {
-				fl.r.Interrupt(u.Unit, "Airflow stopped answering; the run may go on there")
-			}
-		}
+		fl.interruptRest("Airflow stopped answering; the run may go on there")
 	}
 	if interrupted {
-		why := "left running in Airflow"
-		if o.OnInterrupt != nil && o.OnInterrupt() {
-			if _, serr := c.Stop(context.WithoutCancel(ctx), dagID, runID); serr != nil {
-				fl.r.Disp.Note("stopping DAG run %s: %v", runID, serr)
-			} else {
-				res.Stopped, why = true, "stopped: the DAG run was marked failed"
-			}
-		}
-		for _, u := range fl.units {
-			if !fl.r.Final(u.Unit) {
-				fl.r.Interrupt(u.Unit, why)
-			}
-		}
+		res.Stopped = fl.interrupted(ctx)
 	}
 	dres, ferr := fl.r.Finish(interrupted || err != nil, nil)
 	res.Result = *dres
@@ -211,6 +165,75 @@ func (c *Client) Follow(ctx context.Context, f *plan.Flow, dagID, runID string, 
 		return res, err
 	}
 	return res, ferr
+}
+
+// newFollower returns the follower of run runID of DAG dagID, recorded in
+// dir: a unit for each of f's tasks, and each map index of a foreach step's.
+func newFollower(c *Client, f *plan.Flow, dagID, runID, dir string, o FollowOptions) *follower {
+	fl := &follower{c: c, r: dag.New(f, runID, dir), o: o, dagID: dagID, byTask: map[string]map[int]*unit{}}
+	for i := range f.Steps {
+		s := &f.Steps[i]
+		idx := []int{-1}
+		if s.Foreach != nil {
+			idx = idx[:0]
+			for j := range s.Foreach {
+				idx = append(idx, j)
+			}
+		}
+		fl.byTask[s.Name] = map[int]*unit{}
+		for _, j := range idx {
+			u := &unit{Unit: dag.NewUnit(s, j)}
+			fl.units = append(fl.units, u)
+			fl.byTask[s.Name][j] = u
+			fl.r.Add(u.Unit)
+		}
+	}
+	return fl
+}
+
+// show starts the run's live view, a line for each unit, under the note of
+// the run followed (again, when resumed: an earlier follow recorded it).
+func (fl *follower) show(resumed bool) {
+	o := fl.o
+	labels := make([]string, len(fl.units))
+	for i, u := range fl.units {
+		labels[i] = u.Label
+	}
+	fl.r.Disp = display.New(display.Options{
+		Stdout: o.Stdout, Stderr: o.Stderr, Live: o.Live, Width: o.Width, Height: o.Height,
+		Labels: labels, View: fl.r.StepView, StateColumn: 1,
+	})
+	verb := "following run"
+	if resumed {
+		verb = "following again run"
+	}
+	fl.r.Disp.Note("%s %s of DAG %s at %s: %s; record in %s", verb, fl.r.ID, fl.dagID, fl.c.URL(), display.Count(len(fl.r.Flow.Steps), "step"), display.Rel(fl.r.Dir))
+	fl.r.Disp.Start()
+}
+
+// interruptRest interrupts, saying why, every unit not yet ended.
+func (fl *follower) interruptRest(why string) {
+	for _, u := range fl.units {
+		if !fl.r.Final(u.Unit) {
+			fl.r.Interrupt(u.Unit, why)
+		}
+	}
+}
+
+// interrupted ends a follow that ctx interrupted: the DAG run is stopped in
+// Airflow when OnInterrupt says so (and it reports whether it was), else left
+// running; the units not ended are interrupted, saying which.
+func (fl *follower) interrupted(ctx context.Context) (stopped bool) {
+	why := "left running in Airflow"
+	if fl.o.OnInterrupt != nil && fl.o.OnInterrupt() {
+		if _, serr := fl.c.Stop(context.WithoutCancel(ctx), fl.dagID, fl.r.ID); serr != nil {
+			fl.r.Disp.Note("stopping DAG run %s: %v", fl.r.ID, serr)
+		} else {
+			stopped, why = true, "stopped: the DAG run was marked failed"
+		}
+	}
+	fl.interruptRest(why)
+	return stopped
 }
 
 // open writes the run's record, or reads back the one an earlier follow of the
