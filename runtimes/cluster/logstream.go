@@ -205,9 +205,14 @@ func (c *logCursor) read(r io.Reader) (delivered bool, err error) {
 		ends, full := err == nil, errors.Is(err, bufio.ErrBufferFull)
 		if rd.start && (len(b) > 0 || ends) {
 			at, text, ok := stamp(b)
-			if !ok && !ends && !full && err != io.EOF {
+			if !ok && !ends && !full {
 				// Cut before its time was read: the stream opened again
-				// sends the line again.
+				// sends the line again. A stream that ends cleanly there
+				// was cut too (an API server shutting down ends its
+				// streams cleanly), for the kubelet stamps every line.
+				if err == io.EOF {
+					err = io.ErrUnexpectedEOF
+				}
 				return rd.delivered, err
 			}
 			if ok {

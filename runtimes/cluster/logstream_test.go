@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -327,6 +328,28 @@ func TestStreamLogEndsWhenContainerEnded(t *testing.T) {
 	checkLines(t, loglines.Joined(streamAll(t, lagging)), entries)
 	if lagging.gets != 1 || len(lagging.requests) != 2 {
 		t.Errorf("status lagging: %d pod reads and %d log requests, want 1 and 2", lagging.gets, len(lagging.requests))
+	}
+}
+
+// TestStreamLogCleanCutAnywhere: a stream that ends cleanly at any byte (as
+// an API server shutting down ends the streams it proxies) while the
+// container runs is opened again, and every line arrives once and whole; a
+// stream that ended in a line's time stamp delivers nothing of that line.
+func TestStreamLogCleanCutAnywhere(t *testing.T) {
+	entries := numbered("line", 3)
+	total := 0
+	for _, e := range entries {
+		total += len(e.at.Format(time.RFC3339Nano)) + 1 + len(e.text) + 1
+	}
+	for cut := 1; cut < total; cut++ {
+		t.Run(strconv.Itoa(cut), func(t *testing.T) {
+			t.Parallel()
+			f := &fakeLogs{entries: entries, cuts: []int{cut}, clean: true, running: 1}
+			got := loglines.Joined(streamAll(t, f))
+			if !slices.Equal(got, []string{"line 0", "line 1", "line 2"}) {
+				t.Errorf("a stream ended cleanly after %d bytes: got %q", cut, got)
+			}
+		})
 	}
 }
 
