@@ -264,17 +264,20 @@ func (r *reach) check(since time.Time, cause error) {
 		if err == nil {
 			r.probing, r.checked = false, now
 			lost := !r.lostAt.IsZero()
+			back := r.back
 			if lost {
 				d := now.Sub(r.lostAt)
 				r.lostAt = time.Time{}
 				r.outages = append(r.outages, d)
-				close(r.back)
 				r.tell("API server back after %s", display.Human(d.Round(100*time.Millisecond)))
 			}
 			kick := r.kick
 			r.mu.Unlock()
 			if lost {
+				// The return is told, and the loop woken, before the
+				// requests that wait for it are let go.
 				kick()
+				close(back)
 			}
 			return
 		}
@@ -284,10 +287,10 @@ func (r *reach) check(since time.Time, cause error) {
 		}
 		if now.Sub(r.lostAt) >= r.limit {
 			r.gaveUp, r.probing = true, false
-			close(r.back)
-			kick := r.kick
+			back, kick := r.back, r.kick
 			r.mu.Unlock()
 			kick()
+			close(back)
 			return
 		}
 		r.mu.Unlock()
