@@ -272,6 +272,16 @@ current-context: sim
 	if err != nil {
 		return err
 	}
+	// Each node keeps its pods' logs apart: a kubelet's garbage collection
+	// removes every directory of the pod logs directory whose pod it does not
+	// run, and the real nodes of tests run side by side on this machine.
+	podLogs, err := filepath.Abs(filepath.Join(dir, "pod-logs"))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(podLogs, 0o755); err != nil {
+		return err
+	}
 	config := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: 127.0.0.1
@@ -304,7 +314,8 @@ serializeImagePulls: false
 registerNode: true
 nodeStatusUpdateFrequency: 10s
 maxPods: 110
-`, ports[0], ports[1], c.pki.ServeCert, c.pki.ServeKey, c.pki.CACert, n.cgroup, "unix://"+n.sock, "unix://"+n.sock)
+podLogsDir: %q
+`, ports[0], ports[1], c.pki.ServeCert, c.pki.ServeKey, c.pki.CACert, n.cgroup, "unix://"+n.sock, "unix://"+n.sock, podLogs)
 	path := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
 		return err
