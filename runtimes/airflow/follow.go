@@ -102,6 +102,39 @@ func stepOfTask(f *plan.Flow, task string) (string, bool) {
 // Clear made run again) is followed on in the same record: its steps that
 // succeeded stay so. A failed task's log is printed, and kept in its record.
 func (c *Client) Follow(ctx context.Context, f *plan.Flow, dagID, runID string, o FollowOptions) (*Result, error) {
+	o = o.withDefaults()
+	dir, lk, err := openRunDir(o.Root, dagID, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer lk.Close()
+	fl := newFollower(c, f, dagID, runID, dir, o)
+	resumed, err := fl.open()
+	if err != nil {
+		return nil, err
+	}
+	fl.show(resumed)
+
+	interrupted, err := fl.loop(ctx)
+	res := &Result{}
+	// The view stays on the screen; a question about the run goes below it.
+	fl.r.Disp.Stop()
+	if err != nil {
+		fl.interruptOpen("Airflow stopped answering; the run may go on there")
+	}
+	if interrupted {
+		res.Stopped = fl.interrupted(ctx)
+	}
+	ferr := fl.finish(res, interrupted, err != nil)
+	if err != nil {
+		return res, err
+	}
+	return res, ferr
+}
+
+// withDefaults is o with record.DefaultRoot for an empty Root and io.Discard
+// for nil writers.
+func (o FollowOptions) withDefaults() FollowOptions {
 	if o.Root == "" {
 		o.Root = record.DefaultRoot
 	}
@@ -111,19 +144,29 @@ func (c *Client) Follow(ctx context.Context, f *plan.Flow, dagID, runID string, 
 	if o.Stderr == nil {
 		o.Stderr = io.Discard
 	}
+	return o
+}
+
+// openRunDir opens, locked, the directory of run runID's record under root.
+func openRunDir(root, dagID, runID string) (string, io.Closer, error) {
 	// The run's ID is Airflow's, and names the record's directory.
 	if err := runid.CheckStore(runID); err != nil {
-		return nil, fmt.Errorf("following run %s of DAG %s: %w", runID, dagID, err)
+		return "", nil, fmt.Errorf("following run %s of DAG %s: %w", runID, dagID, err)
 	}
-	root, err := filepath.Abs(o.Root)
+	abs, err := filepath.Abs(root)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	dir, lk, err := record.Open(root, runID)
+	dir, lk, err := record.Open(abs, runID)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	defer lk.Close()
+	return dir, lk, nil
+}
+
+// newFollower is the follower of run runID of DAG dagID, f's, recorded in
+// dir: one unit for each step, or for each item of a foreach step.
+func newFollower(c *Client, f *plan.Flow, dagID, runID, dir string, o FollowOptions) *follower {
 	fl := &follower{c: c, r: dag.New(f, runID, dir), o: o, dagID: dagID, byTask: map[string]map[int]*unit{}}
 	for i := range f.Steps {
 		s := &f.Steps[i]
@@ -142,13 +185,16 @@ func (c *Client) Follow(ctx context.Context, f *plan.Flow, dagID, runID string, 
 			fl.r.Add(u.Unit)
 		}
 	}
-	resumed, err := fl.open()
-	if err != nil {
-		return nil, err
-	}
+	return fl
+}
+
+// show begins the run's trace (or continues the one its trigger began) and
+// starts its view, saying whether it is followed again (resumed).
+func (fl *follower) show(resumed bool) {
+	f, o := fl.r.Flow, fl.o
 	fl.r.Trace = o.Trace
 	if fl.r.Trace == nil {
-		fl.r.Trace = o.Tracer.Begin(f, runID, "airflow")
+		fl.r.Trace = o.Tracer.Begin(f, fl.r.ID, "airflow")
 	}
 	labels := make([]string, len(fl.units))
 	for i, u := range fl.units {
@@ -162,39 +208,43 @@ func (c *Client) Follow(ctx context.Context, f *plan.Flow, dagID, runID string, 
 	if resumed {
 		verb = "following again run"
 	}
-	fl.r.Disp.Note("%s %s of DAG %s at %s: %s; record in %s", verb, runID, dagID, c.URL(), display.Count(len(f.Steps), "step"), display.Rel(dir))
+	fl.r.Disp.Note("%s %s of DAG %s at %s: %s; record in %s", verb, fl.r.ID, fl.dagID, fl.c.URL(), display.Count(len(f.Steps), "step"), display.Rel(fl.r.Dir))
 	fl.r.Disp.Start()
 	fl.r.Release()
+}
 
-	interrupted, err := fl.loop(ctx)
-	res := &Result{}
-	// The view stays on the screen; a question about the run goes below it.
-	fl.r.Disp.Stop()
-	if err != nil {
-		for _, u := range fl.units {
-			if !fl.r.Final(u.Unit) {
-				fl.r.Interrupt(u.Unit, "Airflow stopped answering; the run may go on there")
-			}
+// interruptOpen marks every unit that has not ended interrupted, for why.
+func (fl *follower) interruptOpen(why string) {
+	for _, u := range fl.units {
+		if !fl.r.Final(u.Unit) {
+			fl.r.Interrupt(u.Unit, why)
 		}
 	}
-	if interrupted {
-		why := "left running in Airflow"
-		if o.OnInterrupt != nil && o.OnInterrupt() {
-			if _, serr := c.Stop(context.WithoutCancel(ctx), dagID, runID); serr != nil {
-				fl.r.Disp.Note("stopping DAG run %s: %v", runID, serr)
-			} else {
-				res.Stopped, why = true, "stopped: the DAG run was marked failed"
-			}
-		}
-		for _, u := range fl.units {
-			if !fl.r.Final(u.Unit) {
-				fl.r.Interrupt(u.Unit, why)
-			}
+}
+
+// interrupted handles a follow ctx ended: it stops the DAG run when
+// OnInterrupt says to, marks the units not ended interrupted, and returns
+// whether the run was stopped.
+func (fl *follower) interrupted(ctx context.Context) bool {
+	why, stopped := "left running in Airflow", false
+	if fl.o.OnInterrupt != nil && fl.o.OnInterrupt() {
+		if _, serr := fl.c.Stop(context.WithoutCancel(ctx), fl.dagID, fl.r.ID); serr != nil {
+			fl.r.Disp.Note("stopping DAG run %s: %v", fl.r.ID, serr)
+		} else {
+			stopped, why = true, "stopped: the DAG run was marked failed"
 		}
 	}
-	dres, ferr := fl.r.Finish(interrupted || err != nil, nil)
+	fl.interruptOpen(why)
+	return stopped
+}
+
+// finish ends the run's record into res and returns the follow's error: a
+// run interrupted (not failed, by Airflow not answering) goes on in Airflow.
+func (fl *follower) finish(res *Result, interrupted, failed bool) error {
+	runID := fl.r.ID
+	dres, ferr := fl.r.Finish(interrupted || failed, nil)
 	res.Result = *dres
-	if dres.State == record.Interrupted && err == nil {
+	if dres.State == record.Interrupted && !failed {
 		// The run is Airflow's: it is not resumed with --run-id, as a local
 		// run is.
 		ferr = fmt.Errorf("stopped following run %s, which goes on in Airflow (retry %s follows it again): %w", runID, runID, dag.ErrInterrupted)
@@ -207,10 +257,7 @@ func (c *Client) Follow(ctx context.Context, f *plan.Flow, dagID, runID string, 
 		}
 	}
 	fl.r.Ended(dres.State)
-	if err != nil {
-		return res, err
-	}
-	return res, ferr
+	return ferr
 }
 
 // open writes the run's record, or reads back the one an earlier follow of the
