@@ -194,7 +194,7 @@ func (fl *follower) show(resumed bool) {
 	f, o := fl.r.Flow, fl.o
 	fl.r.Trace = o.Trace
 	if fl.r.Trace == nil {
-		fl.r.Trace = o.Tracer.Begin(f, fl.r.ID, "airflow")
+		fl.r.Trace = o.Tracer.Begin(f, fl.r.ID, string(record.Airflow))
 	}
 	labels := make([]string, len(fl.units))
 	for i, u := range fl.units {
