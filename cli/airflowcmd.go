@@ -22,12 +22,6 @@ import (
 	"github.com/manifoldflow/manifold/runtimes/tracing"
 )
 
-// The --on-interrupt choices of a followed run.
-const (
-	onInterruptStop  = "stop"
-	onInterruptLeave = "leave"
-)
-
 // airflowFlags are the flags of the lifecycle commands for --target airflow.
 // Credentials are never flags: see runtimes/airflow.LoadConfig.
 func airflowFlags() []ucli.Flag {
@@ -267,10 +261,10 @@ func airflowTrigger(c *ucli.Context, p *plan.Flow, params map[string]string) err
 // checkOnInterrupt refuses an --on-interrupt that names neither choice.
 func checkOnInterrupt(c *ucli.Context) error {
 	switch v := c.String("on-interrupt"); v {
-	case "", onInterruptStop, onInterruptLeave:
+	case "", interruptStop, interruptLeave:
 		return nil
 	default:
-		return usageErr("--on-interrupt %q: choose %s (mark the run failed) or %s (let it go on)", v, onInterruptStop, onInterruptLeave)
+		return usageErr("--on-interrupt %q: choose %s (mark the run failed) or %s (let it go on)", v, interruptStop, interruptLeave)
 	}
 }
 
@@ -313,9 +307,9 @@ func followAirflowRun(c *ucli.Context, cl *airflow.Client, p *plan.Flow, id, run
 // --on-interrupt says, else as the user answers on a terminal, else not.
 func stopOnInterrupt(c *ucli.Context, run string) bool {
 	switch c.String("on-interrupt") {
-	case onInterruptStop:
+	case interruptStop:
 		return true
-	case onInterruptLeave:
+	case interruptLeave:
 		return false
 	}
 	in, ok := c.App.Reader.(*os.File)
