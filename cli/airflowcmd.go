@@ -4,12 +4,8 @@ package cli
 
 import (
 	"bufio"
-	"context"
 	"fmt"
-	"maps"
 	"os"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,7 +13,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/manifoldflow/manifold/emit"
-	emitairflow "github.com/manifoldflow/manifold/emit/airflow"
 	"github.com/manifoldflow/manifold/output"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runid"
@@ -25,13 +20,6 @@ import (
 	"github.com/manifoldflow/manifold/runtimes/display"
 	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/runtimes/tracing"
-	"github.com/manifoldflow/manifold/sdk"
-)
-
-// The --on-interrupt choices of a followed run.
-const (
-	onInterruptStop  = "stop"
-	onInterruptLeave = "leave"
 )
 
 // airflowFlags are the flags of the lifecycle commands for --target airflow.
@@ -80,13 +68,57 @@ func airflowClient(c *ucli.Context) (*airflow.Client, error) {
 	return cl, nil
 }
 
+// airflowEngine is the engine of --target airflow: the Airflow the command
+// line and the Airflow config name, and its dags folder.
+type airflowEngine struct {
+	c *ucli.Context
+	// name is the program's, for the commands its refusals suggest.
+	name string
+}
+
+func (e airflowEngine) Deploy(p *plan.Flow) error   { return airflowDeploy(e.c, p) }
+func (e airflowEngine) Undeploy(p *plan.Flow) error { return airflowUndeploy(e.c, p) }
+func (e airflowEngine) Trigger(p *plan.Flow, params map[string]string) error {
+	return airflowTrigger(e.c, p, params)
+}
+func (e airflowEngine) Stop(p *plan.Flow, run string) error  { return airflowStop(e.c, p, run) }
+func (e airflowEngine) Retry(p *plan.Flow, run string) error { return airflowRetry(e.c, p, run) }
+func (e airflowEngine) List(p *plan.Flow) error              { return airflowRunsList(e.c, p) }
+func (e airflowEngine) Show(p *plan.Flow, run string) error  { return airflowRunsShow(e.c, p, run) }
+func (e airflowEngine) Logs(p *plan.Flow, run, step string) error {
+	return airflowLogs(e.c, p, run, step)
+}
+
+// Suspend refuses: Airflow cannot suspend a run.
+func (e airflowEngine) Suspend(*plan.Flow, string) error {
+	return usageErr("suspend: Airflow cannot suspend a run; `%s stop --target airflow RUN` stops it, and `%s retry --target airflow RUN` runs its failed tasks again", e.name, e.name)
+}
+
+// Unsuspend refuses: Airflow has no suspended run.
+func (e airflowEngine) Unsuspend(*plan.Flow, string) error {
+	return usageErr("unsuspend: Airflow cannot suspend a run, so there is none to unsuspend; `%s retry --target airflow RUN` runs a failed run's tasks again", e.name)
+}
+
+// Latest is the run of p's DAG that started last.
+func (e airflowEngine) Latest(p *plan.Flow) (string, error) {
+	cl, id, err := airflowDAG(e.c, p)
+	if err != nil {
+		return "", err
+	}
+	run, err := cl.Latest(e.c.Context, id)
+	if err != nil {
+		return "", invalidErr(err)
+	}
+	return run, nil
+}
+
 // dagID is the id of p's DAG, as the airflow target names it.
 func dagID(p *plan.Flow) (string, error) {
-	d, errs := emitairflow.Build(p)
-	if len(errs) > 0 {
-		return "", invalidErr(errs.ToAggregate())
+	id, err := airflow.DAGID(p)
+	if err != nil {
+		return "", invalidErr(err)
 	}
-	return d.ID, nil
+	return id, nil
 }
 
 // dagsFolder is the dags folder of the command line, or a usage error.
@@ -103,7 +135,7 @@ func dagsFolder(c *ucli.Context) (string, error) {
 
 // airflowDeploy writes p's DAG into the dags folder, and with --wait-parsed
 // waits until Airflow has imported it.
-func airflowDeploy(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
+func airflowDeploy(c *ucli.Context, p *plan.Flow) error {
 	dir, err := dagsFolder(c)
 	if err != nil {
 		return err
@@ -130,14 +162,13 @@ func airflowDeploy(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
 		fmt.Fprintf(out, "DAG %s deployed; Airflow imports it at its next parse (--wait-parsed waits for it)\n", dep.DAGID)
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(c.Context, c.Duration("parse-timeout"))
-	defer cancel()
 	fmt.Fprintf(out, "waiting for Airflow at %s to import DAG %s\n", cl.URL(), dep.DAGID)
-	if err := cl.WaitParsed(ctx, dep); err != nil {
+	paused, err := cl.WaitImported(c.Context, dep, c.Duration("parse-timeout"))
+	if err != nil {
 		return invalidErr(err)
 	}
 	fmt.Fprintf(out, "Airflow imported DAG %s\n", dep.DAGID)
-	if d, err := cl.DAG(c.Context, dep.DAGID); err == nil && d.IsPaused {
+	if paused {
 		fmt.Fprintf(out, "DAG %s is paused (Airflow pauses new DAGs): trigger unpauses it\n", dep.DAGID)
 	}
 	return nil
@@ -145,7 +176,7 @@ func airflowDeploy(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
 
 // airflowUndeploy removes the files deploy wrote, and with --delete-dag the
 // DAG from Airflow.
-func airflowUndeploy(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
+func airflowUndeploy(c *ucli.Context, p *plan.Flow) error {
 	dir, err := dagsFolder(c)
 	if err != nil {
 		return err
@@ -186,12 +217,8 @@ func airflowUndeploy(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
 
 // airflowTrigger starts a run of p's DAG with params (names of p's params,
 // see triggerParams) as its conf, and with --wait follows it to its end.
-func airflowTrigger(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, params map[string]string) error {
-	all := map[string]string{}
-	for _, prm := range p.Params {
-		all[prm.Name] = prm.Value
-	}
-	maps.Copy(all, params)
+func airflowTrigger(c *ucli.Context, p *plan.Flow, params map[string]string) error {
+	all := airflow.RunParams(p, params)
 	if err := checkOnInterrupt(c); err != nil {
 		return err
 	}
@@ -203,7 +230,6 @@ func airflowTrigger(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, params map[st
 		fmt.Fprintf(c.App.ErrWriter, "note: DAG %s in Airflow is not flow %s as it compiles now: deploy --target airflow runs the current one\n", id, p.Name)
 	}
 	runID := runid.New(time.Now())
-	conf := maps.Clone(params)
 	var tracer *tracing.Tracer
 	var trace *tracing.Run
 	if c.Bool("wait") {
@@ -215,15 +241,9 @@ func airflowTrigger(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, params map[st
 			return err
 		}
 		defer endTracing()
-		trace = tracer.Begin(p, runID, "airflow")
-		if tp := trace.TraceParent(); tp != "" {
-			if conf == nil {
-				conf = map[string]string{}
-			}
-			conf[emitairflow.ConfTraceParent] = tp
-		}
+		trace = tracer.Begin(p, runID, string(record.Airflow))
 	}
-	run, unpaused, err := cl.Trigger(c.Context, id, runID, conf)
+	run, unpaused, err := cl.Trigger(c.Context, id, runID, airflow.TriggerConf(params, trace.TraceParent()))
 	if unpaused {
 		fmt.Fprintf(c.App.Writer, "DAG %s was paused: unpaused it\n", id)
 	}
@@ -241,10 +261,10 @@ func airflowTrigger(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, params map[st
 // checkOnInterrupt refuses an --on-interrupt that names neither choice.
 func checkOnInterrupt(c *ucli.Context) error {
 	switch v := c.String("on-interrupt"); v {
-	case "", onInterruptStop, onInterruptLeave:
+	case "", interruptStop, interruptLeave:
 		return nil
 	default:
-		return usageErr("--on-interrupt %q: choose %s (mark the run failed) or %s (let it go on)", v, onInterruptStop, onInterruptLeave)
+		return usageErr("--on-interrupt %q: choose %s (mark the run failed) or %s (let it go on)", v, interruptStop, interruptLeave)
 	}
 }
 
@@ -287,9 +307,9 @@ func followAirflowRun(c *ucli.Context, cl *airflow.Client, p *plan.Flow, id, run
 // --on-interrupt says, else as the user answers on a terminal, else not.
 func stopOnInterrupt(c *ucli.Context, run string) bool {
 	switch c.String("on-interrupt") {
-	case onInterruptStop:
+	case interruptStop:
 		return true
-	case onInterruptLeave:
+	case interruptLeave:
 		return false
 	}
 	in, ok := c.App.Reader.(*os.File)
@@ -308,7 +328,7 @@ func stopOnInterrupt(c *ucli.Context, run string) bool {
 const airflowListed = 50
 
 // airflowRunsList lists the last runs of p's DAG.
-func airflowRunsList(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
+func airflowRunsList(c *ucli.Context, p *plan.Flow) error {
 	cl, id, err := airflowDAG(c, p)
 	if err != nil {
 		return err
@@ -320,13 +340,13 @@ func airflowRunsList(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
 	if format := c.String("output"); format != output.Table {
 		recs := make([]record.Record, len(runs))
 		for i := range runs {
-			recs[i] = *runRecord(cl, p, &runs[i])
+			recs[i] = *cl.Record(p, &runs[i])
 		}
 		return output.Write(c.App.Writer, format, output.NewRunList(recs, time.Now()))
 	}
 	rows := [][]string{{"RUN", "STATE", "STARTED", "DURATION", "TYPE"}}
 	for _, r := range runs {
-		rec := runRecord(cl, p, &r)
+		rec := cl.Record(p, &r)
 		started := ""
 		if !rec.Start.IsZero() {
 			started = rec.Start.Local().Format(time.DateTime)
@@ -338,28 +358,6 @@ func airflowRunsList(c *ucli.Context, flow *sdk.Flow, p *plan.Flow) error {
 		rows = append(rows, []string{r.ID, string(rec.State), started, dur, r.RunType})
 	}
 	return writeTable(c.App.Writer, rows)
-}
-
-// runRecord is a DAG run as a run record.
-func runRecord(cl *airflow.Client, p *plan.Flow, r *airflow.DAGRun) *record.Record {
-	rec := &record.Record{Flow: p.Name, ID: r.ID, State: airflow.RunState(r.State), Runtime: record.Airflow, Cluster: cl.URL(), Params: map[string]string{}}
-	if r.StartDate != nil {
-		rec.Start = *r.StartDate
-	}
-	if r.EndDate != nil {
-		rec.End = *r.EndDate
-	}
-	for k, v := range r.Conf {
-		if k == emitairflow.ConfTraceParent {
-			continue // the trace context its trigger gave the steps, not a param
-		}
-		if s, ok := v.(string); ok {
-			rec.Params[k] = s
-		} else {
-			rec.Params[k] = fmt.Sprint(v)
-		}
-	}
-	return rec
 }
 
 // airflowDAG returns the client of the Airflow the flags name and the id of
@@ -376,39 +374,30 @@ func airflowDAG(c *ucli.Context, p *plan.Flow) (*airflow.Client, string, error) 
 	return cl, id, nil
 }
 
-// airflowRun returns, besides airflowDAG's, run of p's DAG as Airflow has it.
-func airflowRun(c *ucli.Context, p *plan.Flow, run string) (*airflow.Client, string, *airflow.DAGRun, error) {
+// airflowRunsShow shows a run of p's DAG as Airflow has it: its steps'
+// tasks, their states and tries.
+func airflowRunsShow(c *ucli.Context, p *plan.Flow, run string) error {
 	cl, id, err := airflowDAG(c, p)
 	if err != nil {
-		return nil, "", nil, err
+		return err
 	}
 	r, err := cl.Run(c.Context, id, run)
 	if err != nil {
-		return nil, "", nil, invalidErr(err)
-	}
-	return cl, id, r, nil
-}
-
-// airflowRunsShow shows a run of p's DAG as Airflow has it: its steps'
-// tasks, their states and tries.
-func airflowRunsShow(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, run string) error {
-	cl, id, r, err := airflowRun(c, p, run)
-	if err != nil {
-		return err
+		return invalidErr(err)
 	}
 	tis, err := cl.TaskInstances(c.Context, id, run)
 	if err != nil {
 		return invalidErr(err)
 	}
 	if format := c.String("output"); format != output.Table {
-		return output.Write(c.App.Writer, format, output.NewRun(runRecord(cl, p, r), airflow.Tasks(p, tis), time.Now()))
+		return output.Write(c.App.Writer, format, output.NewRun(cl.Record(p, r), airflow.Tasks(p, tis), time.Now()))
 	}
-	return showRun(c.App.Writer, runRecord(cl, p, r), airflow.Tasks(p, tis))
+	return showRun(c.App.Writer, cl.Record(p, r), airflow.Tasks(p, tis))
 }
 
 // airflowLogs prints the logs of run's tasks from Airflow, of every try (or
 // --attempt's), step by step in the flow's order.
-func airflowLogs(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, run, step string) error {
+func airflowLogs(c *ucli.Context, p *plan.Flow, run, step string) error {
 	if step != "" && p.Step(step) == nil {
 		return usageErr("logs: flow %s has no step %s", p.Name, step)
 	}
@@ -416,69 +405,37 @@ func airflowLogs(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, run, step string
 	if err != nil {
 		return err
 	}
-	if _, err := cl.Run(c.Context, id, run); err != nil {
-		return invalidErr(err)
-	}
-	tis, err := cl.TaskInstances(c.Context, id, run)
-	if err != nil {
-		return invalidErr(err)
-	}
-	tasks := airflow.Tasks(p, tis)
-	byLabel := map[string]airflow.TaskInstance{}
-	for _, ti := range tis {
-		byLabel[airflow.Label(p, ti)] = ti
-	}
 	index := -1
 	if c.IsSet("index") {
 		index = c.Int("index")
 	}
-	var picked []record.Task
-	for _, t := range tasks {
-		if step != "" && t.Step != step || index >= 0 && (t.Index == nil || *t.Index != index) {
-			continue
-		}
-		picked = append(picked, t)
+	var attempt *int
+	if c.IsSet("attempt") {
+		n := c.Int("attempt")
+		attempt = &n
 	}
-	labelled := len(picked) > 1
+	logs, err := cl.Logs(c.Context, p, id, run, step, index, attempt)
+	if err != nil {
+		return invalidErr(err)
+	}
+	labelled := len(logs.Tasks) > 1
 	pad := 0
-	for _, t := range picked {
+	for _, t := range logs.Tasks {
 		pad = max(pad, len(t.Label()))
 	}
 	wrote := false
-	for _, t := range picked {
-		ti, ok := byLabel[t.Label()]
-		if !ok || ti.TryNumber == 0 {
-			continue
+	for l, err := range logs.Each(c.Context) {
+		if err != nil {
+			return invalidErr(err)
 		}
-		tries := make([]int, 0, ti.TryNumber)
-		for n := 1; n <= ti.TryNumber; n++ {
-			tries = append(tries, n)
+		label := ""
+		if labelled {
+			label = l.Task
 		}
-		if c.IsSet("attempt") {
-			n := c.Int("attempt")
-			if n < 1 || n > ti.TryNumber {
-				return invalidErr(fmt.Errorf("run %s: %s made %s, not attempt %d", run, t.Label(), display.Count(ti.TryNumber, "try"), n))
-			}
-			tries = []int{n}
+		if _, err := writeLog(c.App.Writer, label, pad, strings.NewReader(l.Text)); err != nil {
+			return err
 		}
-		for _, n := range tries {
-			log, err := cl.Log(c.Context, id, run, ti.TaskID, ti.MapIndex, n)
-			if err != nil {
-				return invalidErr(err)
-			}
-			label := ""
-			if labelled {
-				label = t.Label()
-			}
-			text := log.Text()
-			if len(tries) > 1 {
-				text = "--- try " + strconv.Itoa(n) + "\n" + text
-			}
-			if _, err := writeLog(c.App.Writer, label, pad, strings.NewReader(text)); err != nil {
-				return err
-			}
-			wrote = wrote || text != ""
-		}
+		wrote = wrote || l.Text != ""
 	}
 	if !wrote {
 		fmt.Fprintf(c.App.ErrWriter, "run %s: no task has run yet\n", run)
@@ -487,15 +444,12 @@ func airflowLogs(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, run, step string
 }
 
 // airflowStop marks a run failed.
-func airflowStop(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, run string) error {
-	cl, id, r, err := airflowRun(c, p, run)
+func airflowStop(c *ucli.Context, p *plan.Flow, run string) error {
+	cl, id, err := airflowDAG(c, p)
 	if err != nil {
 		return err
 	}
-	if r.Final() {
-		return invalidErr(fmt.Errorf("run %s of DAG %s has already ended: %s", run, id, r.State))
-	}
-	if _, err := cl.Stop(c.Context, id, run); err != nil {
+	if err := cl.StopRun(c.Context, id, run); err != nil {
 		return invalidErr(err)
 	}
 	fmt.Fprintf(c.App.Writer, "marked run %s of DAG %s failed: Airflow fails its running tasks, whose pods are deleted as their workers stop them, and skips the tasks not started (retry %s runs the failed ones again)\n", run, id, run)
@@ -505,32 +459,22 @@ func airflowStop(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, run string) erro
 // airflowRetry clears the failed tasks of a run and those after them, so
 // Airflow runs them again in the same run, and follows it again, in the same
 // record. A run that has not ended is followed again as it is.
-func airflowRetry(c *ucli.Context, flow *sdk.Flow, p *plan.Flow, run string) error {
+func airflowRetry(c *ucli.Context, p *plan.Flow, run string) error {
 	if err := checkOnInterrupt(c); err != nil {
 		return err
 	}
-	cl, id, r, err := airflowRun(c, p, run)
+	cl, id, err := airflowDAG(c, p)
 	if err != nil {
 		return err
 	}
-	params := runRecord(cl, p, r).Params
-	if !r.Final() {
-		fmt.Fprintf(c.App.Writer, "run %s is %s in Airflow: following it (nothing to clear)\n", run, airflow.RunState(r.State))
-		return airflowFollow(c, cl, p, id, run, params)
-	}
-	cleared, err := cl.Clear(c.Context, id, run)
+	r, labels, err := cl.Retry(c.Context, p, id, run)
 	if err != nil {
 		return invalidErr(err)
 	}
-	if len(cleared) == 0 {
-		return invalidErr(fmt.Errorf("run %s of DAG %s has no failed task to retry (it %s)", run, id, airflow.RunState(r.State)))
+	if labels == nil {
+		fmt.Fprintf(c.App.Writer, "run %s is %s in Airflow: following it (nothing to clear)\n", run, airflow.RunState(r.State))
+	} else {
+		fmt.Fprintf(c.App.Writer, "cleared %s of run %s: %s\n", display.Count(len(labels), "task"), run, strings.Join(labels, ", "))
 	}
-	var labels []string
-	for _, ti := range cleared {
-		if l := airflow.Label(p, ti); !slices.Contains(labels, l) {
-			labels = append(labels, l)
-		}
-	}
-	fmt.Fprintf(c.App.Writer, "cleared %s of run %s: %s\n", display.Count(len(labels), "task"), run, strings.Join(labels, ", "))
-	return airflowFollow(c, cl, p, id, run, params)
+	return airflowFollow(c, cl, p, id, run, cl.Record(p, r).Params)
 }

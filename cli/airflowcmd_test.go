@@ -159,7 +159,7 @@ func TestAirflowLifecycle(t *testing.T) {
 		}
 		id := triggeredRun(t, r)
 		rec, tasks := readRun(t, id)
-		if rec.State != record.Succeeded || rec.Runtime != "airflow" || rec.Cluster != srv.URL || rec.Params["size"] != "large" {
+		if rec.State != record.Succeeded || rec.Runtime != record.Airflow || rec.Cluster != srv.URL || rec.Params["size"] != "large" {
 			t.Errorf("record: state %s, runtime %q, at %q, params %v; want succeeded, airflow, %s, size=large", rec.State, rec.Runtime, rec.Cluster, rec.Params, srv.URL)
 		}
 		if len(tasks) != 4 {
@@ -239,7 +239,7 @@ func TestAirflowLifecycle(t *testing.T) {
 			var list output.RunList
 			strictJSON(t, r.stdout, &list)
 			i := slices.IndexFunc(list.Items, func(s output.RunSummary) bool { return s.ID == id })
-			if list.Kind != output.KindRunList || i < 0 || list.Items[i].State != record.Succeeded || list.Items[i].Runtime != "airflow" || list.Items[i].Start == nil {
+			if list.Kind != output.KindRunList || i < 0 || list.Items[i].State != record.Succeeded || list.Items[i].Runtime != string(record.Airflow) || list.Items[i].Start == nil {
 				t.Errorf("runs list -o json: want run %s succeeded on airflow, with its start, in:\n%s", id, r.stdout)
 			}
 		}

@@ -29,49 +29,10 @@ import (
 // lifecycleCommands are the commands that deploy the flow to Argo Workflows or
 // Airflow, run it there and manage its runs.
 func lifecycleCommands(flow *sdk.Flow) []*ucli.Command {
-	name := flowName(flow)
-	return []*ucli.Command{
-		deployCommand(flow),
-		undeployCommand(flow),
-		triggerCommand(flow),
-		runCommandOf(flow, "stop", "stop a run: its running steps are stopped and no other starts",
-			"With --target argo, sets the Workflow's spec.shutdown to Stop, as `argo stop` does.",
-			[]string{"airflow-url"},
-			func(c *ucli.Context, p *plan.Flow, run string) error {
-				return argoAct(c, p, run, "stopping", (*argo.Client).Stop)
-			},
-			func(c *ucli.Context, p *plan.Flow, run string) error { return airflowStop(c, flow, p, run) }),
-		runCommandOf(flow, "suspend", "suspend a run on Argo: running steps finish, and no step starts until unsuspend",
-			"Sets the Workflow's spec.suspend.",
-			nil,
-			func(c *ucli.Context, p *plan.Flow, run string) error {
-				return argoAct(c, p, run, "suspended", (*argo.Client).Suspend)
-			},
-			func(*ucli.Context, *plan.Flow, string) error {
-				return usageErr("suspend: Airflow cannot suspend a run; `%s stop --target airflow RUN` stops it, and `%s retry --target airflow RUN` runs its failed tasks again", name, name)
-			}),
-		runCommandOf(flow, "unsuspend", "let a run on Argo that suspend suspended go on (argo resume)",
-			"Clears the Workflow's spec.suspend, as `argo resume` does. (resume, without --target, resumes a\n"+
-				"failed run recorded here, as Metaflow's resume does; retry runs a failed run's steps again on the cluster.)",
-			nil,
-			func(c *ucli.Context, p *plan.Flow, run string) error {
-				return argoAct(c, p, run, "unsuspended", (*argo.Client).Resume)
-			},
-			func(*ucli.Context, *plan.Flow, string) error {
-				return usageErr("unsuspend: Airflow cannot suspend a run, so there is none to unsuspend; `%s retry --target airflow RUN` runs a failed run's tasks again", name)
-			}),
-		runCommandOf(flow, "retry", "run again the failed steps of a run, on the cluster, in place; --wait follows it",
-			"With --target argo, retries the Workflow as `argo retry` does: its failed nodes are reset and their\n"+
-				"pods deleted, and Argo's controller runs them again; what succeeded is not run again.\n"+
-				"Of a flow split into parts, a failed part's Workflow is created anew and runs all the part's steps.",
-			[]string{"airflow-url"},
-			func(c *ucli.Context, p *plan.Flow, run string) error { return argoRetry(c, p, run) },
-			func(c *ucli.Context, p *plan.Flow, run string) error { return airflowRetry(c, flow, p, run) },
-			waitFlags()...),
-	}
+	return append([]*ucli.Command{deployCommand(flow), undeployCommand(flow), triggerCommand(flow)}, runCommands(flow)...)
 }
 
-// deployCommand is deploy: the flow put on Argo Workflows or Airflow.
+// deployCommand is deploy: the flow put on the engine.
 func deployCommand(flow *sdk.Flow) *ucli.Command {
 	return &ucli.Command{
 		Name:  "deploy",
@@ -90,17 +51,12 @@ func deployCommand(flow *sdk.Flow) *ucli.Command {
 			&ucli.StringFlag{Name: "dry-run", Usage: "with --target argo: `server`, to have the API server check what deploy applies, and change nothing"},
 		}, flowFlags()),
 		Action: func(c *ucli.Context) error {
-			return lifecycle(c, flow, true, func(p *plan.Flow) error {
-				if err := dryRunFlag(c); err != nil {
-					return err
-				}
-				return argoDeploy(c, p, false)
-			}, func(p *plan.Flow) error { return airflowDeploy(c, flow, p) })
+			return lifecycle(c, flow, true, engine.Deploy)
 		},
 	}
 }
 
-// undeployCommand is undeploy: what deploy made for the flow removed.
+// undeployCommand is undeploy: what deploy made removed.
 func undeployCommand(flow *sdk.Flow) *ucli.Command {
 	return &ucli.Command{
 		Name:        "undeploy",
@@ -110,18 +66,12 @@ func undeployCommand(flow *sdk.Flow) *ucli.Command {
 			&ucli.StringFlag{Name: "dry-run", Usage: "with --target argo: `server`, to have the API server check what undeploy deletes, and change nothing"},
 		}, []ucli.Flag{configFlag()}),
 		Action: func(c *ucli.Context) error {
-			return lifecycle(c, flow, false, func(p *plan.Flow) error {
-				if err := dryRunFlag(c); err != nil {
-					return err
-				}
-				return argoDeploy(c, p, true)
-			}, func(p *plan.Flow) error { return airflowUndeploy(c, flow, p) })
+			return lifecycle(c, flow, false, engine.Undeploy)
 		},
 	}
 }
 
-// triggerCommand is trigger: a run of the deployed flow created, and with
-// --wait followed.
+// triggerCommand is trigger: a run of the deployed flow.
 func triggerCommand(flow *sdk.Flow) *ucli.Command {
 	return &ucli.Command{
 		Name:  "trigger",
@@ -135,20 +85,35 @@ func triggerCommand(flow *sdk.Flow) *ucli.Command {
 			&ucli.BoolFlag{Name: "image-from-build", Usage: "make every Run step's image the one image build recorded"},
 		}, waitFlags()...), flowFlags()),
 		Action: func(c *ucli.Context) error {
-			return lifecycle(c, flow, true, func(p *plan.Flow) error {
+			return lifecycle(c, flow, true, func(e engine, p *plan.Flow) error {
 				params, err := triggerParams(c, p)
 				if err != nil {
 					return err
 				}
-				return argoTrigger(c, p, params)
-			}, func(p *plan.Flow) error {
-				params, err := triggerParams(c, p)
-				if err != nil {
-					return err
-				}
-				return airflowTrigger(c, flow, p, params)
+				return e.Trigger(p, params)
 			})
 		},
+	}
+}
+
+// runCommands are the lifecycle commands that act on a run.
+func runCommands(flow *sdk.Flow) []*ucli.Command {
+	return []*ucli.Command{
+		runCommandOf(flow, "stop", "stop a run: its running steps are stopped and no other starts",
+			"With --target argo, sets the Workflow's spec.shutdown to Stop, as `argo stop` does.",
+			[]string{"airflow-url"}, engine.Stop),
+		runCommandOf(flow, "suspend", "suspend a run on Argo: running steps finish, and no step starts until unsuspend",
+			"Sets the Workflow's spec.suspend.",
+			nil, engine.Suspend),
+		runCommandOf(flow, "unsuspend", "let a run on Argo that suspend suspended go on (argo resume)",
+			"Clears the Workflow's spec.suspend, as `argo resume` does. (resume, without --target, resumes a\n"+
+				"failed run recorded here, as Metaflow's resume does; retry runs a failed run's steps again on the cluster.)",
+			nil, engine.Unsuspend),
+		runCommandOf(flow, "retry", "run again the failed steps of a run, on the cluster, in place; --wait follows it",
+			"With --target argo, retries the Workflow as `argo retry` does: its failed nodes are reset and their\n"+
+				"pods deleted, and Argo's controller runs them again; what succeeded is not run again.\n"+
+				"Of a flow split into parts, a failed part's Workflow is created anew and runs all the part's steps.",
+			[]string{"airflow-url"}, engine.Retry, waitFlags()...),
 	}
 }
 
@@ -196,9 +161,9 @@ func flagsNamed(flags []ucli.Flag, names ...string) []ucli.Flag {
 	return out
 }
 
-// runCommandOf is a lifecycle command that acts on the run RUN; airflow
+// runCommandOf is a lifecycle command that does act to the run RUN; airflow
 // names the flags of airflowFlags it takes.
-func runCommandOf(flow *sdk.Flow, name, usage, description string, airflow []string, onArgo, onAirflow func(*ucli.Context, *plan.Flow, string) error, extra ...ucli.Flag) *ucli.Command {
+func runCommandOf(flow *sdk.Flow, name, usage, description string, airflow []string, act func(e engine, p *plan.Flow, run string) error, extra ...ucli.Flag) *ucli.Command {
 	return &ucli.Command{
 		Name: name, Usage: usage, Description: description, ArgsUsage: "RUN",
 		Flags: lifecycleFlags(airflow, extra, []ucli.Flag{configFlag()}),
@@ -206,11 +171,19 @@ func runCommandOf(flow *sdk.Flow, name, usage, description string, airflow []str
 			if err := args(c, name, "RUN", 1, 1); err != nil {
 				return err
 			}
-			onArgo, onAirflow := onRun(c, c.Args().First(),
-				func(p *plan.Flow, run string) error { return onArgo(c, p, run) },
-				func(p *plan.Flow, run string) error { return onAirflow(c, p, run) })
-			return lifecycle(c, flow, false, onArgo, onAirflow)
+			return lifecycle(c, flow, false, onRun(c.Args().First(), act))
 		},
+	}
+}
+
+// onRun is act on run, with runid.Latest read first (see runOf).
+func onRun(run string, act func(e engine, p *plan.Flow, run string) error) func(engine, *plan.Flow) error {
+	return func(e engine, p *plan.Flow) error {
+		run, err := runOf(e, p, run)
+		if err != nil {
+			return err
+		}
+		return act(e, p, run)
 	}
 }
 
@@ -250,10 +223,10 @@ func triggerParams(c *ucli.Context, p *plan.Flow) (map[string]string, error) {
 	return params, nil
 }
 
-// lifecycle compiles the flow (with --image-from-build when build) and runs
-// onArgo or onAirflow, as --target says, after refusing the flags of the other
+// lifecycle compiles the flow (with --image-from-build when build) and does
+// act on the engine --target names, after refusing the flags of the other
 // target.
-func lifecycle(c *ucli.Context, flow *sdk.Flow, build bool, onArgo, onAirflow func(*plan.Flow) error) error {
+func lifecycle(c *ucli.Context, flow *sdk.Flow, build bool, act func(engine, *plan.Flow) error) error {
 	if c.Command.Name == "deploy" || c.Command.Name == "undeploy" || c.Command.Name == "trigger" {
 		if err := noArgs(c); err != nil {
 			return err
@@ -281,10 +254,7 @@ func lifecycle(c *ucli.Context, flow *sdk.Flow, build bool, onArgo, onAirflow fu
 			return err
 		}
 	}
-	if target == targetArgo {
-		return onArgo(p)
-	}
-	return onAirflow(p)
+	return act(engineOf(c, flow, target), p)
 }
 
 // checkLifecycleFlags refuses the flags of the target not chosen, and values
@@ -315,6 +285,67 @@ func checkLifecycleFlags(c *ucli.Context, target string) error {
 		}
 	}
 	return nil
+}
+
+// argoEngine is the engine of --target argo: Argo Workflows on the cluster
+// the flags name, connected to anew by each operation.
+type argoEngine struct{ c *ucli.Context }
+
+func (e argoEngine) Deploy(p *plan.Flow) error {
+	if err := dryRunFlag(e.c); err != nil {
+		return err
+	}
+	return argoDeploy(e.c, p, false)
+}
+
+func (e argoEngine) Undeploy(p *plan.Flow) error {
+	if err := dryRunFlag(e.c); err != nil {
+		return err
+	}
+	return argoDeploy(e.c, p, true)
+}
+
+func (e argoEngine) Trigger(p *plan.Flow, params map[string]string) error {
+	return argoTrigger(e.c, p, params)
+}
+
+func (e argoEngine) Stop(p *plan.Flow, run string) error {
+	return argoAct(e.c, p, run, "stopping", (*argo.Client).Stop)
+}
+
+func (e argoEngine) Suspend(p *plan.Flow, run string) error {
+	return argoAct(e.c, p, run, "suspended", (*argo.Client).Suspend)
+}
+
+func (e argoEngine) Unsuspend(p *plan.Flow, run string) error {
+	return argoAct(e.c, p, run, "unsuspended", (*argo.Client).Resume)
+}
+
+func (e argoEngine) Retry(p *plan.Flow, run string) error { return argoRetry(e.c, p, run) }
+func (e argoEngine) List(p *plan.Flow) error              { return argoRunsList(e.c, p) }
+func (e argoEngine) Show(p *plan.Flow, run string) error  { return argoRunsShow(e.c, p, run) }
+func (e argoEngine) Latest(p *plan.Flow) (string, error)  { return argoLatest(e.c, p) }
+func (e argoEngine) Logs(p *plan.Flow, run, step string) error {
+	if e.c.IsSet("index") || e.c.IsSet("attempt") {
+		return usageErr("logs --index and --attempt with --target argo: leave them out for every pod's log, or read the run's record (without --target) when it was followed with --wait")
+	}
+	return argoLogs(e.c, p, run, step)
+}
+
+// argoLatest is the flow's Workflow on the cluster that started last.
+func argoLatest(c *ucli.Context, p *plan.Flow) (string, error) {
+	a, err := argoClient(c, p)
+	if err != nil {
+		return "", err
+	}
+	runs, err := a.List(c.Context)
+	if err != nil {
+		return "", invalidErr(err)
+	}
+	if len(runs) == 0 {
+		return "", invalidErr(fmt.Errorf("no run of flow %s on Argo in namespace %s of %s: trigger one first", p.Name, a.Namespace(), a.Where()))
+	}
+	return runs[len(runs)-1].Name, nil
 }
 
 // dryRunFlag refuses a --dry-run other than server.
@@ -587,34 +618,25 @@ func argoLogs(c *ucli.Context, p *plan.Flow, run, step string) error {
 
 // targetRunsList is runs list --target: the flow's runs on the target.
 func targetRunsList(c *ucli.Context, flow *sdk.Flow) error {
-	return targetRuns(c, flow, func(p *plan.Flow) error { return argoRunsList(c, p) },
-		func(p *plan.Flow) error { return airflowRunsList(c, flow, p) })
+	return targetRuns(c, flow, engine.List)
 }
 
 // targetRunsShow is runs show --target: one run on the target.
 func targetRunsShow(c *ucli.Context, flow *sdk.Flow, run string) error {
-	onArgo, onAirflow := onRun(c, run,
-		func(p *plan.Flow, run string) error { return argoRunsShow(c, p, run) },
-		func(p *plan.Flow, run string) error { return airflowRunsShow(c, flow, p, run) })
-	return targetRuns(c, flow, onArgo, onAirflow)
+	return targetRuns(c, flow, onRun(run, engine.Show))
 }
 
 // targetLogs is logs --target: a run's logs on the target, of step or of
 // every step when step is "".
 func targetLogs(c *ucli.Context, flow *sdk.Flow, run, step string) error {
-	onArgo, onAirflow := onRun(c, run, func(p *plan.Flow, run string) error {
-		if c.IsSet("index") || c.IsSet("attempt") {
-			return usageErr("logs --index and --attempt with --target argo: leave them out for every pod's log, or read the run's record (without --target) when it was followed with --wait")
-		}
-		return argoLogs(c, p, run, step)
-	},
-		func(p *plan.Flow, run string) error { return airflowLogs(c, flow, p, run, step) })
-	return targetRuns(c, flow, onArgo, onAirflow)
+	return targetRuns(c, flow, onRun(run, func(e engine, p *plan.Flow, run string) error {
+		return e.Logs(p, run, step)
+	}))
 }
 
 // targetRuns runs the --target side of runs list, runs show and logs: the
 // flow is compiled with --config alone.
-func targetRuns(c *ucli.Context, flow *sdk.Flow, onArgo, onAirflow func(*plan.Flow) error) error {
+func targetRuns(c *ucli.Context, flow *sdk.Flow, act func(engine, *plan.Flow) error) error {
 	target, err := lifecycleTarget(c)
 	if err != nil {
 		return err
@@ -641,10 +663,7 @@ func targetRuns(c *ucli.Context, flow *sdk.Flow, onArgo, onAirflow func(*plan.Fl
 		printErrors(c.App.ErrWriter, flowName(flow), errs)
 		return silentInvalid
 	}
-	if target == targetArgo {
-		return onArgo(p)
-	}
-	return onAirflow(p)
+	return act(engineOf(c, flow, target), p)
 }
 
 // targetRunsFlags are the flags runs list, runs show and logs take to read a

@@ -102,24 +102,8 @@ func stepOfTask(f *plan.Flow, task string) (string, bool) {
 // Clear made run again) is followed on in the same record: its steps that
 // succeeded stay so. A failed task's log is printed, and kept in its record.
 func (c *Client) Follow(ctx context.Context, f *plan.Flow, dagID, runID string, o FollowOptions) (*Result, error) {
-	if o.Root == "" {
-		o.Root = record.DefaultRoot
-	}
-	if o.Stdout == nil {
-		o.Stdout = io.Discard
-	}
-	if o.Stderr == nil {
-		o.Stderr = io.Discard
-	}
-	// The run's ID is Airflow's, and names the record's directory.
-	if err := runid.CheckStore(runID); err != nil {
-		return nil, fmt.Errorf("following run %s of DAG %s: %w", runID, dagID, err)
-	}
-	root, err := filepath.Abs(o.Root)
-	if err != nil {
-		return nil, err
-	}
-	dir, lk, err := record.Open(root, runID)
+	o = o.withDefaults()
+	dir, lk, err := openRunDir(o.Root, dagID, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -129,46 +113,59 @@ func (c *Client) Follow(ctx context.Context, f *plan.Flow, dagID, runID string, 
 	if err != nil {
 		return nil, err
 	}
-	fl.r.Trace = o.Trace
-	if fl.r.Trace == nil {
-		fl.r.Trace = o.Tracer.Begin(f, runID, "airflow")
-	}
 	fl.show(resumed)
-	fl.r.Release()
 
 	interrupted, err := fl.loop(ctx)
 	res := &Result{}
 	// The view stays on the screen; a question about the run goes below it.
 	fl.r.Disp.Stop()
 	if err != nil {
-		fl.interruptRest("Airflow stopped answering; the run may go on there")
+		fl.interruptOpen("Airflow stopped answering; the run may go on there")
 	}
 	if interrupted {
 		res.Stopped = fl.interrupted(ctx)
 	}
-	dres, ferr := fl.r.Finish(interrupted || err != nil, nil)
-	res.Result = *dres
-	if dres.State == record.Interrupted && err == nil {
-		// The run is Airflow's: it is not resumed with --run-id, as a local
-		// run is.
-		ferr = fmt.Errorf("stopped following run %s, which goes on in Airflow (retry %s follows it again): %w", runID, runID, dag.ErrInterrupted)
-		if res.Stopped {
-			ferr = fmt.Errorf("run %s %w and stopped in Airflow (retry %s runs its failed tasks again)", runID, dag.ErrInterrupted, runID)
-		}
-		fl.r.Rec.Error = ferr.Error()
-		if werr := record.WriteRecord(fl.r.Dir, fl.r.Rec); werr != nil {
-			fl.r.Disp.Note("recording run %s: %v", runID, werr)
-		}
-	}
-	fl.r.Ended(dres.State)
+	ferr := fl.finish(res, interrupted, err != nil)
 	if err != nil {
 		return res, err
 	}
 	return res, ferr
 }
 
-// newFollower returns the follower of run runID of DAG dagID, recorded in
-// dir: a unit for each of f's tasks, and each map index of a foreach step's.
+// withDefaults is o with record.DefaultRoot for an empty Root and io.Discard
+// for nil writers.
+func (o FollowOptions) withDefaults() FollowOptions {
+	if o.Root == "" {
+		o.Root = record.DefaultRoot
+	}
+	if o.Stdout == nil {
+		o.Stdout = io.Discard
+	}
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
+	return o
+}
+
+// openRunDir opens, locked, the directory of run runID's record under root.
+func openRunDir(root, dagID, runID string) (string, io.Closer, error) {
+	// The run's ID is Airflow's, and names the record's directory.
+	if err := runid.CheckStore(runID); err != nil {
+		return "", nil, fmt.Errorf("following run %s of DAG %s: %w", runID, dagID, err)
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return "", nil, err
+	}
+	dir, lk, err := record.Open(abs, runID)
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, lk, nil
+}
+
+// newFollower is the follower of run runID of DAG dagID, f's, recorded in
+// dir: one unit for each step, or for each item of a foreach step.
 func newFollower(c *Client, f *plan.Flow, dagID, runID, dir string, o FollowOptions) *follower {
 	fl := &follower{c: c, r: dag.New(f, runID, dir), o: o, dagID: dagID, byTask: map[string]map[int]*unit{}}
 	for i := range f.Steps {
@@ -191,10 +188,14 @@ func newFollower(c *Client, f *plan.Flow, dagID, runID, dir string, o FollowOpti
 	return fl
 }
 
-// show starts the run's live view, a line for each unit, under the note of
-// the run followed (again, when resumed: an earlier follow recorded it).
+// show begins the run's trace (or continues the one its trigger began) and
+// starts its view, saying whether it is followed again (resumed).
 func (fl *follower) show(resumed bool) {
-	o := fl.o
+	f, o := fl.r.Flow, fl.o
+	fl.r.Trace = o.Trace
+	if fl.r.Trace == nil {
+		fl.r.Trace = o.Tracer.Begin(f, fl.r.ID, string(record.Airflow))
+	}
 	labels := make([]string, len(fl.units))
 	for i, u := range fl.units {
 		labels[i] = u.Label
@@ -207,12 +208,13 @@ func (fl *follower) show(resumed bool) {
 	if resumed {
 		verb = "following again run"
 	}
-	fl.r.Disp.Note("%s %s of DAG %s at %s: %s; record in %s", verb, fl.r.ID, fl.dagID, fl.c.URL(), display.Count(len(fl.r.Flow.Steps), "step"), display.Rel(fl.r.Dir))
+	fl.r.Disp.Note("%s %s of DAG %s at %s: %s; record in %s", verb, fl.r.ID, fl.dagID, fl.c.URL(), display.Count(len(f.Steps), "step"), display.Rel(fl.r.Dir))
 	fl.r.Disp.Start()
+	fl.r.Release()
 }
 
-// interruptRest interrupts, saying why, every unit not yet ended.
-func (fl *follower) interruptRest(why string) {
+// interruptOpen marks every unit that has not ended interrupted, for why.
+func (fl *follower) interruptOpen(why string) {
 	for _, u := range fl.units {
 		if !fl.r.Final(u.Unit) {
 			fl.r.Interrupt(u.Unit, why)
@@ -220,11 +222,11 @@ func (fl *follower) interruptRest(why string) {
 	}
 }
 
-// interrupted ends a follow that ctx interrupted: the DAG run is stopped in
-// Airflow when OnInterrupt says so (and it reports whether it was), else left
-// running; the units not ended are interrupted, saying which.
-func (fl *follower) interrupted(ctx context.Context) (stopped bool) {
-	why := "left running in Airflow"
+// interrupted handles a follow ctx ended: it stops the DAG run when
+// OnInterrupt says to, marks the units not ended interrupted, and returns
+// whether the run was stopped.
+func (fl *follower) interrupted(ctx context.Context) bool {
+	why, stopped := "left running in Airflow", false
 	if fl.o.OnInterrupt != nil && fl.o.OnInterrupt() {
 		if _, serr := fl.c.Stop(context.WithoutCancel(ctx), fl.dagID, fl.r.ID); serr != nil {
 			fl.r.Disp.Note("stopping DAG run %s: %v", fl.r.ID, serr)
@@ -232,8 +234,30 @@ func (fl *follower) interrupted(ctx context.Context) (stopped bool) {
 			stopped, why = true, "stopped: the DAG run was marked failed"
 		}
 	}
-	fl.interruptRest(why)
+	fl.interruptOpen(why)
 	return stopped
+}
+
+// finish ends the run's record into res and returns the follow's error: a
+// run interrupted (not failed, by Airflow not answering) goes on in Airflow.
+func (fl *follower) finish(res *Result, interrupted, failed bool) error {
+	runID := fl.r.ID
+	dres, ferr := fl.r.Finish(interrupted || failed, nil)
+	res.Result = *dres
+	if dres.State == record.Interrupted && !failed {
+		// The run is Airflow's: it is not resumed with --run-id, as a local
+		// run is.
+		ferr = fmt.Errorf("stopped following run %s, which goes on in Airflow (retry %s follows it again): %w", runID, runID, dag.ErrInterrupted)
+		if res.Stopped {
+			ferr = fmt.Errorf("run %s %w and stopped in Airflow (retry %s runs its failed tasks again)", runID, dag.ErrInterrupted, runID)
+		}
+		fl.r.Rec.Error = ferr.Error()
+		if werr := record.WriteRecord(fl.r.Dir, fl.r.Rec); werr != nil {
+			fl.r.Disp.Note("recording run %s: %v", runID, werr)
+		}
+	}
+	fl.r.Ended(dres.State)
+	return ferr
 }
 
 // open writes the run's record, or reads back the one an earlier follow of the
