@@ -408,6 +408,17 @@ func (fl *follower) apply(ctx context.Context, tis []TaskInstance) bool {
 // applyOne tells the dag run what task instance ti shows of unit u.
 func (fl *follower) applyOne(ctx context.Context, u *unit, ti *TaskInstance, failedOther string) bool {
 	r := fl.r
+	if u.try > 0 && ti.TryNumber > u.try && u.retried < u.try {
+		// The try seen running failed, and Airflow retried it, between two
+		// looks: it is told as a try seen up for retry is.
+		prev := *ti
+		prev.TryNumber, prev.StartDate, prev.EndDate = u.try, nil, nil
+		if start := r.Task(u.Unit).Start; !start.IsZero() {
+			prev.StartDate = &start
+		}
+		u.retried = u.try
+		r.Retried(u.Unit, u.try, fl.failure(ctx, u, &prev, false), 0)
+	}
 	switch st := ti.StateName(); st {
 	case "none", "scheduled", "queued":
 		return false
