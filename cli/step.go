@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -60,6 +61,9 @@ func stepCommand(flow *sdk.Flow) *ucli.Command {
 			if cfg.Store, err = stepStore(c.Context, spec.Name); err != nil {
 				return invalidErr(fmt.Errorf("step %s: %w", step.Name, err))
 			}
+			if err := dynamicItem(c.Context, step, &cfg); err != nil {
+				return invalidErr(err)
+			}
 			if err := sdk.Invoke(step.Spec.Run, sdk.NewContext(c.Context, cfg)); err != nil {
 				return invalidErr(fmt.Errorf("step %s: %w", step.Name, err))
 			}
@@ -115,6 +119,10 @@ func stepContext(spec sdk.FlowSpec, step *sdk.StepDecl, given map[string]string)
 		cfg.RunDir = dir
 	}
 	cfg.TraceParent = os.Getenv(plan.EnvTraceParent)
+	cfg.Spec = &spec
+	if step.Spec.ForeachOf != nil {
+		return cfg, nil // its item is read from the store (dynamicItem)
+	}
 	items := step.Spec.Foreach
 	if items == nil {
 		return cfg, nil
@@ -133,4 +141,28 @@ func stepContext(spec sdk.FlowSpec, step *sdk.StepDecl, given map[string]string)
 	}
 	cfg.Item, cfg.Index = item, i
 	return cfg, nil
+}
+
+// dynamicItem gives a step of sdk.ForeachOf its item: the element at its
+// index (MANIFOLD_INDEX) of the list the step fans out over, read from the
+// run's store as its runtime read it to make the items.
+func dynamicItem(ctx context.Context, step *sdk.StepDecl, cfg *sdk.ContextConfig) error {
+	ref := step.Spec.ForeachOf
+	if ref == nil {
+		return nil
+	}
+	index, ok := os.LookupEnv(plan.EnvIndex)
+	if !ok {
+		return fmt.Errorf("step %s runs once per item of %s's %s and needs %s in its environment", step.Name, ref.Step, ref.Name, plan.EnvIndex)
+	}
+	list, err := sdk.NewContext(ctx, *cfg).List(*ref)
+	if err != nil {
+		return fmt.Errorf("step %s: %w", step.Name, err)
+	}
+	i, err := strconv.Atoi(index)
+	if err != nil || i < 0 || i >= len(list) {
+		return fmt.Errorf("%s=%q: want an index from 0 to %d (%s's %s has %d items)", plan.EnvIndex, index, len(list)-1, ref.Step, ref.Name, len(list))
+	}
+	cfg.Index, cfg.ItemJSON, cfg.Item, cfg.Count = i, list[i], sdk.ItemText(list[i]), len(list)
+	return nil
 }

@@ -136,6 +136,7 @@ func Compile(f *sdk.Flow, o Options) (*plan.Flow, field.ErrorList) {
 	}
 
 	errs = append(errs, checkTasks(steps, stepsPath)...)
+	errs = append(errs, checkProducers(steps, stepsPath)...)
 	ordered, orderErrs := order(steps, stepsPath)
 	errs = append(errs, orderErrs...)
 	if len(errs) > 0 {

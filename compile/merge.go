@@ -52,10 +52,12 @@ type resolved struct {
 	name string
 	at   *field.Path
 
-	run     func(*sdk.Context) error
-	command []string
-	after   []string
-	foreach []string
+	run       func(*sdk.Context) error
+	command   []string
+	after     []string
+	foreach   []string
+	foreachOf *sdk.ValueRef
+	when      *sdk.Condition
 
 	cpu, memory, disk, sharedMemory val[string]
 	gpu                             val[int]
@@ -105,12 +107,14 @@ type resolved struct {
 func merge(name string, at *field.Path, layers []layer) *resolved {
 	override, step := layers[overrideRank].spec, layers[stepRank].spec
 	r := &resolved{
-		name:    name,
-		at:      at,
-		run:     step.Run,
-		command: step.Command,
-		after:   append(slices.Clip(step.After), override.After...),
-		foreach: step.Foreach,
+		name:      name,
+		at:        at,
+		run:       step.Run,
+		command:   step.Command,
+		after:     append(slices.Clip(step.After), override.After...),
+		foreach:   step.Foreach,
+		foreachOf: step.ForeachOf,
+		when:      step.When,
 
 		cpu:          pick(layers, "cpu", func(s *sdk.StepSpec) *string { return s.CPU }),
 		memory:       pick(layers, "memory", func(s *sdk.StepSpec) *string { return s.Memory }),
@@ -166,7 +170,13 @@ func merge(name string, at *field.Path, layers []layer) *resolved {
 		r.command = override.Command
 	}
 	if override.Foreach != nil {
-		r.foreach = override.Foreach
+		r.foreach, r.foreachOf = override.Foreach, nil
+	}
+	if override.ForeachOf != nil {
+		r.foreach, r.foreachOf = nil, override.ForeachOf
+	}
+	if override.When != nil {
+		r.when = override.When
 	}
 	r.neuron, r.efaCount = sources(layers)
 	return r

@@ -99,7 +99,7 @@ func (e stepEnv) body(r *resolved, s *plan.Step) field.ErrorList {
 }
 
 func checkOrder(r *resolved, s *plan.Step, known map[string]bool) field.ErrorList {
-	var errs field.ErrorList
+	errs := checkDynamic(r, s, known)
 	seen := map[string]bool{}
 	for i, a := range r.after {
 		at := r.at.Child("after").Index(i)

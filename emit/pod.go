@@ -53,6 +53,9 @@ const CompletionIndexAnnotation = "batch.kubernetes.io/job-completion-index"
 // values for one Job per item, "{{item}}"-style references for Argo.
 type Item struct {
 	Value, Index string
+	// Count is the number of items, set for a fan-out over a run-time value
+	// (MANIFOLD_COUNT); "" leaves it out.
+	Count string
 }
 
 // Pod builds the pod template for step s of flow f: container, resources,
@@ -203,6 +206,9 @@ func Env(f *plan.Flow, s *plan.Step, o PodOptions) []corev1.EnvVar {
 	}
 	if o.Item != nil {
 		n += 2
+		if o.Item.Count != "" {
+			n++
+		}
 	}
 	if n == 0 {
 		return nil
@@ -222,6 +228,9 @@ func Env(f *plan.Flow, s *plan.Step, o PodOptions) []corev1.EnvVar {
 		env = append(env,
 			corev1.EnvVar{Name: plan.EnvItem, Value: o.Item.Value},
 			corev1.EnvVar{Name: plan.EnvIndex, Value: o.Item.Index})
+		if o.Item.Count != "" {
+			env = append(env, corev1.EnvVar{Name: plan.EnvCount, Value: o.Item.Count})
+		}
 	}
 	env = append(env, artifacts...)
 	env = append(env, nodes...)

@@ -284,7 +284,8 @@ func Run(t testing.TB, flow *sdk.Flow, opts ...Option) *Result {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	res, err := run(ctx, t, f, c.stubs, c.exec, bodies)
+	spec := flow.Spec()
+	res, err := run(ctx, t, f, c.stubs, c.exec, bodies, &spec)
 	if err != nil {
 		t.Fatalf("flowtest: running flow %s: %v", f.Name, err)
 		return nil

@@ -31,6 +31,7 @@ type runner struct {
 	exec   map[string]bool
 	bodies map[string]func(*sdk.Context) error
 	params map[string]string
+	spec   *sdk.FlowSpec
 
 	clock time.Time
 	// due are the attempts that end, and the retries that start, later.
@@ -51,13 +52,13 @@ type due struct {
 }
 
 // run runs f and returns its Result; the error says the run could not start.
-func run(ctx context.Context, t testing.TB, f *plan.Flow, stubs map[string][]Action, exec map[string]bool, bodies map[string]func(*sdk.Context) error) (*Result, error) {
+func run(ctx context.Context, t testing.TB, f *plan.Flow, stubs map[string][]Action, exec map[string]bool, bodies map[string]func(*sdk.Context) error, spec *sdk.FlowSpec) (*Result, error) {
 	dir, lk, err := record.Open(t.TempDir(), RunID)
 	if err != nil {
 		return nil, err
 	}
 	defer lk.Close()
-	r := &runner{Run: dag.New(f, RunID, dir), ctx: ctx, stubs: stubs, exec: exec, bodies: bodies,
+	r := &runner{Run: dag.New(f, RunID, dir), ctx: ctx, stubs: stubs, exec: exec, bodies: bodies, spec: spec,
 		params: map[string]string{}, clock: time.Now().UTC().Truncate(time.Second)}
 	r.Now = func() time.Time { return r.clock }
 	r.res = &Result{flow: f.Name, dir: dir, units: map[string]*unit{}}
@@ -69,19 +70,15 @@ func run(ctx context.Context, t testing.TB, f *plan.Flow, stubs map[string][]Act
 	var labels []string
 	for i := range f.Steps {
 		s := &f.Steps[i]
-		r.Rec.Steps = append(r.Rec.Steps, record.StepInfo{Name: s.Name, After: s.After, Items: len(s.Foreach)})
-		for i := range max(len(s.Foreach), 1) {
-			index := -1
-			if s.Foreach != nil {
-				index = i
-			}
-			u := dag.NewUnit(s, index)
-			r.Add(u)
-			r.res.order = append(r.res.order, u.Label)
-			r.res.units[u.Label] = &unit{u: u, first: -1, last: -1}
+		r.Rec.Steps = append(r.Rec.Steps, record.StepInfo{Name: s.Name, After: s.After, Items: len(s.Foreach), FanOut: s.ForeachOf != nil})
+		us := dag.Units(s)
+		r.made(us)
+		r.Add(us...)
+		for _, u := range us {
 			labels = append(labels, u.Label)
 		}
 	}
+	r.Dynamic = dag.Dynamic{Store: artifact.Dir(dir), Made: func(us []*dag.Unit) error { r.made(us); return nil }}
 	if err := record.WriteRecord(dir, r.Rec); err != nil {
 		return nil, err
 	}
@@ -99,6 +96,14 @@ func run(ctx context.Context, t testing.TB, f *plan.Flow, stubs map[string][]Act
 		ru.rec = r.Task(ru.u)
 	}
 	return r.res, nil
+}
+
+// made keeps the units us of the run in its result, in flow order.
+func (r *runner) made(us []*dag.Unit) {
+	for _, u := range us {
+		r.res.order = append(r.res.order, u.Label)
+		r.res.units[u.Label] = &unit{u: u, first: -1, last: -1}
+	}
 }
 
 // loop starts what is ready, then moves the clock to the next attempt that
@@ -180,9 +185,9 @@ func (r *runner) attempt(u *dag.Unit, n int) (time.Duration, *int, error) {
 
 // contextConfig is what a step's sdk.Context is made of in this run.
 func (r *runner) contextConfig(u *dag.Unit) sdk.ContextConfig {
-	c := sdk.ContextConfig{Flow: r.Flow.Name, Step: u.Step.Name, Params: r.params, Index: u.Index, Store: artifact.Dir(r.Dir)}
+	c := sdk.ContextConfig{Flow: r.Flow.Name, Step: u.Step.Name, Params: r.params, Index: u.Index, Store: artifact.Dir(r.Dir), Spec: r.spec}
 	if u.Index >= 0 {
-		c.Item = u.Step.Foreach[u.Index]
+		c.Item, c.ItemJSON, c.Count = u.Item, u.ItemJSON, r.Count(u)
 	}
 	return c
 }
@@ -191,7 +196,7 @@ func (r *runner) contextConfig(u *dag.Unit) sdk.ContextConfig {
 func (r *runner) stub(u *dag.Unit, n int, actions []Action) (time.Duration, *int, error) {
 	ctx, cancel := context.WithCancelCause(r.ctx)
 	defer cancel(nil)
-	argv, env := local.Command(r.Flow, r.Dir, u)
+	argv, env := local.Command(r.Flow, r.Dir, u, r.Count(u))
 	c := &Call{Context: sdk.NewContext(ctx, r.contextConfig(u)), Attempt: n, Argv: argv, Env: env,
 		timeout: u.Step.Timeout, cancel: cancel}
 	var err error

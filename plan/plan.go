@@ -47,7 +47,9 @@ const (
 	PartOf = "manifold"
 
 	// EnvItem and EnvIndex carry a foreach step's item and zero-based index.
-	EnvItem  = "MANIFOLD_ITEM"
+	EnvItem = "MANIFOLD_ITEM"
+	// EnvCount carries the number of items of a foreach step.
+	EnvCount = "MANIFOLD_COUNT"
 	EnvIndex = "MANIFOLD_INDEX"
 	// EnvParamPrefix starts the variable that carries each flow param.
 	EnvParamPrefix = "MANIFOLD_PARAM_"
@@ -191,6 +193,12 @@ type Step struct {
 	After []string
 	// Foreach holds the fan-out items; nil for a step that runs once.
 	Foreach []string
+	// ForeachOf names the list an earlier step puts that the step fans out
+	// over at run time (sdk.ForeachOf); nil for a static step.
+	ForeachOf *ValueRef
+	// When is the value the step's run depends on (sdk.When); nil for a step
+	// that runs whenever its dependencies succeed.
+	When *Condition
 
 	Namespace        string
 	Image            string
@@ -352,6 +360,37 @@ func (f *Flow) Param(name string) *Param {
 	for i := range f.Params {
 		if f.Params[i].Name == name {
 			return &f.Params[i]
+		}
+	}
+	return nil
+}
+
+// ValueRef names the artifact Name that step Step puts, read at run time by a
+// dynamic step.
+type ValueRef struct {
+	Step, Name string
+}
+
+// Condition is a branch: the step runs only when the artifact Ref names,
+// decoded, equals Value (JSON).
+type Condition struct {
+	Ref   ValueRef
+	Value string
+}
+
+// FansOut reports whether the step runs once per item, of a static list or
+// of one found at run time.
+func (s *Step) FansOut() bool { return s.Foreach != nil || s.ForeachOf != nil }
+
+// Dynamic reports whether what the step runs depends on a value an earlier
+// step puts: a fan-out over it, or a branch on it.
+func (s *Step) Dynamic() bool { return s.ForeachOf != nil || s.When != nil }
+
+// Dynamic returns the first step of f that is dynamic (Step.Dynamic), or nil.
+func (f *Flow) Dynamic() *Step {
+	for i := range f.Steps {
+		if f.Steps[i].Dynamic() {
+			return &f.Steps[i]
 		}
 	}
 	return nil

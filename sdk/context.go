@@ -44,7 +44,10 @@ type Context struct {
 	flow, step  string
 	params      map[string]string
 	item        string
+	itemJSON    []byte
 	index       int
+	count       int
+	spec        *FlowSpec
 	store       artifact.Store
 	traceParent string
 }
@@ -58,6 +61,14 @@ type ContextConfig struct {
 	// without Foreach.
 	Item  string
 	Index int
+	// ItemJSON is the JSON of an item of sdk.ForeachOf (any JSON value); Item
+	// is then its text (a string's, or the JSON of any other value). Count is
+	// the number of items of the step's foreach.
+	ItemJSON []byte
+	Count    int
+	// Spec is the flow, which GetAll reads to know how many items a foreach
+	// step had; nil where the step does not join a foreach.
+	Spec *FlowSpec
 	// Store keeps the run's artifacts; when nil, they are kept in the directory
 	// RunDir (artifact.Dir).
 	Store  artifact.Store
@@ -81,7 +92,8 @@ func NewContext(ctx context.Context, c ContextConfig) *Context {
 		ctx = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": c.TraceParent})
 	}
 	return &Context{Context: ctx, flow: c.Flow, step: c.Step, params: c.Params,
-		item: c.Item, index: c.Index, store: store, traceParent: c.TraceParent}
+		item: c.Item, itemJSON: c.ItemJSON, index: c.Index, count: c.Count, spec: c.Spec,
+		store: store, traceParent: c.TraceParent}
 }
 
 // Invoke calls the Run body fn of a step with ctx, as the step's container
@@ -195,6 +207,9 @@ func ArtifactDir(runDir, step string, index int) string {
 }
 
 var artifactName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`) })
+
+// CheckArtifactName returns why name cannot name an artifact, or nil.
+func CheckArtifactName(name string) error { return checkArtifactName(name) }
 
 func checkArtifactName(name string) error {
 	if !artifactName().MatchString(name) || len(name) > 200 {

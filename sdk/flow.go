@@ -128,6 +128,12 @@ type StepSpec struct {
 	// Foreach is nil when the option was not given and empty when it was given with
 	// no items.
 	Foreach []string
+	// ForeachOf is set by sdk.ForeachOf: the step fans out over a list that an
+	// earlier step put at run time.
+	ForeachOf *ValueRef
+	// When is set by sdk.When: the step runs only when a value an earlier
+	// step put matches.
+	When *Condition
 
 	CPU          *string
 	Memory       *string
@@ -250,6 +256,8 @@ func (s StepSpec) clone() StepSpec {
 	c.Command = cloneSlice(s.Command)
 	c.After = cloneSlice(s.After)
 	c.Foreach = cloneSlice(s.Foreach)
+	c.ForeachOf = clonePtr(s.ForeachOf)
+	c.When = clonePtr(s.When)
 	c.CPU = clonePtr(s.CPU)
 	c.Memory = clonePtr(s.Memory)
 	c.Disk = clonePtr(s.Disk)

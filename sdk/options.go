@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -81,8 +82,64 @@ func Foreach(items ...string) StepOption { return foreach(append([]string{}, ite
 
 type foreach []string
 
-func (o foreach) applyStep(s *StepSpec) { s.Foreach = append([]string{}, o...) }
+func (o foreach) applyStep(s *StepSpec) { s.Foreach, s.ForeachOf = append([]string{}, o...), nil }
 func (o foreach) String() string        { return fmt.Sprintf("Foreach(%q)", []string(o)) }
+
+// ValueRef names a value an earlier step put: its artifact Name, put by Step
+// (with Context.Put, or written as $MANIFOLD_ARTIFACTS/<Name>.json by a Command
+// step).
+type ValueRef struct {
+	Step, Name string
+}
+
+// ForeachOf runs the step once per element of the JSON list that step put as
+// its artifact name, as the run finds it: a Run step's ctx.Put(name, list), or
+// a Command step's $MANIFOLD_ARTIFACTS/<name>.json. The step waits for step
+// (as After(step) says). Each run sees its element (any JSON value) through
+// Context.Item and Context.ItemValue, its index through Context.Index and the
+// count through Context.Count; a Command step gets them as MANIFOLD_ITEM (a
+// string element's text, any other element as JSON), MANIFOLD_INDEX and
+// MANIFOLD_COUNT. An empty list runs no item, and the steps after it run as
+// after any other step that succeeded. The producing step runs once: a
+// fan-out over what each item of a foreach put (nested fan-out) is refused.
+func ForeachOf(step, name string) StepOption { return foreachOf{Step: step, Name: name} }
+
+type foreachOf ValueRef
+
+func (o foreachOf) applyStep(s *StepSpec) {
+	s.ForeachOf = &ValueRef{Step: o.Step, Name: o.Name}
+	s.Foreach = nil
+}
+func (o foreachOf) String() string { return fmt.Sprintf("ForeachOf(%q, %q)", o.Step, o.Name) }
+
+// Condition is what sdk.When gives: the step runs only when the artifact Name of
+// Step, decoded, equals Value.
+type Condition struct {
+	ValueRef
+	// Value is the JSON encoding of the value the artifact must equal.
+	Value string
+}
+
+// When makes the step run only when the artifact name that step put equals
+// value (compared as JSON: "big" matches the string "big", 3 the number 3).
+// The step waits for step (as After(step) says). A step that does not run is
+// skipped as not taken, with the value that was found, and so are the steps
+// that wait only for steps not taken; a step that waits for several (a join
+// after a branch) runs once the branch taken has succeeded. value must be a
+// string, number, bool or nil.
+func When(step, name string, value any) StepOption {
+	// A value that has no JSON encoding leaves Value empty, which the
+	// compiler refuses, naming the step.
+	data, _ := json.Marshal(value)
+	return when{ValueRef: ValueRef{Step: step, Name: name}, Value: string(data)}
+}
+
+type when Condition
+
+func (o when) applyStep(s *StepSpec) { c := Condition(o); s.When = &c }
+func (o when) String() string {
+	return fmt.Sprintf("When(%q, %q, %s)", o.Step, o.Name, o.Value)
+}
 
 // Resources.
 

@@ -78,6 +78,9 @@ func (Target) Emit(f *plan.Flow, create emit.Create) field.ErrorList {
 // temporary files until every step's are made; their order, at the DAG file's
 // end, needs only each task's name and upstream tasks.
 func emitFiles(f *plan.Flow, create emit.Create) (field.ErrorList, error) {
+	if errs := emit.Unsupported(f, "the airflow target"); len(errs) > 0 {
+		return errs, nil
+	}
 	var temps []*os.File
 	defer func() {
 		for _, t := range temps {
@@ -260,6 +263,9 @@ const TraceParent = "{{ (dag_run.conf or {}).get('" + ConfTraceParent + "', '') 
 // Build turns f into the DAG, held whole, that WritePython and WriteJSON
 // write; Emit writes the same files a step at a time (emitFiles).
 func Build(f *plan.Flow) (*DAG, field.ErrorList) {
+	if errs := emit.Unsupported(f, "the airflow target"); len(errs) > 0 {
+		return nil, errs
+	}
 	d := &DAG{ID: f.Name, Schedule: f.Schedule, Params: f.Params}
 	var errs field.ErrorList
 	for i := range f.Steps {

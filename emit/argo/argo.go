@@ -458,6 +458,9 @@ func objectMeta(f *plan.Flow, name string) metav1.ObjectMeta {
 // and a param's default or a foreach item holding a character that Argo's
 // substitution cannot write (Substitutable).
 func check(f *plan.Flow) field.ErrorList {
+	if errs := emit.Unsupported(f, "the argo target"); len(errs) > 0 {
+		return errs
+	}
 	var errs field.ErrorList
 	for _, p := range f.Params {
 		if err := Substitutable(p.Value); err != nil {

@@ -61,6 +61,9 @@ func Objects(f *plan.Flow) ([]any, field.ErrorList) {
 
 // scheduled says why a scheduled flow has no CronJob form.
 func scheduled(f *plan.Flow) field.ErrorList {
+	if errs := emit.Static(f, "job", "writes static manifests that Kubernetes applies as they are"); len(errs) > 0 {
+		return errs
+	}
 	if f.Schedule != "" && len(f.Steps) != 1 {
 		return field.ErrorList{field.Forbidden(field.NewPath("schedule"), fmt.Sprintf(
 			"the job target makes a CronJob only for a one-step flow, and this flow has %d steps; compile it with --target argo (a CronWorkflow) or --target airflow (a scheduled DAG), or leave out sdk.Schedule", len(f.Steps)))}

@@ -64,6 +64,9 @@ func Objects(f *plan.Flow) ([]any, field.ErrorList) {
 
 // scheduled refuses a scheduled flow: JobSets have no scheduled form.
 func scheduled(f *plan.Flow) field.ErrorList {
+	if errs := emit.Static(f, "jobset", "writes static manifests that Kubernetes applies as they are"); len(errs) > 0 {
+		return errs
+	}
 	if f.Schedule == "" {
 		return nil
 	}

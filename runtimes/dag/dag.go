@@ -48,6 +48,10 @@ type Unit struct {
 	Index int
 	// Label names the unit in events and the view: the step, or step[index].
 	Label string
+	// Item is the foreach item's text (MANIFOLD_ITEM), "" for a whole step,
+	// and ItemJSON an item of a fan-out over a run-time value, as JSON.
+	Item     string
+	ItemJSON json.RawMessage
 	// Earlier is set when an earlier runner of this run ran the unit to success;
 	// it is not run again.
 	Earlier bool
@@ -62,6 +66,7 @@ func NewUnit(s *plan.Step, index int) *Unit {
 	u := &Unit{Step: s, Index: index, rec: record.Task{Step: s.Name, State: record.Pending}}
 	if index >= 0 && index < len(s.Foreach) {
 		u.rec.Index, u.rec.Item = new(index), s.Foreach[index]
+		u.Item = s.Foreach[index]
 	}
 	u.Label = u.rec.Label()
 	return u
@@ -98,6 +103,8 @@ type Run struct {
 	// Rerun holds the steps a resume runs again however they ended before
 	// (Resuming): they, or a step they wait for, changed since.
 	Rerun map[string]bool
+	// Dynamic is what a flow with sdk.ForeachOf or sdk.When steps needs.
+	Dynamic Dynamic
 
 	mu       sync.Mutex
 	units    []*Unit
@@ -116,6 +123,10 @@ type Run struct {
 	// to succeed (success is final); both made by the first Release.
 	dependents map[string][]int
 	cursor     []int
+	// notTaken holds the steps not taken (a branch), and expanded the fan-outs
+	// over run-time values whose units have been made; fanOuts holds those
+	// steps.
+	notTaken, expanded, fanOuts map[string]bool
 	// writeErr is the first failure to record a unit's state.
 	writeErr error
 	// open is the index in Rec.Spans of an earlier runner's span that has no
@@ -126,8 +137,15 @@ type Run struct {
 
 // New returns the run id of flow f, kept in dir, without units.
 func New(f *plan.Flow, id, dir string) *Run {
-	return &Run{Flow: f, ID: id, Dir: dir, steps: map[string][]*Unit{}, released: map[string]bool{},
-		counts: map[string]map[record.State]int{}, touched: map[string]bool{}, open: -1}
+	r := &Run{Flow: f, ID: id, Dir: dir, steps: map[string][]*Unit{}, released: map[string]bool{},
+		counts: map[string]map[record.State]int{}, touched: map[string]bool{}, open: -1,
+		notTaken: map[string]bool{}, expanded: map[string]bool{}, fanOuts: map[string]bool{}}
+	for i := range f.Steps {
+		if f.Steps[i].ForeachOf != nil {
+			r.fanOuts[f.Steps[i].Name] = true
+		}
+	}
+	return r
 }
 
 // now reads the run's clock, in UTC.
@@ -329,6 +347,9 @@ func fromCounts(counts map[record.State]int, total int) record.State {
 
 // stepState is StepState; callers hold r.mu.
 func (r *Run) stepState(step string) record.State {
+	if r.fanOuts[step] && !r.expanded[step] {
+		return record.Pending // its units are yet to be made
+	}
 	return fromCounts(r.counts[step], len(r.steps[step]))
 }
 
@@ -391,7 +412,7 @@ func (r *Run) toLook(first bool) (look []int, blockers map[int]string) {
 		for i := range r.Flow.Steps {
 			look = append(look, i)
 			for _, a := range r.Flow.Steps[i].After {
-				if st := r.stepState(a); blocks(st) {
+				if st := r.stepState(a); r.blocks(a, st) {
 					blockers[i] = a + " " + string(st)
 					break
 				}
@@ -410,7 +431,7 @@ func (r *Run) toLook(first bool) (look []int, blockers map[int]string) {
 				seen[i] = true
 				look = append(look, i)
 			}
-			if _, ok := blockers[i]; !ok && blocks(st) {
+			if _, ok := blockers[i]; !ok && r.blocks(step, st) {
 				blockers[i] = step + " " + string(st)
 			}
 		}
@@ -422,6 +443,7 @@ func (r *Run) toLook(first bool) (look []int, blockers map[int]string) {
 // not started because of blocker.
 func (r *Run) skipStep(s *plan.Step, blocker string) {
 	r.released[s.Name] = true
+	r.wholeStep(s)
 	for _, u := range r.steps[s.Name] {
 		if r.Task(u).State != record.Pending {
 			continue
@@ -436,13 +458,16 @@ func (r *Run) skipStep(s *plan.Step, blocker string) {
 // final, nor succeeded in an earlier runner, which are told.
 func (r *Run) releaseStep(i int, ready []*Unit) []*Unit {
 	s := &r.Flow.Steps[i]
-	for r.cursor[i] < len(s.After) && r.StepState(s.After[r.cursor[i]]) == record.Succeeded {
+	for r.cursor[i] < len(s.After) && r.passed(s.After[r.cursor[i]]) {
 		r.cursor[i]++
 	}
 	if r.cursor[i] < len(s.After) {
 		return ready
 	}
 	r.released[s.Name] = true
+	if units, done := r.dynamicRelease(s); done {
+		return append(ready, units...)
+	}
 	for _, u := range r.steps[s.Name] {
 		switch {
 		case u.Earlier:
@@ -454,10 +479,20 @@ func (r *Run) releaseStep(i int, ready []*Unit) []*Unit {
 	return ready
 }
 
-// blocks reports whether a step in state st keeps the steps that wait for it
-// from ever starting.
-func blocks(st record.State) bool {
-	return st == record.Failed || st == record.Skipped || st == record.Interrupted
+// blocks reports whether step, in state st, keeps the steps that wait for it
+// from ever starting: it failed, was interrupted, or was skipped for either
+// (a step not taken does not block: a join after a branch waits only for the
+// branch taken). Callers hold r.mu.
+func (r *Run) blocks(step string, st record.State) bool {
+	return st == record.Failed || st == record.Interrupted || st == record.Skipped && !r.notTaken[step]
+}
+
+// passed reports whether the steps that wait for step may go as far as it
+// goes: it succeeded, or was not taken.
+func (r *Run) passed(step string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.notTaken[step] || r.stepState(step) == record.Succeeded
 }
 
 // Start records that an attempt of u starts, and returns its number. The first
@@ -659,6 +694,9 @@ func (r *Run) Finish(interrupted bool, detail func(record.Task) string) (*Result
 		case record.Failed:
 			res.Failed = append(res.Failed, u.rec)
 		case record.Skipped:
+			if u.rec.Reason == NotTaken {
+				break
+			}
 			if len(res.NotStarted) == 0 || res.NotStarted[len(res.NotStarted)-1] != u.rec.Step {
 				res.NotStarted = append(res.NotStarted, u.rec.Step)
 			}
@@ -772,7 +810,7 @@ func Digests(s *plan.Step, build string) (spec, built string) {
 // program's build: its name, what it waits for, and its Digests.
 func StepInfo(s *plan.Step, items int, build string) record.StepInfo {
 	spec, built := Digests(s, build)
-	return record.StepInfo{Name: s.Name, After: s.After, Items: items, Spec: spec, Build: built}
+	return record.StepInfo{Name: s.Name, After: s.After, Items: items, FanOut: s.ForeachOf != nil, Spec: spec, Build: built}
 }
 
 // Resuming compares the steps run prev recorded with those this run records

@@ -46,6 +46,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/emit/jobset"
 	"github.com/manifoldflow/manifold/placement"
@@ -236,6 +237,9 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	o, err := withDefaults(o)
 	if err != nil {
 		return nil, err
+	}
+	if errs := emit.Unsupported(f, "run --kube"); len(errs) > 0 {
+		return nil, errs.ToAggregate()
 	}
 	now := time.Now()
 	id, err := runid.Choose(o.RunID, now)

@@ -50,6 +50,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/manifoldflow/manifold/artifact"
 	"github.com/manifoldflow/manifold/internal/suggest"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runid"
@@ -281,6 +282,7 @@ func (r *runner) prepare(f *plan.Flow, dir string, params map[string]string) (re
 			notes = append(notes, note)
 		}
 	}
+	r.Dynamic = dag.Dynamic{Store: artifact.Dir(dir), Made: func(us []*dag.Unit) error { return r.makeTasks(us, resumed) }}
 	for i := range f.Steps {
 		if err := r.addTasks(&f.Steps[i], resumed); err != nil {
 			return false, nil, err
@@ -358,20 +360,26 @@ func CheckStub(f *plan.Flow, step string) error {
 // addTasks makes the tasks of step s: one, or one per foreach item. When resuming,
 // what succeeded before (for the same item) is kept.
 func (r *runner) addTasks(s *plan.Step, resumed bool) error {
-	n := max(len(s.Foreach), 1)
-	for i := range n {
-		index := -1
-		if s.Foreach != nil {
-			index = i
-		}
-		t := newTask(r.Dir, dag.NewUnit(s, index))
+	us := dag.Units(s)
+	if err := r.makeTasks(us, resumed); err != nil {
+		return err
+	}
+	r.Add(us...)
+	return nil
+}
+
+// makeTasks makes the tasks of units us, before they are added to the run:
+// those of a step, or of a fan-out made at run time. When resuming, what
+// succeeded before (for the same item) is kept.
+func (r *runner) makeTasks(us []*dag.Unit, resumed bool) error {
+	for _, u := range us {
+		t := newTask(r.Dir, u)
 		t.order = len(r.tasks)
 		if resumed {
 			if err := r.Resume(t.Unit); err != nil {
 				return err
 			}
 		}
-		r.Add(t.Unit)
 		r.tasks = append(r.tasks, t)
 		r.byUnit[t.Unit] = t
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -75,7 +76,7 @@ func Attempt(ctx context.Context, r *dag.Run, u *dag.Unit, n int, o Options) (*i
 // those read from this environment for the step's Secret variables
 // (sdk.SecretEnv), and plain values and arguments that look like credentials.
 func (r *runner) command(t *task) (argv, env, secrets []string) {
-	argv, names, vars, secrets := stepCommand(r.Flow, r.Dir, t.Unit)
+	argv, names, vars, secrets := stepCommand(r.Flow, r.Dir, t.Unit, r.Count(t.Unit))
 	// A traced run gives the step its attempt's trace context, in place of any
 	// this process inherited.
 	tp := r.TraceParent(t.Unit)
@@ -103,14 +104,14 @@ func (r *runner) command(t *task) (argv, env, secrets []string) {
 // $(NAME) references expanded as the kubelet expands them, plus
 // MANIFOLD_RUN_DIR and MANIFOLD_ARTIFACTS. A runner that does not start the
 // process (a test's stub) shows it what it would have run.
-func Command(f *plan.Flow, dir string, u *dag.Unit) (argv []string, vars map[string]string) {
-	argv, _, vars, _ = stepCommand(f, dir, u)
+func Command(f *plan.Flow, dir string, u *dag.Unit, count int) (argv []string, vars map[string]string) {
+	argv, _, vars, _ = stepCommand(f, dir, u, count)
 	return argv, vars
 }
 
 // stepCommand returns Command's argv and variables, the variables' names in
 // order, and the values among them that are secrets (see command).
-func stepCommand(f *plan.Flow, dir string, u *dag.Unit) (argv, names []string, vars map[string]string, secrets []string) {
+func stepCommand(f *plan.Flow, dir string, u *dag.Unit, count int) (argv, names []string, vars map[string]string, secrets []string) {
 	vars = map[string]string{
 		plan.EnvRunDir:    dir,
 		plan.EnvArtifacts: sdk.ArtifactDir(dir, u.Step.Name, u.Index),
@@ -118,7 +119,10 @@ func stepCommand(f *plan.Flow, dir string, u *dag.Unit) (argv, names []string, v
 	names = []string{plan.EnvRunDir, plan.EnvArtifacts}
 	var item *emit.Item
 	if u.Index >= 0 {
-		item = emit.ItemAt(u.Step, u.Index)
+		item = &emit.Item{Value: u.Item, Index: strconv.Itoa(u.Index)}
+		if u.Step.ForeachOf != nil {
+			item.Count = strconv.Itoa(count)
+		}
 	}
 	// A multi-node step runs once here, as a single node: no rendezvous; and
 	// without EFA, so without EFA wiring, whose FI_PROVIDER=efa would make
@@ -168,7 +172,7 @@ const envTraceState = "TRACESTATE"
 // inherited from the runner's own environment must not reach the step.
 func managed(name string) bool {
 	switch name {
-	case plan.EnvItem, plan.EnvIndex, plan.EnvRunDir, plan.EnvArtifacts,
+	case plan.EnvItem, plan.EnvIndex, plan.EnvCount, plan.EnvRunDir, plan.EnvArtifacts,
 		plan.EnvArtifactStore, plan.EnvRunID, plan.EnvS3Endpoint:
 		return true
 	}

@@ -163,6 +163,9 @@ type StepInfo struct {
 	After []string `json:"after,omitempty"`
 	// Items is the number of foreach items, 0 for a step that runs once.
 	Items int `json:"items,omitempty"`
+	// FanOut is set for a step whose items are found at run time
+	// (sdk.ForeachOf): Items is 0 until they are.
+	FanOut bool `json:"fanOut,omitempty"`
 	// Spec is a digest of the step as it was compiled for the run, and Build
 	// one of the flow program's build for a step whose body is the program's
 	// (a Run step), "" for others: a resume runs again a step whose digests
@@ -321,6 +324,13 @@ func Read(root, id string) (*Record, []Task, error) {
 	defer r.Close()
 	var tasks []Task
 	for _, s := range rec.Steps {
+		if s.Items == 0 && s.FanOut {
+			// No item: a fan-out over an empty list, or one not yet made, or
+			// one that ended as a whole (not taken, or its list unread).
+			if _, err := r.Stat(filepath.Join(StateDir("", s.Name, -1), StateFile)); err != nil {
+				continue
+			}
+		}
 		if s.Items == 0 {
 			t, err := readTask(r, dir, s.Name, -1)
 			if err != nil {
