@@ -8,6 +8,9 @@ import (
 	"github.com/manifoldflow/manifold/plan"
 )
 
+// runsDynamic says where a dynamic flow runs.
+const runsDynamic = "run the flow on this machine (run) or in a test (flowtest)"
+
 // Static returns, for each dynamic step of f (a fan-out over a value found at
 // run time, sdk.ForeachOf, or a branch on one, sdk.When), that target cannot
 // express it and why, with what to do instead.
@@ -18,11 +21,11 @@ func Static(f *plan.Flow, target, why string) field.ErrorList {
 		at := field.NewPath("steps").Key(s.Name)
 		if s.ForeachOf != nil {
 			errs = append(errs, field.Forbidden(at.Child("foreachOf"), fmt.Sprintf(
-				"the %s target %s, so it cannot fan out over %s's %s, which is found at run time; run the flow with run --kube, or compile it with --target argo or --target airflow", target, why, s.ForeachOf.Step, s.ForeachOf.Name)))
+				"the %s target %s, so it cannot fan out over %s's %s, which is found at run time; "+runsDynamic, target, why, s.ForeachOf.Step, s.ForeachOf.Name)))
 		}
 		if s.When != nil {
 			errs = append(errs, field.Forbidden(at.Child("when"), fmt.Sprintf(
-				"the %s target %s, so it cannot run the step only when %s's %s is %s, which is known at run time; run the flow with run --kube, or compile it with --target argo or --target airflow", target, why, s.When.Ref.Step, s.When.Ref.Name, s.When.Value)))
+				"the %s target %s, so it cannot run the step only when %s's %s is %s, which is known at run time; "+runsDynamic, target, why, s.When.Ref.Step, s.When.Ref.Name, s.When.Value)))
 		}
 	}
 	return errs
@@ -43,7 +46,7 @@ func Unsupported(f *plan.Flow, what string) field.ErrorList {
 			option = "when"
 		}
 		errs = append(errs, field.Forbidden(at.Child(option), fmt.Sprintf(
-			"%s does not run a step that fans out over or branches on a value found at run time yet; run the flow on this machine (run) or in a test (flowtest)", what)))
+			"%s does not run a step that fans out over or branches on a value found at run time yet; "+runsDynamic, what)))
 	}
 	return errs
 }
