@@ -40,8 +40,11 @@ func (r *Run) StepView(now time.Time) (string, []string, [][]string) {
 			attempt = max(attempt, t.Attempts)
 		}
 		var detail []string
-		if s.Foreach != nil {
+		switch {
+		case s.Foreach != nil, s.ForeachOf != nil && r.expanded[s.Name] && !(len(us) == 1 && us[0].Index < 0):
 			detail = append(detail, fmt.Sprintf("%d/%d items", finished, len(us)))
+		case s.ForeachOf != nil && !r.expanded[s.Name]:
+			detail = append(detail, "items when "+s.ForeachOf.Step+" has put "+s.ForeachOf.Name)
 		}
 		if attempt > 1 && state != record.Succeeded {
 			detail = append(detail, fmt.Sprintf("attempt %d of %d", attempt, s.Retry+1))
