@@ -289,6 +289,18 @@ func labels(us []*dag.Unit) string {
 	return strings.Join(l, " ")
 }
 
+// oneUnit is a run of flow f with a unit of its first step, released, that
+// tells what happens in out.
+func oneUnit(t *testing.T, f *plan.Flow) (*dag.Run, *dag.Unit, *bytes.Buffer) {
+	out := &bytes.Buffer{}
+	r := dag.New(f, "r1", t.TempDir())
+	r.Disp = display.New(display.Options{Stdout: out})
+	a := dag.NewUnit(&f.Steps[0], -1)
+	r.Add(a)
+	r.Release()
+	return r, a, out
+}
+
 // TestRetried: a retry the engine makes itself whose next attempt already runs
 // makes that attempt the unit's and tells which of how many it is; one yet to
 // start leaves the unit waiting to retry, its error the failed attempt's.
@@ -306,12 +318,7 @@ func TestRetried(t *testing.T) {
 		{"waiting", 0, record.Retrying, 1, "boom", "a: attempt 1 failed: boom; retrying"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var out bytes.Buffer
-			r := dag.New(f, "r1", t.TempDir())
-			r.Disp = display.New(display.Options{Stdout: &out})
-			a := dag.NewUnit(&f.Steps[0], -1)
-			r.Add(a)
-			r.Release()
+			r, a, out := oneUnit(t, f)
 			r.Start(a)
 			r.Retried(a, 1, "boom", tt.next)
 			r.Disp.Stop()
@@ -331,12 +338,7 @@ func TestRetried(t *testing.T) {
 func TestSeen(t *testing.T) {
 	f := &plan.Flow{Name: "f", Steps: []plan.Step{{Name: "a", Retry: 3}}}
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600))
-	var out bytes.Buffer
-	r := dag.New(f, "r1", t.TempDir())
-	r.Disp = display.New(display.Options{Stdout: &out})
-	a := dag.NewUnit(&f.Steps[0], -1)
-	r.Add(a)
-	r.Release()
+	r, a, out := oneUnit(t, f)
 	r.Seen(a, 1, "task_a", at)
 	if got := r.Task(a); got.State != record.Running || got.Attempts != 1 || !got.Start.Equal(at) || got.Start.Location() != time.UTC {
 		t.Errorf("first try: task %s, %d attempts, start %v; want running, 1, %v in UTC", got.State, got.Attempts, got.Start, at)
