@@ -270,24 +270,35 @@ func (c *Cluster) waitArgo(ctx context.Context) error {
 // a moment before ends at once in Error, "workflowtemplates.argoproj.io … not
 // found"; such a Workflow is submitted again until one runs or ctx ends.
 func (c *Cluster) RunFromTemplate(ctx context.Context, ns string, wf *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	ended, _, err := c.TimeFromTemplate(ctx, ns, wf)
+	return ended, err
+}
+
+// TimeFromTemplate is RunFromTemplate, and returns as well how long the
+// Workflow that ran took, from its submission to its end as a watch of it
+// saw: the submissions made again while the controller's cache did not hold
+// the template are not counted.
+func (c *Cluster) TimeFromTemplate(ctx context.Context, ns string, wf *unstructured.Unstructured) (*unstructured.Unstructured, time.Duration, error) {
 	ref, _, _ := unstructured.NestedString(wf.Object, "spec", "workflowTemplateRef", "name")
 	if ref == "" || wf.GetGenerateName() == "" || wf.GetName() != "" {
-		return nil, fmt.Errorf("RunFromTemplate: Workflow needs generateName and spec.workflowTemplateRef.name")
+		return nil, 0, fmt.Errorf("RunFromTemplate: Workflow needs generateName and spec.workflowTemplateRef.name")
 	}
 	unseen := `workflowtemplates.argoproj.io "` + ref + `" not found`
 	for {
+		start := time.Now()
 		ended, err := c.RunWorkflow(ctx, ns, wf.DeepCopy())
+		took := time.Since(start)
 		if err != nil {
-			return ended, err
+			return ended, took, err
 		}
 		phase, _, _ := unstructured.NestedString(ended.Object, "status", "phase")
 		msg, _, _ := unstructured.NestedString(ended.Object, "status", "message")
 		if phase != "Error" || !strings.Contains(msg, unseen) {
-			return ended, nil
+			return ended, took, nil
 		}
 		select {
 		case <-ctx.Done():
-			return ended, fmt.Errorf("Workflow %s: %s: %w", ended.GetName(), msg, ctx.Err())
+			return ended, took, fmt.Errorf("Workflow %s: %s: %w", ended.GetName(), msg, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

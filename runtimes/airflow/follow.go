@@ -475,23 +475,11 @@ func (fl *follower) start(u *unit, ti *TaskInstance) bool {
 		return false
 	}
 	u.try = ti.TryNumber
-	fl.r.Update(u.Unit, func(t *record.Task) {
-		// A follow that takes over a run sees the try its record left
-		// running as it is.
-		n := max(ti.TryNumber, t.Attempts, 1)
-		if t.Start.IsZero() || n == 1 {
-			t.Start, t.End = time.Now().UTC(), time.Time{}
-			if ti.StartDate != nil {
-				// Airflow's clock: the follower may see the try late.
-				t.Start = ti.StartDate.UTC()
-			}
-		}
-		t.Attempts, t.State, t.ExitCode, t.Error, t.Reason = n, record.Running, nil, "", ""
-	})
+	var at time.Time
 	if ti.StartDate != nil {
-		fl.r.Running(u.Unit, *ti.StartDate)
+		at = *ti.StartDate
 	}
-	fl.r.Disp.Event(u.Label, false, "try %d of task %s running", ti.TryNumber, ti.TaskID)
+	fl.r.Seen(u.Unit, ti.TryNumber, ti.TaskID, at)
 	return true
 }
 

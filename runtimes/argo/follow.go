@@ -511,6 +511,15 @@ func walk(flow *plan.Flow, w *wfv1.Workflow, fn func(s *plan.Step, index int, to
 }
 
 // node brings unit u up to its node top and top's attempts.
+//
+// Argo's controller retries a failed attempt itself, yet the follower tells
+// it through dag.Run.Retry, then Start for the attempt that follows, as a
+// runtime's own retry, and not through Retried: the retryStrategy emit/argo
+// writes waits the step's RetryBackoff, doubling, as dag.Backoff reckons it,
+// so "retrying in" names the delay Argo keeps before the attempt seen next;
+// a step without RetryBackoff waits Kubernetes' Job delay, which Retry leaves
+// untold ("retrying"). Argo's limit is the step's Retry, so Retry never ends a
+// unit that Argo goes on retrying.
 func (f *follower) node(u *unit, w *wfv1.Workflow, top wfv1.NodeStatus, attempts []wfv1.NodeStatus, pods map[string]*corev1.Pod) {
 	for k := u.attempts; k < len(attempts); k++ {
 		if k > 0 {

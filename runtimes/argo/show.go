@@ -17,6 +17,7 @@ import (
 	eargo "github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/cluster"
+	"github.com/manifoldflow/manifold/runtimes/dag"
 	"github.com/manifoldflow/manifold/runtimes/display"
 )
 
@@ -269,7 +270,7 @@ func (c *Client) writeLogs(ctx context.Context, w io.Writer, parts []logPart, po
 		for k, a := range p.attempts {
 			pod := pods[a.ID]
 			if len(p.attempts) > 1 {
-				fmt.Fprintf(w, "%s: attempt %d of %d\n", p.label, k+1, len(p.attempts))
+				fmt.Fprintf(w, "%s: %s\n", p.label, dag.AttemptOf(k+1, len(p.attempts)))
 			}
 			if pod == nil {
 				fmt.Fprintf(w, "%s: pod %s is no longer on the cluster (Argo's pod garbage collection, or deleted)\n", p.label, podName(p.wf, a))

@@ -9,12 +9,14 @@
 //
 // A runtime keeps only what is its own: how it starts a unit, watches it and
 // stops it. It adds the units, calls Release for those it may start, reports
-// what each unit does (Start, or Begin for an attempt it starts itself;
-// Succeed, Fail, Interrupt, Update; Failed, or Retry, for a failed attempt that
-// a runtime retries itself, after Backoff; Retried, for one its engine
-// retries), and calls Finish when none is left. The words that tell an attempt
-// and a retry are the core's alone: a runtime says only what happened. Run.Now
-// is the clock of the times recorded.
+// what each unit does (Start, or Begin for an attempt it starts itself, Seen
+// for one its engine started and numbers itself; Succeed, Fail, Interrupt,
+// Update; Failed, or Retry, for a failed attempt retried after Backoff, by
+// the runtime or by an engine that waits as long; Retried, for one its engine
+// retries when it will), and calls Finish when none is left. The words that
+// tell an attempt and a retry are the core's alone (AttemptOf names one among
+// a step's): a runtime says only what happened. Run.Now is the clock of the
+// times recorded.
 package dag
 
 import (
@@ -518,9 +520,41 @@ func (r *Run) Begin(u *Unit) int {
 	if n == 1 {
 		r.Disp.Event(u.Label, false, "started")
 	} else {
-		r.Disp.Event(u.Label, false, "attempt %d of %d started", n, u.Step.Retry+1)
+		r.Disp.Event(u.Label, false, "%s started", AttemptOf(n, u.Step.Retry+1))
 	}
 	return n
+}
+
+// AttemptOf names attempt n of m: "attempt n of m". The events and the view
+// name an attempt among the step's so, and a runtime's logs head each
+// attempt's output with it.
+func AttemptOf(n, m int) string {
+	return fmt.Sprintf("attempt %d of %d", n, m)
+}
+
+// Seen records that attempt n of u runs, one the engine that runs u started
+// itself and numbers itself, as try n of its own task task (Airflow's), and
+// tells it. at is when the engine says the attempt started, zero when it does
+// not say: the first attempt, or the first one seen, starts u then (now when
+// at is zero), and its pending time ends there. A runtime that takes over a
+// run sees the attempt its record left running as it is: u's count of
+// attempts never goes back.
+func (r *Run) Seen(u *Unit, n int, task string, at time.Time) {
+	r.Update(u, func(t *record.Task) {
+		k := max(n, t.Attempts, 1)
+		if t.Start.IsZero() || k == 1 {
+			t.Start, t.End = r.now(), time.Time{}
+			if !at.IsZero() {
+				// The engine's clock: the runtime may see the attempt late.
+				t.Start = at.UTC()
+			}
+		}
+		t.Attempts, t.State, t.ExitCode, t.Error, t.Reason = k, record.Running, nil, "", ""
+	})
+	if !at.IsZero() {
+		r.Running(u, at)
+	}
+	r.Disp.Event(u.Label, false, "try %d of task %s running", n, task)
 }
 
 // Stub records that u succeeded without running: its step is stubbed (a
@@ -627,7 +661,7 @@ func (r *Run) Retried(u *Unit, n int, msg string, next int) {
 		return
 	}
 	r.Update(u, func(t *record.Task) { t.Attempts = next })
-	r.Disp.Event(u.Label, true, "attempt %d failed: %s; retrying (attempt %d of %d)", n, msg, next, u.Step.Retry+1)
+	r.Disp.Event(u.Label, true, "attempt %d failed: %s; retrying (%s)", n, msg, AttemptOf(next, u.Step.Retry+1))
 }
 
 // ErrCannotStart is wrapped by the error of an attempt whose program could not

@@ -289,6 +289,18 @@ func labels(us []*dag.Unit) string {
 	return strings.Join(l, " ")
 }
 
+// oneUnit is a run of flow f with a unit of its first step, released, that
+// tells what happens in out.
+func oneUnit(t *testing.T, f *plan.Flow) (*dag.Run, *dag.Unit, *bytes.Buffer) {
+	out := &bytes.Buffer{}
+	r := dag.New(f, "r1", t.TempDir())
+	r.Disp = display.New(display.Options{Stdout: out})
+	a := dag.NewUnit(&f.Steps[0], -1)
+	r.Add(a)
+	r.Release()
+	return r, a, out
+}
+
 // TestRetried: a retry the engine makes itself whose next attempt already runs
 // makes that attempt the unit's and tells which of how many it is; one yet to
 // start leaves the unit waiting to retry, its error the failed attempt's.
@@ -306,12 +318,7 @@ func TestRetried(t *testing.T) {
 		{"waiting", 0, record.Retrying, 1, "boom", "a: attempt 1 failed: boom; retrying"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var out bytes.Buffer
-			r := dag.New(f, "r1", t.TempDir())
-			r.Disp = display.New(display.Options{Stdout: &out})
-			a := dag.NewUnit(&f.Steps[0], -1)
-			r.Add(a)
-			r.Release()
+			r, a, out := oneUnit(t, f)
 			r.Start(a)
 			r.Retried(a, 1, "boom", tt.next)
 			r.Disp.Stop()
@@ -322,5 +329,30 @@ func TestRetried(t *testing.T) {
 				t.Errorf("output %q does not tell %q", out.String(), tt.wantLine)
 			}
 		})
+	}
+}
+
+// TestSeen: an attempt its engine started is the unit's, running, its start
+// the engine's for the first attempt, and told with the engine's own name for
+// it; one seen after a takeover that recorded more attempts leaves the count.
+func TestSeen(t *testing.T) {
+	f := &plan.Flow{Name: "f", Steps: []plan.Step{{Name: "a", Retry: 3}}}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600))
+	r, a, out := oneUnit(t, f)
+	r.Seen(a, 1, "task_a", at)
+	if got := r.Task(a); got.State != record.Running || got.Attempts != 1 || !got.Start.Equal(at) || got.Start.Location() != time.UTC {
+		t.Errorf("first try: task %s, %d attempts, start %v; want running, 1, %v in UTC", got.State, got.Attempts, got.Start, at)
+	}
+	r.Retried(a, 1, "boom", 0)
+	r.Amend(a, func(t *record.Task) { t.Attempts = 3 })
+	r.Seen(a, 2, "task_a", at.Add(time.Minute))
+	r.Disp.Stop()
+	if got := r.Task(a); got.State != record.Running || got.Attempts != 3 || got.Error != "" || !got.Start.Equal(at) {
+		t.Errorf("try seen after a takeover: task %s, %d attempts, error %q, start %v; want running, 3, none, %v", got.State, got.Attempts, got.Error, got.Start, at)
+	}
+	for _, want := range []string{"a: try 1 of task task_a running\n", "a: try 2 of task task_a running\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output %q does not tell %q", out.String(), want)
+		}
 	}
 }

@@ -47,7 +47,7 @@ func (r *Run) StepView(now time.Time) (string, []string, [][]string) {
 			detail = append(detail, "items when "+s.ForeachOf.Step+" has put "+s.ForeachOf.Name)
 		}
 		if attempt > 1 && state != record.Succeeded {
-			detail = append(detail, fmt.Sprintf("attempt %d of %d", attempt, s.Retry+1))
+			detail = append(detail, AttemptOf(attempt, s.Retry+1))
 		}
 		shown := string(state)
 		if state == record.Succeeded && slices.ContainsFunc(us, func(u *Unit) bool { return u.rec.Stubbed }) {

@@ -8,7 +8,6 @@ import (
 	"runtime/metrics"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -537,9 +536,10 @@ func BenchmarkRealNodeStep(b *testing.B) {
 	})
 }
 
-// runArgo submits a Workflow named id from WorkflowTemplate template in ns, its
-// pods labelled as a run --kube run's (manifold.dev/run: id), and returns once
-// Argo's controller has ended it; a Workflow that did not succeed fails b.
+// runArgo submits a Workflow of run id (named id-…) from WorkflowTemplate
+// template in ns, its pods labelled as a run --kube run's (manifold.dev/run:
+// id), and returns once Argo's controller has ended it; a Workflow that did
+// not succeed fails b.
 func runArgo(b *testing.B, c *simcluster.Cluster, ns, template, id string) {
 	if _, failed := runArgoFor(b, c, ns, template, id, 3*time.Minute); failed != "" {
 		b.Fatal(failed)
@@ -548,42 +548,30 @@ func runArgo(b *testing.B, c *simcluster.Cluster, ns, template, id string) {
 
 // runArgoFor is runArgo, waiting at most timeout, and returns how long the
 // Workflow took from its creation to its end; or, when it did not end in time
-// or did not succeed, why. Argo's controller finds
-// WorkflowTemplates in a cache of its own: a Workflow submitted before that
-// cache holds a template just created ends at once in Error, "not found", and
-// is submitted again (as id-2, id-3…), its time not counted.
+// or did not succeed, why. A Workflow submitted before Argo's controller
+// holds the template is submitted again (simcluster's RunFromTemplate), its
+// time not counted.
 func runArgoFor(b *testing.B, c *simcluster.Cluster, ns, template, id string, timeout time.Duration) (took time.Duration, failed string) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	name := id
-	for try := 1; ; try++ {
-		start := time.Now()
-		wf, err := c.RunWorkflow(ctx, ns, &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "argoproj.io/v1alpha1",
-			"kind":       "Workflow",
-			"metadata":   map[string]any{"name": name},
-			"spec": map[string]any{
-				"workflowTemplateRef": map[string]any{"name": template},
-				"podMetadata":         map[string]any{"labels": map[string]any{plan.LabelRun: id}},
-			},
-		}})
-		took := time.Since(start)
-		if err != nil && ctx.Err() != nil {
-			return 0, fmt.Sprintf("Workflow %s did not end in %s", name, timeout)
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		phase, _, _ := unstructured.NestedString(wf.Object, "status", "phase")
-		msg, _, _ := unstructured.NestedString(wf.Object, "status", "message")
-		switch {
-		case phase == "Succeeded":
-			return took, ""
-		case phase == "Error" && strings.Contains(msg, "not found") && try < 10:
-			time.Sleep(2 * time.Second)
-			name = fmt.Sprintf("%s-%d", id, try+1)
-		default:
-			return 0, fmt.Sprintf("Workflow %s ended %s: %s", name, phase, msg)
-		}
+	wf, took, err := c.TimeFromTemplate(ctx, ns, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1",
+		"kind":       "Workflow",
+		"metadata":   map[string]any{"generateName": id + "-"},
+		"spec": map[string]any{
+			"workflowTemplateRef": map[string]any{"name": template},
+			"podMetadata":         map[string]any{"labels": map[string]any{plan.LabelRun: id}},
+		},
+	}})
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return 0, fmt.Sprintf("the Workflow of %s did not end in %s", id, timeout)
+	case err != nil:
+		b.Fatal(err)
 	}
+	if phase, _, _ := unstructured.NestedString(wf.Object, "status", "phase"); phase != "Succeeded" {
+		msg, _, _ := unstructured.NestedString(wf.Object, "status", "message")
+		return 0, fmt.Sprintf("Workflow %s ended %s: %s", wf.GetName(), phase, msg)
+	}
+	return took, ""
 }

@@ -258,77 +258,98 @@ func (r *runner) create(ctx context.Context, u *unit) error {
 }
 
 // evaluate brings the state of units (those created) up to date with the
-// caches.
+// caches: each is looked at once (look), and what was seen acted on.
 func (r *runner) evaluate(ctx context.Context, units []*unit) {
 	now := time.Now()
 	for _, u := range units {
 		if !u.created || r.Final(u.Unit) {
 			continue
 		}
-		ob := r.observe(u)
-		if !ob.exists {
-			if u.seen {
-				r.fail(u, fmt.Sprintf("its %s %s was deleted from the cluster", u.kind, u.name), "Deleted", nil)
-			}
-			continue
-		}
-		u.seen = true
-		if !ob.running.IsZero() {
-			r.Running(u.Unit, ob.running)
-		}
-		r.logs.follow(ctx, u, ob.pods)
-		pods := u.remember(ob.pods)
-		switch {
-		case ob.succeeded:
-			r.stopTimers(u)
-			r.setView(u, ob)
-			r.Succeed(u.Unit, func(t *record.Task) {
-				t.Attempts, t.ExitCode = ob.attempt, new(0)
-				t.Node, t.Pods = strings.Join(ob.nodes, ","), podNames(ob)
-			})
-			continue
-		case ob.failed:
-			r.stopTimers(u)
-			msg, reason, code := ob.reason, ob.reason, (*int)(nil)
-			if ob.message != "" {
-				msg += ": " + ob.message
-			}
-			if p := failedPod(pods); p != nil {
-				var pm string
-				pm, reason, code = rcluster.PodFailure(p, u.Step)
-				msg = pm + "; " + u.kind + " " + msg
-				if ob.reason == batchv1.JobReasonDeadlineExceeded {
-					// The step's Timeout ended it: its pod was killed (and
-					// may be remembered as last seen), which is not the cause.
-					reason = ob.reason
-				}
-				if tail := r.logs.tail(ctx, p); tail != "" {
-					msg += "\n" + tail
-				}
-			}
-			r.Update(u.Unit, func(t *record.Task) { t.Attempts = ob.attempt; t.Pods = podNames(ob) })
-			r.fail(u, msg, reason, code)
-			continue
-		}
-		if ob.queued != "" {
-			r.queue(u, ob, now)
-			continue
-		}
-		if r.Task(u.Unit).State == record.Queued {
-			u.queuedFor = ""
-			r.Update(u.Unit, func(t *record.Task) { t.State, t.Reason = record.Running, "" })
-			r.Disp.Event(u.Label, false, "admitted by Kueue")
-		}
-		r.setView(u, ob)
-		if n := r.Task(u.Unit).Attempts; ob.attempt > n {
-			why := "a pod failed"
-			if p := failedPod(pods); p != nil {
-				why, _, _ = rcluster.PodFailure(p, u.Step)
-			}
-			r.Retried(u.Unit, n, why, ob.attempt)
-		}
-		r.pending(u, ob, now)
+		ob := r.look(u)
+		r.act(ctx, u, ob, now)
 	}
+}
+
+// act brings unit u up to what the caches show of it, ob, at now: gone,
+// succeeded, failed, waiting for Kueue, or running (or waiting to).
+func (r *runner) act(ctx context.Context, u *unit, ob observed, now time.Time) {
+	if !ob.exists {
+		if u.seen {
+			r.fail(u, fmt.Sprintf("its %s %s was deleted from the cluster", u.kind, u.name), "Deleted", nil)
+		}
+		return
+	}
+	u.seen = true
+	if !ob.running.IsZero() {
+		r.Running(u.Unit, ob.running)
+	}
+	r.logs.follow(ctx, u, ob.pods)
+	switch {
+	case ob.succeeded:
+		r.stopTimers(u)
+		r.setView(u, ob)
+		r.Succeed(u.Unit, func(t *record.Task) {
+			t.Attempts, t.ExitCode = ob.attempt, new(0)
+			t.Node, t.Pods = strings.Join(ob.nodes, ","), podNames(ob)
+		})
+	case ob.failed:
+		r.stopTimers(u)
+		msg, reason, code := r.failure(ctx, u, ob)
+		r.Update(u.Unit, func(t *record.Task) { t.Attempts = ob.attempt; t.Pods = podNames(ob) })
+		r.fail(u, msg, reason, code)
+	case ob.queued != "":
+		r.queue(u, ob, now)
+	default:
+		r.runs(u, ob, now)
+	}
+}
+
+// failure says why unit u's Job or JobSet failed, ob: its reason and
+// message, after what its last failed pod says (cluster.PodFailure) with
+// that pod's last log lines. It returns the message, the short reason and
+// the exit code when one is known.
+func (r *runner) failure(ctx context.Context, u *unit, ob observed) (string, string, *int) {
+	msg, reason, code := ob.reason, ob.reason, (*int)(nil)
+	if ob.message != "" {
+		msg += ": " + ob.message
+	}
+	p := ob.lastFailed
+	if p == nil {
+		return msg, reason, code
+	}
+	var pm string
+	pm, reason, code = rcluster.PodFailure(p, u.Step)
+	msg = pm + "; " + u.kind + " " + msg
+	if ob.reason == batchv1.JobReasonDeadlineExceeded {
+		// The step's Timeout ended it: its pod was killed (and may be
+		// remembered as last seen), which is not the cause.
+		reason = ob.reason
+	}
+	if tail := r.logs.tail(ctx, p); tail != "" {
+		msg += "\n" + tail
+	}
+	return msg, reason, code
+}
+
+// runs follows unit u, whose Job or JobSet runs (or waits for its pods to),
+// ob, at now: admitted by Kueue when it waited, its view, an attempt its Job
+// controller retried since the last look (dag.Run.Retried), and pods that
+// cannot start (pending).
+func (r *runner) runs(u *unit, ob observed, now time.Time) {
+	if r.Task(u.Unit).State == record.Queued {
+		u.queuedFor = ""
+		r.Update(u.Unit, func(t *record.Task) { t.State, t.Reason = record.Running, "" })
+		r.Disp.Event(u.Label, false, "admitted by Kueue")
+	}
+	r.setView(u, ob)
+	if n := r.Task(u.Unit).Attempts; ob.attempt > n {
+		why := "a pod failed"
+		if ob.lastFailed != nil {
+			why, _, _ = rcluster.PodFailure(ob.lastFailed, u.Step)
+		}
+		r.Retried(u.Unit, n, why, ob.attempt)
+	}
+	r.pending(u, ob, now)
 }
 
 // queue follows a unit whose Job or JobSet waits, suspended, for Kueue to admit

@@ -45,6 +45,10 @@ type observed struct {
 	// running is when the first container of a pod of the attempt started,
 	// zero until one has.
 	running time.Time
+	// lastFailed is the pod whose failure ended the unit's last attempt
+	// (failedPod), of its pods and of those gone from the caches since
+	// (remember); nil for none. Only look sets it.
+	lastFailed *corev1.Pod
 }
 
 // waitingReasons are container waiting reasons that do not go away by waiting.
@@ -160,6 +164,17 @@ func (r *runner) observe(u *unit) observed {
 		ob.addPod(p, u.Step)
 	}
 	sort.Strings(ob.nodes)
+	return ob
+}
+
+// look is observe for the run's loop, which acts on what it returns: it
+// also keeps the state of u's pods (remember), and names the pod whose
+// failure ended u's last attempt in lastFailed.
+func (r *runner) look(u *unit) observed {
+	ob := r.observe(u)
+	if ob.exists {
+		ob.lastFailed = failedPod(u.remember(ob.pods))
+	}
 	return ob
 }
 
