@@ -61,6 +61,9 @@ func (Target) Outputs(flow string) []string {
 // Emit writes <flow>.py and <flow>.kpo.json, and <flow>.claims.yaml
 // (emit.ClaimsFile) when a step has DRA devices.
 func (Target) Emit(f *plan.Flow, create emit.Create) field.ErrorList {
+	if errs := emit.Unsupported(f, "the airflow target"); len(errs) > 0 {
+		return errs
+	}
 	errs, err := emitFiles(f, create)
 	if len(errs) > 0 {
 		return errs
@@ -78,9 +81,6 @@ func (Target) Emit(f *plan.Flow, create emit.Create) field.ErrorList {
 // temporary files until every step's are made; their order, at the DAG file's
 // end, needs only each task's name and upstream tasks.
 func emitFiles(f *plan.Flow, create emit.Create) (field.ErrorList, error) {
-	if errs := emit.Unsupported(f, "the airflow target"); len(errs) > 0 {
-		return errs, nil
-	}
 	var temps []*os.File
 	defer func() {
 		for _, t := range temps {
