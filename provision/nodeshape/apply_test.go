@@ -71,6 +71,10 @@ func plainNode(t *testing.T, c nodes, name string, taints ...corev1.Taint) {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name, "team": "ml"},
 			Annotations: map[string]string{simcluster.FakeNodeAnnotation: "fake"}},
 		Spec: corev1.NodeSpec{Taints: taints},
+		// A kubelet registers its node with its status, as here: kwok's
+		// first status then keeps it, even when kwok renders it from an
+		// older copy of the node after the status update below.
+		Status: corev1.NodeStatus{Capacity: kubeletStatus.DeepCopy(), Allocatable: kubeletStatus.DeepCopy()},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
