@@ -155,7 +155,7 @@ func TestExamplesPodSecurity(t *testing.T) {
 	bins := exampletest.Build(t)
 	ns := c.LabelledNamespace(t, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
 	wiredRE := regexp.MustCompile(`(?m)^  (\S+) .*\(wired\)`)
-	names := slices.Sorted(maps.Keys(bins))
+	names := exampletest.Names() // dynamic flows: none of the cluster runtimes runs one yet
 	if len(names) < 6 {
 		t.Fatalf("examples built: %v; want every example", names)
 	}
