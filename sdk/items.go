@@ -82,13 +82,14 @@ func (c *Context) List(ref ValueRef) ([]json.RawMessage, error) {
 	if err := c.get(ref.Step, -1, ref.Name, &raw); err != nil {
 		return nil, err
 	}
-	return DecodeList(ref, raw)
+	return decodeList(ref, raw)
 }
 
-// DecodeList decodes the JSON list data that ref names into its elements.
-func DecodeList(ref ValueRef, data []byte) ([]json.RawMessage, error) {
+// decodeList decodes the JSON list data that ref names into its elements
+// (null is an empty list).
+func decodeList(ref ValueRef, data []byte) ([]json.RawMessage, error) {
 	var list []json.RawMessage
-	if err := json.Unmarshal(data, &list); err != nil || list == nil && !bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
+	if err := json.Unmarshal(data, &list); err != nil {
 		return nil, fmt.Errorf("artifact %q of step %q is not a JSON list (%s): a fan-out needs one, such as [\"a\", \"b\"]", ref.Name, ref.Step, describeJSON(data))
 	}
 	for i, e := range list {

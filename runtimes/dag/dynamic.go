@@ -68,12 +68,21 @@ func (r *Run) Count(u *Unit) int {
 	return len(r.steps[u.Step.Name])
 }
 
-// value reads the JSON of the value ref names.
-func (r *Run) value(ref plan.ValueRef) ([]byte, error) {
+// store returns a step's view of the run's store, which reads the values
+// as a step's Get and List do.
+func (r *Run) store(ref plan.ValueRef) (*sdk.Context, error) {
 	if r.Dynamic.Store == nil {
 		return nil, fmt.Errorf("the run has no artifact store to read artifact %q of step %s from", ref.Name, ref.Step)
 	}
-	c := sdk.NewContext(context.Background(), sdk.ContextConfig{Flow: r.Flow.Name, Index: -1, Store: r.Dynamic.Store})
+	return sdk.NewContext(context.Background(), sdk.ContextConfig{Flow: r.Flow.Name, Index: -1, Store: r.Dynamic.Store}), nil
+}
+
+// value reads the JSON of the value ref names.
+func (r *Run) value(ref plan.ValueRef) ([]byte, error) {
+	c, err := r.store(ref)
+	if err != nil {
+		return nil, err
+	}
 	var raw json.RawMessage
 	if err := c.Get(ref.Step, ref.Name, &raw); err != nil {
 		return nil, err
@@ -98,11 +107,11 @@ func (r *Run) taken(s *plan.Step) (bool, string, error) {
 
 // expand makes the units of step s's fan-out from the list it reads.
 func (r *Run) expand(s *plan.Step) ([]*Unit, error) {
-	data, err := r.value(*s.ForeachOf)
+	c, err := r.store(*s.ForeachOf)
 	if err != nil {
 		return nil, err
 	}
-	list, err := sdk.DecodeList(sdk.ValueRef{Step: s.ForeachOf.Step, Name: s.ForeachOf.Name}, data)
+	list, err := c.List(sdk.ValueRef{Step: s.ForeachOf.Step, Name: s.ForeachOf.Name})
 	if err != nil {
 		return nil, err
 	}
