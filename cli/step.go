@@ -127,10 +127,13 @@ func stepContext(spec sdk.FlowSpec, step *sdk.StepDecl, given map[string]string)
 	if items == nil {
 		return cfg, nil
 	}
-	item, hasItem := os.LookupEnv(plan.EnvItem)
+	item, hasItem, err := envItem()
+	if err != nil {
+		return cfg, invalidErr(fmt.Errorf("step %s: %w", step.Name, err))
+	}
 	index, hasIndex := os.LookupEnv(plan.EnvIndex)
 	if !hasItem || !hasIndex {
-		return cfg, invalidErr(fmt.Errorf("step %s runs once per foreach item and needs %s and %s in its environment", step.Name, plan.EnvItem, plan.EnvIndex))
+		return cfg, invalidErr(fmt.Errorf("step %s runs once per foreach item and needs %s (or %s) and %s in its environment", step.Name, plan.EnvItem, plan.EnvItemFile, plan.EnvIndex))
 	}
 	i, err := strconv.Atoi(index)
 	if err != nil || i < 0 || i >= len(items) {
@@ -141,6 +144,24 @@ func stepContext(spec sdk.FlowSpec, step *sdk.StepDecl, given map[string]string)
 	}
 	cfg.Item, cfg.Index = item, i
 	return cfg, nil
+}
+
+// envItem returns the foreach item the environment gives: MANIFOLD_ITEM, or
+// the file MANIFOLD_ITEM_FILE names (a fan-out run as one Indexed Job), and
+// whether it gives one.
+func envItem() (string, bool, error) {
+	if item, ok := os.LookupEnv(plan.EnvItem); ok {
+		return item, true, nil
+	}
+	file, ok := os.LookupEnv(plan.EnvItemFile)
+	if !ok {
+		return "", false, nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", false, fmt.Errorf("reading its foreach item (%s): %w", plan.EnvItemFile, err)
+	}
+	return string(data), true, nil
 }
 
 // dynamicItem gives a step of sdk.ForeachOf its item: the element at its

@@ -51,6 +51,9 @@ const (
 	// EnvCount carries the number of items of a foreach step.
 	EnvCount = "MANIFOLD_COUNT"
 	EnvIndex = "MANIFOLD_INDEX"
+	// EnvItemFile names the file that holds the item of a fan-out that runs
+	// as one Indexed Job, where the pods share one spec and no MANIFOLD_ITEM.
+	EnvItemFile = "MANIFOLD_ITEM_FILE"
 	// EnvParamPrefix starts the variable that carries each flow param.
 	EnvParamPrefix = "MANIFOLD_PARAM_"
 	// EnvRunDir is the run directory that holds every step's artifacts.

@@ -205,6 +205,9 @@ func dryRunAsks(units []*unit, noPods map[string]bool) ([]ask, error) {
 		return nil
 	}
 	for _, u := range units {
+		if !u.owner() {
+			continue
+		}
 		for _, o := range u.objects {
 			if err := add(ask{gvr: o.gvr, obj: o.u, what: o.u.GetKind() + " " + o.u.GetName(), unit: u}); err != nil {
 				return nil, err

@@ -97,7 +97,7 @@ func shapeOf(f *plan.Flow, units []*unit, noCheck bool) runShape {
 // the run watches and, when it ends, deletes by its label.
 func createdKinds(units []*unit) []schema.GroupVersionResource {
 	var out []schema.GroupVersionResource
-	for _, gvr := range []schema.GroupVersionResource{jobSetGVR, jobGVR, serviceGVR, resourceClaimTemplateGVR} {
+	for _, gvr := range []schema.GroupVersionResource{jobSetGVR, jobGVR, serviceGVR, configMapGVR, resourceClaimTemplateGVR} {
 		if slices.ContainsFunc(units, func(u *unit) bool {
 			return slices.ContainsFunc(u.objects, func(o object) bool { return o.gvr == gvr })
 		}) {
@@ -162,10 +162,15 @@ func kindNeeds(gvr schema.GroupVersionResource, as string) []Need {
 		one, follow = "the headless Service of each multi-node step", "see the run's Services gone before it ends"
 	case resourceClaimTemplateGVR:
 		one = "the ResourceClaimTemplate of each step with DRA devices"
+	case configMapGVR:
+		one = "the ConfigMap of the items of each foreach step"
 	}
 	// loop.go create, and the dry run (dryrun.go) of the same object.
 	out = append(out, need(gvr.Group, gvr.Resource, []string{"create"}, "create "+one+", and dry-run it first"))
-	if gvr != resourceClaimTemplateGVR {
+	if gvr == configMapGVR {
+		// own.go foreign, existing: the ConfigMaps are listed, not watched.
+		out = append(out, need(gvr.Group, gvr.Resource, []string{"list"}, "check that the run's ConfigMaps are its own"))
+	} else if gvr != resourceClaimTemplateGVR {
 		// watch.go: the informers that drive the run.
 		out = append(out, need(gvr.Group, gvr.Resource, []string{"list", "watch"}, follow))
 	}
