@@ -366,7 +366,7 @@ func (c *cluster) explain(ctx context.Context, a ask, st metav1.Status, limitRan
 	ns := a.obj.GetNamespace()
 	msg := strings.ReplaceAll(forbiddenRE().ReplaceAllString(st.Message, ""), "\n", " ")
 	r := Refusal{Step: u.Step.Name, Label: u.Label, Object: a.what, Message: msg}
-	if a.shared > 1 && u.Step.Foreach != nil {
+	if a.shared > 1 && u.Step.Foreach != nil || u.fan != nil {
 		r.Label = u.Step.Name // the step's items alike
 	}
 	fields := causeFields(st)
