@@ -188,10 +188,13 @@ func (u *unit) key() string {
 // holds for all.
 func (u *unit) owner() bool { return u.fan == nil || u.fan.units[0] == u }
 
-// add adds units to the run, after those it has.
-func (r *runner) add(units []*unit) {
+// add adds units to the run, after those it has; to its DAG too unless
+// they come from the DAG (dag.Dynamic.Made), which adds them itself.
+func (r *runner) add(units []*unit, fromDAG bool) {
 	for _, u := range units {
-		r.Add(u.Unit)
+		if !fromDAG {
+			r.Add(u.Unit)
+		}
 		u.pos = len(r.units)
 		r.units = append(r.units, u)
 		r.byUnit[u.Unit] = u

@@ -46,7 +46,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/emit/jobset"
 	"github.com/manifoldflow/manifold/placement"
@@ -230,6 +229,8 @@ type runner struct {
 	fanOuts map[string]*fanOut
 	// abandoned are the units deleted because they could not start.
 	abandoned []*unit
+	// resumed is set when the run resumes one recorded before.
+	resumed bool
 }
 
 // Run runs f on the cluster o names and returns how the run ended. The error is
@@ -243,7 +244,7 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if errs := emit.Unsupported(f, "run --kube"); len(errs) > 0 {
+	if errs := checkDynamic(f, o.As); len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
 	now := time.Now()
@@ -265,6 +266,10 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer c.StopFollowing()
+	store, err := dynamicStore(ctx, &p.rp, id)
+	if err != nil {
+		return nil, err
+	}
 	dir, lk, err := record.Open(p.root, id)
 	if err != nil {
 		return nil, err
@@ -275,6 +280,8 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.resumed = resumed
+	r.Dynamic = dag.Dynamic{Store: store, Made: r.made}
 	if changed != "" {
 		p.notes = append(p.notes, changed)
 	}
@@ -464,7 +471,7 @@ func (c *cluster) admit(ctx context.Context, p *prepared, units []*unit) error {
 // units added to the run and traced by o.Tracer.
 func newRunner(p *prepared, o Options, c *cluster, id, dir string) *runner {
 	r := &runner{Run: dag.New(&p.rp, id, dir), o: o, c: c, byUnit: map[*dag.Unit]*unit{}, byKey: map[string]*unit{}, fanOuts: map[string]*fanOut{}}
-	r.add(p.units)
+	r.add(p.units, false)
 	r.Trace = o.Tracer.Begin(&p.rp, id, "kube")
 	return r
 }
@@ -564,6 +571,20 @@ func plan2units(f *plan.Flow, as, namespace string) ([]*unit, field.ErrorList) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	return group(f, objs, namespace, nil)
+}
+
+// group groups objs, objects of f's steps in the order they are created, into
+// units, in namespace unless an object names its own. items are the units of
+// the run of a fan-out over a value found at run time whose objects objs are;
+// nil takes the units of each step from the plan (dag.Units).
+func group(f *plan.Flow, objs []any, namespace string, items []*dag.Unit) ([]*unit, field.ErrorList) {
+	unitOf := func(s *plan.Step, index int) *dag.Unit {
+		if items != nil {
+			return items[index]
+		}
+		return dag.NewUnit(s, index)
+	}
 	var units []*unit
 	var pending []object // a Service waits for the Job it precedes
 	// A step's ResourceClaimTemplate precedes its Jobs; every unit of the step
@@ -591,7 +612,7 @@ func plan2units(f *plan.Flow, as, namespace string) ([]*unit, field.ErrorList) {
 		case "JobSet":
 			gvr, wl = jobSetGVR, jobSetWorkload{}
 		default:
-			return nil, field.ErrorList{field.InternalError(nil, fmt.Errorf("the %s target emitted a %s, which the runtime cannot run", as, u.GetKind()))}
+			return nil, field.ErrorList{field.InternalError(nil, fmt.Errorf("the runtime cannot run a %s", u.GetKind()))}
 		}
 		s := f.Step(u.GetLabels()[plan.LabelStep])
 		if s == nil {
@@ -602,15 +623,19 @@ func plan2units(f *plan.Flow, as, namespace string) ([]*unit, field.ErrorList) {
 		}
 		objects := append(pending, object{gvr, u})
 		pending = nil
-		if u.GetKind() == "Job" && s.Foreach != nil && u.GetLabels()[plan.LabelIndex] == "" && s.Nodes <= 1 {
-			units = append(units, fanOutUnits(s, objects, dag.Units(s))...)
+		if u.GetKind() == "Job" && s.FansOut() && u.GetLabels()[plan.LabelIndex] == "" && s.Nodes <= 1 {
+			fan := items
+			if fan == nil {
+				fan = dag.Units(s)
+			}
+			units = append(units, fanOutUnits(s, objects, fan)...)
 			continue
 		}
 		index := -1
 		if v, ok := u.GetLabels()[plan.LabelIndex]; ok && u.GetKind() == "Job" {
 			index, _ = strconv.Atoi(v)
 		}
-		un := &unit{Unit: dag.NewUnit(s, index), ns: u.GetNamespace(), kind: u.GetKind(), workload: wl, name: u.GetName(), pods: s.Nodes, objects: objects}
+		un := &unit{Unit: unitOf(s, index), ns: u.GetNamespace(), kind: u.GetKind(), workload: wl, name: u.GetName(), pods: s.Nodes, objects: objects}
 		if u.GetKind() == "JobSet" && s.Foreach != nil {
 			un.pods = s.Nodes * len(s.Foreach)
 		}
