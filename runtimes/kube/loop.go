@@ -251,7 +251,7 @@ func (r *runner) release(ctx context.Context) {
 	for i, u := range us {
 		switch {
 		case refused[i] == nil && u.fan != nil:
-			r.Disp.Event(u.Step.Name, false, "%s %s created, for %d items", u.kind, u.name, len(u.fan.units))
+			r.Disp.Event(u.Step.Name, false, "%s %s created, for %s", u.kind, u.name, display.Count(len(u.fan.units), "item"))
 		case refused[i] == nil:
 			r.Disp.Event(u.Label, false, "%s %s created", u.kind, u.name)
 		case ctx.Err() != nil || r.c.GivenUp() != nil:
