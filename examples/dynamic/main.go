@@ -5,7 +5,6 @@
 //
 //	go run ./examples/dynamic run
 //	go run ./examples/dynamic run --param shards=0
-//	go run ./examples/dynamic run --param flaky=1   # item 1's first attempt fails, and it alone runs again
 package main
 
 import (
@@ -26,7 +25,6 @@ var flow = sdk.NewFlow("dynamic",
 	sdk.Image("registry.example.com/manifold/dynamic:v1"),
 	sdk.CPU("500m"), sdk.Memory("512Mi"),
 	sdk.Param("shards", "3"),
-	sdk.Param("flaky", "-1"),
 ).
 	Step("list", sdk.Run(list)).
 	Step("process", sdk.Run(process), sdk.ForeachOf("list", "shards"), sdk.Retry(1)).
@@ -48,23 +46,11 @@ func list(ctx *sdk.Context) error {
 	return ctx.Put("shards", shards)
 }
 
-// process handles one shard: its item, index and the count of items. The
-// item whose index the flaky param names fails its first attempt, as a
-// reclaimed spot node would fail it: it leaves a mark in the store, and the
-// retry (sdk.Retry) finds it and goes on.
+// process handles one shard: its item, index and the count of items.
 func process(ctx *sdk.Context) error {
 	var s Shard
 	if err := ctx.ItemValue(&s); err != nil {
 		return err
-	}
-	if ctx.Param("flaky") == strconv.Itoa(ctx.Index()) {
-		var tried bool
-		if ctx.GetIndex("process", ctx.Index(), "tried", &tried) != nil {
-			if err := ctx.Put("tried", true); err != nil {
-				return err
-			}
-			return fmt.Errorf("%s: the node went away (flaky=%d)", s.Name, ctx.Index())
-		}
 	}
 	fmt.Printf("%s (%d of %d): %d rows\n", s.Name, ctx.Index()+1, ctx.Count(), s.Rows)
 	return ctx.Put("rows", s.Rows)

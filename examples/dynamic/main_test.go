@@ -70,13 +70,6 @@ func TestDynamicRetriesOneItem(t *testing.T) {
 	run.WantAttempts(t, "process[1]", 2)
 	run.WantAttempts(t, "process[2]", 1)
 
-	// The flaky param does it in the flow's own code, as it runs on a cluster.
-	run = flowtest.Run(t, flow, flowtest.Params("flaky=1"))
-	run.WantSuccess(t)
-	run.WantAttempts(t, "process[0]", 1)
-	run.WantAttempts(t, "process[1]", 2)
-	run.WantAttempts(t, "process[2]", 1)
-
 	down := flowtest.Stub("process", func(c *flowtest.Call) error {
 		if c.Index() == 2 {
 			return errors.New("shard unreadable")

@@ -30,7 +30,7 @@ var dynamicCases = []struct {
 	// attempts are the attempts each item is recorded with.
 	attempts []int
 }{
-	{"three-flaky", []string{"--param", "shards=3", "--param", "flaky=1"}, []int{1, 2, 1}},
+	{"three-flaky", []string{"--param", "shards=3", "--param", "fail-once=1"}, []int{1, 2, 1}},
 	{"one", []string{"--param", "shards=1"}, []int{1}},
 	{"none", []string{"--param", "shards=0"}, nil},
 }
