@@ -64,7 +64,8 @@ func dynamicStore(ctx context.Context, f *plan.Flow, id string) (artifact.Store,
 // (dag.Dynamic.Made), and adds them to the run with their objects: one Indexed
 // Job and the ConfigMap of the items, or a Job per item where job.NotIndexed
 // says why. The items of a resumed run that succeeded before are not run
-// again; the rest are then Jobs of their own.
+// again; the rest are then Jobs of their own, as they are when the earlier
+// runner's Job of them ended.
 func (r *runner) made(us []*dag.Unit) error {
 	if len(us) == 0 {
 		return nil
@@ -108,13 +109,22 @@ func (r *runner) made(us []*dag.Unit) error {
 			rest = append(rest, u)
 		}
 	}
-	if len(rest) > 0 && len(rest) < len(units) && rest[0].fan != nil {
+	if len(rest) > 0 && rest[0].fan != nil && (len(rest) < len(units) || r.resumed && r.ended(rest[0].fan)) {
 		if err := r.split(rest); err != nil {
 			return err
 		}
 	}
 	r.add(units, true)
 	return nil
+}
+
+// ended reports whether the cluster holds fan-out fo's Job, made by an
+// earlier runner of the run, ended or with an index failed: its items yet to
+// succeed then run again as Jobs of their own. One still running is followed
+// where it is.
+func (r *runner) ended(fo *fanOut) bool {
+	j := r.w.job(fo.ns, fo.name)
+	return j != nil && (jobEnded(j) || ptrString(j.Status.FailedIndexes) != "")
 }
 
 // namespaceOf is the namespace of step s's objects.
