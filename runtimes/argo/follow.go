@@ -48,7 +48,7 @@ type follower struct {
 	// unitsMu guards units against the view, which reads them as made adds
 	// a fan-out's.
 	unitsMu sync.Mutex
-	kick  chan struct{}
+	kick    chan struct{}
 
 	wf, parts, pods cache.SharedIndexInformer
 	// latest is the Workflow as last seen, whose nodes' outputs hold the
