@@ -9,6 +9,14 @@
 //   - foreach: the task runs withItems, one item object {value, index} per item,
 //     passed to the template as the input parameters item and index, which become
 //     MANIFOLD_ITEM and MANIFOLD_INDEX (Argo has no index variable for withItems);
+//   - a fan-out over a value found at run time (sdk.ForeachOf): withParam over
+//     the indexes of the list the producer publishes as an output parameter
+//     (valueFrom.path in MANIFOLD_VALUES, an emptyDir), each item's element,
+//     index and count passed through expressions that read the output as data;
+//     a branch (sdk.When): a when that compares the output, decoded, with the
+//     step's value; a step after steps that may not run: a depends that waits
+//     only for those that ran (see dynamic.go). Such a flow needs an artifact
+//     store, and is never split;
 //   - params: spec.arguments.parameters, read by every step as
 //     {{workflow.parameters.NAME}};
 //   - retry: retryStrategy with retryPolicy Always (like a Job's backoffLimit, any

@@ -1,14 +1,19 @@
 package argo_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/manifoldflow/manifold/harness/simcluster"
+	"github.com/manifoldflow/manifold/runtimes/argo"
 	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
 )
@@ -128,4 +133,56 @@ func readOut(t *testing.T, dir, name string) string {
 		return "<none>"
 	}
 	return strings.TrimSuffix(string(data), "")
+}
+
+// BenchmarkDynamicFanOut runs a fan-out over a list found at run time
+// (MANIFOLD_BENCH_ITEMS items, 1000 unless set) as `trigger --wait` does: a
+// busybox step on the real node publishes the list, each item runs on kwok
+// nodes (which finish pods at once), and a join follows. It reports the wall
+// time from Trigger to Follow's end, items per second, and the size of the
+// ended Workflow (its status holding a node per item): what bounds the
+// largest fan-out Argo's controller runs (see docs/targets.md).
+//
+//	MANIFOLD_BENCH_ITEMS=1000 go test -run '^$' -bench DynamicFanOut -benchtime 1x -timeout 30m ./runtimes/argo
+func BenchmarkDynamicFanOut(b *testing.B) {
+	items := envInt(b, "MANIFOLD_BENCH_ITEMS", 1000)
+	real := []sdk.StepOption{sdk.Image("busybox:1.37"), sdk.HostNetwork(true),
+		sdk.NodeSelector(simcluster.LabelRealNode, "true"), sdk.Toleration(simcluster.LabelRealNode, "", "NoSchedule")}
+	f := sdk.NewFlow("fan-bench", sdk.Image("example.com/flow:v1"), sdk.CPU("1m"), sdk.Memory("1Mi"), sdk.ArtifactVolume("art"),
+		sdk.Param("n", strconv.Itoa(items))).
+		Step("list", append(real, sdk.Command("sh", "-c", `{ printf '['; seq -s, 1 "$MANIFOLD_PARAM_N"; printf ']'; } >"$MANIFOLD_VALUES/items.json"`))...).
+		Step("each", sdk.ForeachOf("list", "items"), sdk.Command("true")).
+		Step("join", sdk.After("each"), sdk.Command("true"))
+	a, c, ns := deployed(b, f, argo.Options{})
+	c.RealNode(b)
+	c.PushBusybox(b, "busybox:1.37")
+	c.ArgoExecutor(b, ns)
+	c.BoundClaim(b, ns, "art")
+	ctx := context.Background()
+	var wall time.Duration
+	var size int
+	for b.Loop() {
+		start := time.Now()
+		name, _, err := a.Trigger(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err := a.Follow(ctx, name)
+		if err != nil || r.State != record.Succeeded {
+			b.Fatalf("run %s of %d items: %v, %v", name, items, r.State, err)
+		}
+		wall += time.Since(start)
+		u, err := c.Dynamic.Resource(argo.WorkflowGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		data, err := u.MarshalJSON()
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = len(data)
+	}
+	b.ReportMetric(wall.Seconds()/float64(b.N), "s/run")
+	b.ReportMetric(float64(items)*float64(b.N)/wall.Seconds(), "items/s")
+	b.ReportMetric(float64(size), "workflow-bytes")
 }
