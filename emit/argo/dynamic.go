@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -157,14 +158,15 @@ func output(step, name string) string {
 }
 
 // exprString returns s as a string literal of Argo's expressions (expr-lang)
-// holding only letters, digits and \u escapes: no quote, "{{", "}}" or "$"
-// that Argo's templating or the expression's parser could read.
+// holding only letters, digits, spaces, a few marks of punctuation and \u
+// escapes: no quote, backslash, brace or "$" that Argo's templating or the
+// expression's parser could read.
 func exprString(s string) string {
 	var b strings.Builder
 	b.WriteByte('\'')
 	for _, r := range s {
 		switch {
-		case r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9':
+		case r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(" ,.:;-_()/", r):
 			b.WriteRune(r)
 		case r <= 0xffff:
 			fmt.Fprintf(&b, `\u%04x`, r)
@@ -182,10 +184,24 @@ func WhenExpr(s *plan.Step) string {
 	return "{{=fromJSON(" + output(s.When.Ref.Step, s.When.Ref.Name) + ") == fromJSON(" + exprString(s.When.Value) + ")}}"
 }
 
+// MaxItems is the most items a fan-out over a value found at run time has
+// on Argo. Argo keeps every node of a running Workflow in its status, a node
+// per item and one per attempt, and refuses a Workflow grown past what the
+// API server keeps in one object; measured on Argo v3.7.18 (see
+// docs/targets.md, BenchmarkDynamicFanOut in runtimes/argo), a fan-out of
+// MaxItems items of one attempt each stays well inside it.
+const MaxItems = 5000
+
 // ParamExpr is the withParam of step s of sdk.ForeachOf: the indexes of the
-// list it fans out over.
+// list it fans out over; past MaxItems, text that says so, which Argo
+// refuses as a list, so that the run fails with that message before Argo
+// makes a node of any item.
 func ParamExpr(s *plan.Step) string {
-	return "{{=toJson(0..(" + countExpr(s) + "-1))}}"
+	n := countExpr(s)
+	over := fmt.Sprintf("step %s fans out over more than %d items (Argo keeps a node per item in the Workflow, which the API server keeps whole): the list %s put as %s has ",
+		s.Name, MaxItems, s.ForeachOf.Step, s.ForeachOf.Name)
+	return "{{=" + n + " > " + strconv.Itoa(MaxItems) + " ? " + exprString(over) + " + string(" + n + ") + " +
+		exprString(" items; fan out over batches of items, or run the flow with run --kube") + " : toJson(0..(" + n + "-1))}}"
 }
 
 func countExpr(s *plan.Step) string {
