@@ -193,15 +193,26 @@ func WhenExpr(s *plan.Step) string {
 const MaxItems = 5000
 
 // ParamExpr is the withParam of step s of sdk.ForeachOf: the indexes of the
-// list it fans out over; past MaxItems, text that says so, which Argo
+// list it fans out over; past MaxItems, the text TooMany says, which Argo
 // refuses as a list, so that the run fails with that message before Argo
 // makes a node of any item.
 func ParamExpr(s *plan.Step) string {
 	n := countExpr(s)
-	over := fmt.Sprintf("step %s fans out over more than %d items (Argo keeps a node per item in the Workflow, which the API server keeps whole): the list %s put as %s has ",
-		s.Name, MaxItems, s.ForeachOf.Step, s.ForeachOf.Name)
-	return "{{=" + n + " > " + strconv.Itoa(MaxItems) + " ? " + exprString(over) + " + string(" + n + ") + " +
-		exprString(" items; fan out over batches of items, or run the flow with run --kube") + " : toJson(0..(" + n + "-1))}}"
+	before, after := tooMany(s)
+	return "{{=" + n + " > " + strconv.Itoa(MaxItems) + " ? " + exprString(before) + " + string(" + n + ") + " +
+		exprString(after) + " : toJson(0..(" + n + "-1))}}"
+}
+
+// TooMany says that step s of sdk.ForeachOf cannot fan out over n items, n
+// being more than MaxItems: the message of a run whose list is that long.
+func TooMany(s *plan.Step, n int) string {
+	before, after := tooMany(s)
+	return before + strconv.Itoa(n) + after
+}
+
+func tooMany(s *plan.Step) (before, after string) {
+	return fmt.Sprintf("step %s fans out over more than %d items (Argo keeps a node per item in the Workflow, which the API server keeps whole): the list %s put as %s has ",
+		s.Name, MaxItems, s.ForeachOf.Step, s.ForeachOf.Name), " items; fan out over batches of items, or run the flow with run --kube"
 }
 
 func countExpr(s *plan.Step) string {

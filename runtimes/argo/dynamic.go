@@ -2,6 +2,7 @@ package argo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -9,6 +10,7 @@ import (
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 
+	eargo "github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/runtimes/dag"
 	"github.com/manifoldflow/manifold/runtimes/record"
 )
@@ -16,7 +18,13 @@ import (
 // made takes the units of a fan-out the dag core made once the list it fans
 // out over was known (or the one unit of a step not taken): the follower
 // follows each as the node of its item, and records it.
+//
+// A fan-out of more than emit/argo's MaxItems items fails, as Argo fails it,
+// with the same message, as one unit of the whole step.
 func (f *follower) made(us []*dag.Unit) error {
+	if len(us) > eargo.MaxItems {
+		return errors.New(eargo.TooMany(us[0].Step, len(us)))
+	}
 	for _, du := range us {
 		u := &unit{Unit: du}
 		f.unitsMu.Lock()

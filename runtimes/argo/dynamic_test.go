@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	eargo "github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/runtimes/argo"
 	"github.com/manifoldflow/manifold/runtimes/record"
@@ -112,6 +113,37 @@ func TestDynamicValuesReachPods(t *testing.T) {
 	}
 	if tk := tasks["join"]; tk.State != record.Succeeded {
 		t.Errorf("join: recorded %s", tk.State)
+	}
+}
+
+// TestDynamicTooManyItems: a list of more than eargo.MaxItems items fails
+// the run under Argo's controller as soon as it is known, before any item
+// runs, with a message that names the step, the limit and the count.
+func TestDynamicTooManyItems(t *testing.T) {
+	n := eargo.MaxItems + 1
+	flow := sdk.NewFlow("dyn-many", sdk.Image("busybox:1.37"), sdk.HostNetwork(true), sdk.ArtifactVolume("art"),
+		sdk.NodeSelector(simcluster.LabelRealNode, "true"), sdk.Toleration(simcluster.LabelRealNode, "", "NoSchedule")).
+		Step("list", sdk.Command("sh", "-c", `{ printf '['; seq -s, 1 `+strconv.Itoa(n)+`; printf ']'; } >"$MANIFOLD_VALUES/items.json"`)).
+		Step("each", sdk.ForeachOf("list", "items"), sdk.Command("true"))
+	f := newCLI(t, flow)
+	f.c.RealNode(t)
+	f.c.PushBusybox(t, "busybox:1.37")
+	f.c.ArgoExecutor(t, f.ns)
+	f.c.HostPathClaim(t, f.ns, "art", t.TempDir())
+	if code, _, _ := f.run("deploy", "--target", "argo"); code != 0 {
+		t.Fatalf("deploy: exit %d", code)
+	}
+	code, _, stderr := f.run("trigger", "--target", "argo", "--wait")
+	want := "step each fans out over more than " + strconv.Itoa(eargo.MaxItems) + " items"
+	if code != 1 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "has "+strconv.Itoa(n)+" items") {
+		t.Errorf("trigger --wait: exit %d, stderr %q; want 1 and a message holding %q and the count", code, stderr, want)
+	}
+	pods, err := f.c.Client.CoreV1().Pods(f.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "manifold.dev/step=each"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 0 {
+		t.Errorf("%d pods of each ran", len(pods.Items))
 	}
 }
 
