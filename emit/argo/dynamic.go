@@ -61,11 +61,11 @@ func checkDynamic(f *plan.Flow) field.ErrorList {
 		errs = append(errs, field.Required(stepPath(s).Child(dynamicOption(s)),
 			"on Argo the items and branches of a dynamic flow pass their artifacts through the flow's artifact store, and the flow has none: set artifacts in manifold.toml (s3://bucket/prefix or pvc://CLAIM), --artifacts, or sdk.ArtifactVolume"))
 	}
-	mayNot := notTakable(f)
+	d := newDynamicFlow(f)
 	for i := range f.Steps {
 		s := &f.Steps[i]
 		at := stepPath(s)
-		for _, name := range f.Published(s.Name) {
+		for _, name := range d.published[s.Name] {
 			if !outputName.MatchString(name) {
 				errs = append(errs, field.Invalid(at, name, fmt.Sprintf(
 					"a later step fans out over or branches on %s's value %q, which Argo passes as an output parameter, whose name holds only letters, digits, '-' and '_'; name the value without '.'", s.Name, name)))
@@ -79,7 +79,7 @@ func checkDynamic(f *plan.Flow) field.ErrorList {
 			errs = append(errs, field.Invalid(at.Child("when"), s.When.Value,
 				"on Argo a fan-out over no item and a branch not taken are both skipped, so the steps after it could not tell them apart; branch in a step of its own, before or after the fan-out"))
 		}
-		if s.Nodes > 1 && (s.Dynamic() || waitsForNotTakable(s, mayNot)) {
+		if s.Nodes > 1 && (s.Dynamic() || waitsForNotTakable(s, d.mayNot)) {
 			errs = append(errs, field.Invalid(at.Child("nodes"), s.Nodes,
 				"on Argo a multi-node step runs as tasks that create objects, which neither fan out over a value found at run time nor follow a branch; give the step one node, or wait for it from a step of one node"))
 		}

@@ -54,8 +54,9 @@ const (
 // real kubelet, a Command step publishes a list ($MANIFOLD_VALUES), the next
 // fans out over it (withParam), and each item's container gets its element in
 // MANIFOLD_ITEM byte for byte, with its MANIFOLD_INDEX and MANIFOLD_COUNT; a
-// branch on a hostile value runs, its twin on another is not taken, and the
-// join after both runs. The follower records one task per item and the branch
+// branch on a hostile value runs, its twin on another is not taken, the
+// join after both runs, and a step after the branch not taken alone is not
+// taken either. The follower records one task per item and the branch
 // not taken as skipped, with the dag core's reason.
 func TestDynamicValuesReachPods(t *testing.T) {
 	out := t.TempDir()
@@ -72,7 +73,8 @@ func TestDynamicValuesReachPods(t *testing.T) {
 			`printf %s "$MANIFOLD_ITEM" >/out/item.$MANIFOLD_INDEX && printf %s "$MANIFOLD_COUNT" >/out/count.$MANIFOLD_INDEX`)).
 		Step("hit", sdk.When("list", "size", hostileSize), sdk.After("each"), sdk.Volume("out", "/out"), sdk.Command("sh", "-c", ": >/out/hit")).
 		Step("miss", sdk.When("list", "size", otherSize), sdk.After("each"), sdk.Volume("out", "/out"), sdk.Command("sh", "-c", ": >/out/miss")).
-		Step("join", sdk.After("hit", "miss"), sdk.Volume("out", "/out"), sdk.Command("sh", "-c", ": >/out/join"))
+		Step("join", sdk.After("hit", "miss"), sdk.Volume("out", "/out"), sdk.Command("sh", "-c", ": >/out/join")).
+		Step("lonely", sdk.After("miss"), sdk.Volume("out", "/out"), sdk.Command("sh", "-c", ": >/out/lonely"))
 	f := newCLI(t, flow)
 	f.c.RealNode(t)
 	f.c.PushBusybox(t, "busybox:1.37")
@@ -94,7 +96,7 @@ func TestDynamicValuesReachPods(t *testing.T) {
 			t.Errorf("item %d: MANIFOLD_COUNT %q, want %d", i, got, len(hostileItems))
 		}
 	}
-	for file, want := range map[string]bool{"hit": true, "miss": false, "join": true} {
+	for file, want := range map[string]bool{"hit": true, "miss": false, "join": true, "lonely": false} {
 		if _, err := os.Stat(filepath.Join(out, file)); (err == nil) != want {
 			t.Errorf("/out/%s exists: %t, want %t", file, err == nil, want)
 		}
@@ -113,6 +115,9 @@ func TestDynamicValuesReachPods(t *testing.T) {
 	}
 	if tk := tasks["join"]; tk.State != record.Succeeded {
 		t.Errorf("join: recorded %s", tk.State)
+	}
+	if tk := tasks["lonely"]; tk.State != record.Skipped || tk.Error != "not taken: miss not taken" {
+		t.Errorf("lonely: recorded %s %q, want skipped, not taken", tk.State, tk.Error)
 	}
 }
 
