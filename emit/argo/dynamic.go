@@ -75,6 +75,11 @@ func checkDynamic(f *plan.Flow) field.ErrorList {
 					"on Argo a multi-node step runs as an object a resource template creates, which has no output to publish a value from; publish the value from a step of one node"))
 			}
 		}
+		if p := d.byName[refStep(s)]; s.ForeachOf != nil && s.Body == plan.BodyRun && p != nil && p.Body == plan.BodyCommand &&
+			f.Artifacts != nil && f.Artifacts.Claim == "" {
+			errs = append(errs, field.Invalid(at.Child("foreachOf").Child("step"), p.Name, fmt.Sprintf(
+				"a Run step reads its item from the artifact store, and %s, a Command step, cannot put its list %s in an S3 store: publish the list from a Run step, or use a volume store (pvc://CLAIM) where %s also writes $MANIFOLD_ARTIFACTS/%s.json", p.Name, s.ForeachOf.Name, p.Name, s.ForeachOf.Name)))
+		}
 		if s.ForeachOf != nil && s.When != nil {
 			errs = append(errs, field.Invalid(at.Child("when"), s.When.Value,
 				"on Argo a fan-out over no item and a branch not taken are both skipped, so the steps after it could not tell them apart; branch in a step of its own, before or after the fan-out"))
@@ -85,6 +90,15 @@ func checkDynamic(f *plan.Flow) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// refStep is the step whose list s fans out over, "" for a step that does
+// not fan out over one.
+func refStep(s *plan.Step) string {
+	if s.ForeachOf == nil {
+		return ""
+	}
+	return s.ForeachOf.Step
 }
 
 func dynamicOption(s *plan.Step) string {

@@ -111,6 +111,21 @@ func TestDynamicRefused(t *testing.T) {
 	both := sdk.NewFlow("d", sdk.Image("busybox"), sdk.ArtifactVolume("art")).
 		Step("a", sdk.Command("true")).
 		Step("b", sdk.ForeachOf("a", "items"), sdk.When("a", "go", true), sdk.Command("true"))
+	runOverCommand := func(store sdk.FlowOption) *sdk.Flow {
+		return sdk.NewFlow("d", sdk.Image("busybox"), store).
+			Step("a", sdk.Command("true")).
+			Step("b", sdk.ForeachOf("a", "items"), sdk.Run(func(*sdk.Context) error { return nil }))
+	}
+	if _, errs := argo.WorkflowTemplate(mustCompile(t, runOverCommand(sdk.ArtifactVolume("art")))); len(errs) > 0 {
+		t.Errorf("a Run step over a Command step's list with a volume store: %v", errs)
+	}
+	s3 := mustCompile(t, runOverCommand(sdk.Param("x", "y")))
+	s3.Artifacts = &plan.Artifacts{URL: "s3://bucket/flows"}
+	_, errs := argo.WorkflowTemplate(s3)
+	want := field.ErrorList{field.Invalid(field.NewPath("steps").Key("b").Child("foreachOf").Child("step"), "a", "")}
+	if diff := cmp.Diff(want, errs, cmpopts.IgnoreFields(field.Error{}, "Detail")); diff != "" {
+		t.Errorf("a Run step over a Command step's list in S3: errors (-want +got):\n%s", diff)
+	}
 	for name, tc := range map[string]struct {
 		flow *sdk.Flow
 		want field.ErrorList
