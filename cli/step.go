@@ -119,6 +119,7 @@ func stepContext(spec sdk.FlowSpec, step *sdk.StepDecl, given map[string]string)
 		cfg.RunDir = dir
 	}
 	cfg.TraceParent = os.Getenv(plan.EnvTraceParent)
+	cfg.Values = os.Getenv(plan.EnvValues)
 	cfg.Spec = &spec
 	if step.Spec.ForeachOf != nil {
 		return cfg, nil // its item is read from the store (dynamicItem)

@@ -9,7 +9,7 @@ import (
 )
 
 // runsDynamic says where a dynamic flow runs.
-const runsDynamic = "run the flow on this machine (run) or in a test (flowtest)"
+const runsDynamic = "run the flow on this machine (run), in a test (flowtest), on the cluster (run --kube, with an S3 artifact store) or on Argo (--target argo, with an artifact store)"
 
 // Static returns, for each dynamic step of f (a fan-out over a value found at
 // run time, sdk.ForeachOf, or a branch on one, sdk.When), that target cannot

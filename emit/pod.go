@@ -43,7 +43,16 @@ type PodOptions struct {
 	// and which is otherwise empty. Empty, the pod has no TRACEPARENT: the kube
 	// runtime sets it on each object it creates.
 	TraceParent string
+	// Values, when set, gives the step the directory in which it publishes
+	// the values a later step fans out over or branches on (plan.EnvValues):
+	// an emptyDir called ValuesVolume mounted at plan.ValuesPath. Only a step
+	// that publishes one (plan.Flow.Published) on a target whose engine reads
+	// the file from the pod needs it.
+	Values bool
 }
+
+// ValuesVolume is the volume of a step's published values (PodOptions.Values).
+const ValuesVolume = "manifold-values"
 
 // CompletionIndexAnnotation is where an Indexed Job puts a pod's index, which is its
 // node rank.
@@ -136,6 +145,10 @@ func Pod(f *plan.Flow, s *plan.Step, o PodOptions) corev1.PodTemplateSpec {
 		}})
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: ItemsVolume, MountPath: ItemsPath, ReadOnly: true})
 	}
+	if o.Values {
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: ValuesVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: ValuesVolume, MountPath: plan.ValuesPath})
+	}
 	if s.HostNetwork {
 		// The node's network, and still the cluster's DNS first (the default,
 		// ClusterFirst, falls back to the node's resolver under host networking).
@@ -202,7 +215,8 @@ func podAnnotations(s *plan.Step) map[string]string {
 
 // Env returns the container's environment: the flow params, then TRACEPARENT
 // (o.TraceParent, when set), then a foreach step's item and index, then the
-// artifact store's variables (ArtifactEnv), then a multi-node step's rendezvous
+// artifact store's variables (ArtifactEnv), then MANIFOLD_VALUES (o.Values),
+// then a multi-node step's rendezvous
 // variables, then EFA wiring's, then the step's own
 // variables in declaration order. Putting Manifold's variables first lets the
 // step's own refer to them as $(NAME).
@@ -220,6 +234,9 @@ func Env(f *plan.Flow, s *plan.Step, o PodOptions) []corev1.EnvVar {
 	// to copies of it could share.
 	n := len(f.Params) + len(artifacts) + len(nodes) + len(wiring) + len(s.Env)
 	if o.TraceParent != "" {
+		n++
+	}
+	if o.Values {
 		n++
 	}
 	if o.Item != nil {
@@ -249,6 +266,9 @@ func Env(f *plan.Flow, s *plan.Step, o PodOptions) []corev1.EnvVar {
 		}
 	}
 	env = append(env, artifacts...)
+	if o.Values {
+		env = append(env, corev1.EnvVar{Name: plan.EnvValues, Value: plan.ValuesPath})
+	}
 	env = append(env, nodes...)
 	env = appendEnvVars(env, wiring)
 	return appendEnvVars(env, s.Env)

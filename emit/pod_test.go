@@ -285,3 +285,26 @@ func TestEnvHasNoSpareRoom(t *testing.T) {
 		}
 	}
 }
+
+// TestPodValues: PodOptions.Values gives the pod MANIFOLD_VALUES, after the
+// artifact store's variables, and an emptyDir mounted there; without it the
+// pod has neither.
+func TestPodValues(t *testing.T) {
+	f := &plan.Flow{Name: "f", Steps: []plan.Step{{Name: "list", Image: "x"}}}
+	s := &f.Steps[0]
+	pod := emit.Pod(f, s, emit.PodOptions{Values: true})
+	c := pod.Spec.Containers[0]
+	if len(c.Env) != 1 || c.Env[0].Name != plan.EnvValues || c.Env[0].Value != plan.ValuesPath {
+		t.Errorf("env %v, want only %s=%s", c.Env, plan.EnvValues, plan.ValuesPath)
+	}
+	if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != plan.ValuesPath || c.VolumeMounts[0].Name != emit.ValuesVolume {
+		t.Errorf("mounts %v", c.VolumeMounts)
+	}
+	if len(pod.Spec.Volumes) != 1 || pod.Spec.Volumes[0].EmptyDir == nil {
+		t.Errorf("volumes %v", pod.Spec.Volumes)
+	}
+	pod = emit.Pod(f, s, emit.PodOptions{})
+	if len(pod.Spec.Containers[0].Env) != 0 || len(pod.Spec.Volumes) != 0 {
+		t.Errorf("without Values: env %v, volumes %v", pod.Spec.Containers[0].Env, pod.Spec.Volumes)
+	}
+}

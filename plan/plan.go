@@ -4,6 +4,7 @@
 package plan
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -54,6 +55,16 @@ const (
 	// EnvItemFile names the file that holds the item of a fan-out that runs
 	// as one Indexed Job, where the pods share one spec and no MANIFOLD_ITEM.
 	EnvItemFile = "MANIFOLD_ITEM_FILE"
+	// EnvValues names a directory in which a step publishes the values that a
+	// later step's sdk.ForeachOf or sdk.When reads: the value name as
+	// <dir>/<name>.json, the same bytes as the artifact name. A Run step's
+	// ctx.Put writes it; a Command step writes the file itself. Only a step
+	// whose value is read so (Flow.Published) gets it, and only where its
+	// runtime reads it: the local runner sets it to the step's artifact
+	// directory (MANIFOLD_ARTIFACTS), so the one file is both; the argo
+	// target mounts an emptyDir at ValuesPath, and Argo reads the file as the
+	// step's output parameter.
+	EnvValues = "MANIFOLD_VALUES"
 	// EnvParamPrefix starts the variable that carries each flow param.
 	EnvParamPrefix = "MANIFOLD_PARAM_"
 	// EnvRunDir is the run directory that holds every step's artifacts.
@@ -388,6 +399,27 @@ func (s *Step) FansOut() bool { return s.Foreach != nil || s.ForeachOf != nil }
 // Dynamic reports whether what the step runs depends on a value an earlier
 // step puts: a fan-out over it, or a branch on it.
 func (s *Step) Dynamic() bool { return s.ForeachOf != nil || s.When != nil }
+
+// Published returns the names of the values of the step called step that a
+// step of f reads through ForeachOf or When, sorted and without repeats: what
+// the step publishes in EnvValues.
+func (f *Flow) Published(step string) []string {
+	var names []string
+	for i := range f.Steps {
+		s := &f.Steps[i]
+		if s.ForeachOf != nil && s.ForeachOf.Step == step {
+			names = append(names, s.ForeachOf.Name)
+		}
+		if s.When != nil && s.When.Ref.Step == step {
+			names = append(names, s.When.Ref.Name)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// ValuesPath is where a target that mounts a directory for EnvValues mounts it.
+const ValuesPath = "/manifold/values"
 
 // Dynamic returns the first step of f that is dynamic (Step.Dynamic), or nil.
 func (f *Flow) Dynamic() *Step {

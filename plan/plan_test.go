@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/manifoldflow/manifold/plan"
@@ -25,5 +26,20 @@ func TestLookups(t *testing.T) {
 	}
 	if f.Step("c") != nil || f.Param("q") != nil || f.Param("p") != &f.Params[0] {
 		t.Error("lookups of missing names must return nil, of present ones the element")
+	}
+}
+
+func TestPublished(t *testing.T) {
+	f := &plan.Flow{Steps: []plan.Step{
+		{Name: "list"},
+		{Name: "each", ForeachOf: &plan.ValueRef{Step: "list", Name: "shards"}},
+		{Name: "big", When: &plan.Condition{Ref: plan.ValueRef{Step: "list", Name: "size"}, Value: `"big"`}},
+		{Name: "again", ForeachOf: &plan.ValueRef{Step: "list", Name: "shards"}},
+	}}
+	if got := f.Published("list"); !slices.Equal(got, []string{"shards", "size"}) {
+		t.Errorf("Published(list) = %v", got)
+	}
+	if got := f.Published("each"); got != nil {
+		t.Errorf("Published(each) = %v", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
@@ -49,6 +50,7 @@ type Context struct {
 	count       int
 	spec        *FlowSpec
 	store       artifact.Store
+	values      string
 	traceParent string
 }
 
@@ -76,6 +78,11 @@ type ContextConfig struct {
 	// TraceParent is the W3C trace context the step continues (the TRACEPARENT
 	// its runtime gave it), "" when the run is not traced.
 	TraceParent string
+	// Values is the directory in which the step publishes its values
+	// (MANIFOLD_VALUES): when set, Put also writes each artifact's bytes to
+	// <Values>/<name>.json, where the step's engine reads a value that a later
+	// step fans out over or branches on. "" writes no such file.
+	Values string
 }
 
 // NewContext returns the Context a Run body gets. The CLI's step command and the
@@ -93,7 +100,7 @@ func NewContext(ctx context.Context, c ContextConfig) *Context {
 	}
 	return &Context{Context: ctx, flow: c.Flow, step: c.Step, params: c.Params,
 		item: c.Item, itemJSON: c.ItemJSON, index: c.Index, count: c.Count, spec: c.Spec,
-		store: store, traceParent: c.TraceParent}
+		store: store, values: c.Values, traceParent: c.TraceParent}
 }
 
 // Invoke calls the Run body fn of a step with ctx, as the step's container
@@ -138,7 +145,9 @@ func (c *Context) ArtifactDir() string {
 
 // Put stores v, encoded as JSON, as this step's artifact name. The write is atomic: a
 // reader sees the old artifact or the new one, never part of one, even if the step
-// is killed while it writes.
+// is killed while it writes. Where the step publishes values (ContextConfig.Values,
+// MANIFOLD_VALUES), Put also writes the same bytes to <Values>/<name>.json, which
+// its engine reads once the step has ended.
 func (c *Context) Put(name string, v any) error {
 	if err := checkArtifactName(name); err != nil {
 		return err
@@ -150,7 +159,35 @@ func (c *Context) Put(name string, v any) error {
 	if err := c.store.Put(c, artifact.Key(c.step, c.index, name), append(data, '\n')); err != nil {
 		return fmt.Errorf("putting artifact %q of %s: %w", name, describe(c.step, c.index), err)
 	}
+	if c.values != "" {
+		if err := publish(filepath.Join(c.values, name+".json"), append(data, '\n')); err != nil {
+			return fmt.Errorf("publishing artifact %q of %s: %w", name, describe(c.step, c.index), err)
+		}
+	}
 	return nil
+}
+
+// publish writes data to the file path through a rename, so that a reader
+// (the engine, or a store kept in the same directory) sees all of it or none.
+func publish(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".publish-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
 
 // Get decodes the artifact name of step into v.

@@ -107,3 +107,35 @@ func TestStoreErrors(t *testing.T) {
 		t.Errorf("ArtifactDir = %q", got)
 	}
 }
+
+// TestPutPublishes: with Values set, Put writes the artifact's bytes to
+// <Values>/<name>.json as well; without, nothing else is written.
+func TestPutPublishes(t *testing.T) {
+	dir, values := t.TempDir(), t.TempDir()
+	c := sdk.NewContext(context.Background(), sdk.ContextConfig{Step: "list", Index: -1, RunDir: dir, Values: values})
+	if err := c.Put("shards", []string{"a{{b}}", "c\n\"d\""}); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := os.ReadFile(filepath.Join(dir, "list", "shards.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	published, err := os.ReadFile(filepath.Join(values, "shards.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(published) != string(stored) {
+		t.Errorf("published %q, stored %q", published, stored)
+	}
+	if entries, _ := os.ReadDir(values); len(entries) != 1 {
+		t.Errorf("values directory holds %v, want only shards.json", entries)
+	}
+	other := t.TempDir()
+	c = sdk.NewContext(context.Background(), sdk.ContextConfig{Step: "list", Index: -1, RunDir: other})
+	if err := c.Put("shards", 1); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(values); len(entries) != 1 {
+		t.Errorf("a Put without Values wrote %v", entries)
+	}
+}

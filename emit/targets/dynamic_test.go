@@ -13,6 +13,7 @@ import (
 // TestDynamicFlowRefused: the static targets say they cannot take a flow
 // that fans out over, or branches on, a run-time value, naming each such
 // step's field and why; the engines that will take one say they do not yet.
+// The argo target runs such a flow (emit/argo's TestDynamic*).
 func TestDynamicFlowRefused(t *testing.T) {
 	f := sdk.NewFlow("dyn", sdk.Image("registry.example.com/dyn:v1")).
 		Step("list", sdk.Command("list")).
@@ -25,10 +26,12 @@ func TestDynamicFlowRefused(t *testing.T) {
 	want := map[string]string{
 		"job":     "writes static manifests",
 		"jobset":  "writes static manifests",
-		"argo":    "does not run a step that fans out",
 		"airflow": "does not run a step that fans out",
 	}
 	for _, tg := range targets.All() {
+		if _, ok := want[tg.Name()]; !ok {
+			continue
+		}
 		_, errs := emit.Files(tg, p)
 		got := map[string]string{}
 		for _, e := range errs {

@@ -68,3 +68,22 @@ func TestDynamicCommandSteps(t *testing.T) {
 		t.Errorf("the record has %d tasks, want 9 (list, 5 items, two, three, join): %v", len(tasks), tasks)
 	}
 }
+
+// TestPublishedValues: a step whose value a later step fans out over or
+// branches on gets MANIFOLD_VALUES, its artifact directory, so the file a
+// Command step writes there is both what the fan-out reads and its artifact;
+// a step that publishes nothing does not get it.
+func TestPublishedValues(t *testing.T) {
+	flow := sdk.NewFlow("published", sdk.Image("registry.example.com/dyn:v1")).
+		Step("list", sdk.Command("sh", "-c", `[ "$MANIFOLD_VALUES" = "$MANIFOLD_ARTIFACTS" ] && printf '["x","y"]' > "$MANIFOLD_VALUES/items.json"`)).
+		Step("each", sdk.ForeachOf("list", "items"), sdk.Command("sh", "-c", `printf '%s:%s' "$MANIFOLD_ITEM" "${MANIFOLD_VALUES-unset}" > "$MANIFOLD_ARTIFACTS/seen"`))
+	got := runPlan(t, t.Context(), compileFlow(t, flow, nil), local.Options{Root: t.TempDir()})
+	if got.err != nil {
+		t.Fatalf("run: %v\n%s", got.err, got.stdout)
+	}
+	for i, w := range []string{"x:unset", "y:unset"} {
+		if s := readFile(t, got.artifactDir("each", i), "seen"); s != w {
+			t.Errorf("each[%d] saw %q, want %q", i, s, w)
+		}
+	}
+}

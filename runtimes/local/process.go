@@ -102,7 +102,10 @@ func (r *runner) command(t *task) (argv, env, secrets []string) {
 // its pod's (emit.Env: MANIFOLD_PARAM_*, MANIFOLD_ITEM and MANIFOLD_INDEX, the
 // step's own variables, a Secret's from this environment when it has it), with
 // $(NAME) references expanded as the kubelet expands them, plus
-// MANIFOLD_RUN_DIR and MANIFOLD_ARTIFACTS. A runner that does not start the
+// MANIFOLD_RUN_DIR and MANIFOLD_ARTIFACTS, and, for a step that publishes a
+// value a later step fans out over or branches on, MANIFOLD_VALUES: the same
+// directory as MANIFOLD_ARTIFACTS, so that the file a Command step writes there
+// is both its artifact and its published value. A runner that does not start the
 // process (a test's stub) shows it what it would have run.
 func Command(f *plan.Flow, dir string, u *dag.Unit, count int) (argv []string, vars map[string]string) {
 	argv, _, vars, _ = stepCommand(f, dir, u, count)
@@ -117,6 +120,11 @@ func stepCommand(f *plan.Flow, dir string, u *dag.Unit, count int) (argv, names 
 		plan.EnvArtifacts: sdk.ArtifactDir(dir, u.Step.Name, u.Index),
 	}
 	names = []string{plan.EnvRunDir, plan.EnvArtifacts}
+	if len(f.Published(u.Step.Name)) > 0 {
+		// The values it publishes are its artifacts: one file serves both.
+		vars[plan.EnvValues] = vars[plan.EnvArtifacts]
+		names = append(names, plan.EnvValues)
+	}
 	var item *emit.Item
 	if u.Index >= 0 {
 		item = &emit.Item{Value: u.Item, Index: strconv.Itoa(u.Index)}
@@ -172,7 +180,7 @@ const envTraceState = "TRACESTATE"
 // inherited from the runner's own environment must not reach the step.
 func managed(name string) bool {
 	switch name {
-	case plan.EnvItem, plan.EnvIndex, plan.EnvCount, plan.EnvRunDir, plan.EnvArtifacts,
+	case plan.EnvItem, plan.EnvIndex, plan.EnvCount, plan.EnvRunDir, plan.EnvArtifacts, plan.EnvValues,
 		plan.EnvArtifactStore, plan.EnvRunID, plan.EnvS3Endpoint:
 		return true
 	}
