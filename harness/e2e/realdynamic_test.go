@@ -67,6 +67,11 @@ type dynamicSetup struct {
 // puts the same artifacts, byte for byte, as the run on this machine.
 func TestRealNodeDynamic(t *testing.T) {
 	d := newDynamicSetup(t)
+	t.Run("kube", func(t *testing.T) {
+		for _, tc := range dynamicCases {
+			t.Run(tc.name, func(t *testing.T) { d.check(t, tc, d.runKube(t, tc)) })
+		}
+	})
 	t.Run("argo", func(t *testing.T) {
 		for _, tc := range dynamicCases {
 			t.Run(tc.name, func(t *testing.T) { d.check(t, tc, d.runArgo(t, tc)) })
