@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -71,7 +72,7 @@ func TestFanOutIsOneJob(t *testing.T) {
 		j.Spec.BackoffLimitPerIndex == nil || *j.Spec.BackoffLimitPerIndex != 1 {
 		t.Errorf("Job %s: completion mode %v, completions %d, backoffLimitPerIndex %v; want Indexed, 3, 1", j.Name, j.Spec.CompletionMode, *j.Spec.Completions, j.Spec.BackoffLimitPerIndex)
 	}
-	if want := map[string]string{"0": "a", "1": "b", "2": "c"}; !mapsEqual(cm.Data, want) {
+	if want := map[string]string{"0": "a", "1": "b", "2": "c"}; !maps.Equal(cm.Data, want) {
 		t.Errorf("ConfigMap %s holds %v; want %v", cm.Name, cm.Data, want)
 	}
 	if got := ptrValue(j.Status.FailedIndexes); got != "1" || j.Status.CompletedIndexes != "0,2" {
@@ -85,7 +86,7 @@ func TestFanOutIsOneJob(t *testing.T) {
 	for _, p := range pods.Items {
 		perIndex[p.Annotations[batchv1.JobCompletionIndexAnnotation]]++
 	}
-	if want := map[string]int{"0": 1, "1": 2, "2": 1}; !mapsEqual(perIndex, want) {
+	if want := map[string]int{"0": 1, "1": 2, "2": 1}; !maps.Equal(perIndex, want) {
 		t.Errorf("pods by index: %v; want %v", perIndex, want)
 	}
 	tmpl := j.Spec.Template.Spec
@@ -107,18 +108,6 @@ func TestFanOutIsOneJob(t *testing.T) {
 	}) {
 		t.Errorf("the pods do not mount ConfigMap %s: %+v", cm.Name, tmpl.Volumes)
 	}
-}
-
-func mapsEqual[V comparable](a, b map[string]V) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 func ptrValue(s *string) string {
