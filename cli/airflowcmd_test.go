@@ -6,11 +6,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,15 +59,39 @@ func runAF(t *testing.T, flow *sdk.Flow, p *plan.Flow, args ...string) afResult 
 }
 
 // runAFContext is runAF with a context that interrupts the command.
+// A command that takes longer than afCommandTimeout is interrupted and fails the
+// test, so that a run Airflow never ends fails with its logs (the server's are
+// printed when a test fails) rather than hanging the test binary until its
+// timeout, which prints none.
 func runAFContext(ctx context.Context, t *testing.T, flow *sdk.Flow, p *plan.Flow, args ...string) afResult {
 	t.Helper()
+	return runAFWatch(ctx, t, flow, p, nil, args...)
+}
+
+// runAFWatch is runAFContext that also writes the command's output, as it
+// comes, to watch, when it is not nil.
+func runAFWatch(ctx context.Context, t *testing.T, flow *sdk.Flow, p *plan.Flow, watch io.Writer, args ...string) afResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, afCommandTimeout)
+	defer cancel()
 	var out, errOut bytes.Buffer
+	var stdout io.Writer = &out
+	if watch != nil {
+		stdout = io.MultiWriter(&out, watch)
+	}
 	began := time.Now()
-	code := Run(ctx, flow, append([]string{flow.Name()}, airflowArgs(args)...), &out, &errOut)
+	code := Run(ctx, flow, append([]string{flow.Name()}, airflowArgs(args)...), stdout, &errOut)
 	r := afResult{stdout: out.String(), stderr: errOut.String(), code: code}
 	t.Logf("%s %s: exit %d in %s\nstdout:\n%s\nstderr:\n%s", flow.Name(), strings.Join(args, " "), r.code, time.Since(began).Round(10*time.Millisecond), r.stdout, r.stderr)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Errorf("%s %s did not end within %s: interrupted", flow.Name(), strings.Join(args, " "), afCommandTimeout)
+	}
 	return r
 }
+
+// afCommandTimeout bounds each command of the Airflow tests; the slowest, a
+// trigger --wait of a three-step run, takes well under a minute.
+const afCommandTimeout = 5 * time.Minute
 
 var triggeredRE = regexp.MustCompile(`triggered run (\S+) of DAG`)
 
@@ -395,9 +422,16 @@ func TestAirflowLifecycle(t *testing.T) {
 				t.Fatalf("a's pod of run %s: %v, %v; want one", id, pods, err)
 			}
 		}
+		// The run is stopped once retry has found it running and follows it;
+		// stopped sooner, retry would find a failed run and run it again.
 		refollow := make(chan afResult, 1)
-		go func() { refollow <- runAF(t, flow, p, "retry", id) }()
-		time.Sleep(2 * time.Second)
+		following := newSeen("following it (nothing to clear)")
+		go func() { refollow <- runAFWatch(t.Context(), t, flow, p, following, "retry", id) }()
+		select {
+		case <-following.c:
+		case r := <-refollow:
+			t.Fatalf("retry of a running run ended before it followed the run: exit %d", r.code)
+		}
 		if r := runAF(t, flow, p, "stop", id); r.code != 0 || !strings.Contains(r.stdout, "marked run "+id+" of DAG afstop failed") {
 			t.Fatalf("stop: exit %d", r.code)
 		}
@@ -515,6 +549,27 @@ func interruptedTrigger(t *testing.T, cl *airflow.Client, flow *sdk.Flow, p *pla
 	waitTask(t, cl, flow.Name(), id, "a", "running")
 	cancel()
 	return <-done, id
+}
+
+// seen is a writer that closes c once what was written holds want.
+type seen struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	want string
+	c    chan struct{}
+}
+
+func newSeen(want string) *seen { return &seen{want: want, c: make(chan struct{})} }
+
+func (s *seen) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	open := !strings.Contains(s.buf.String(), s.want)
+	s.buf.Write(p)
+	if open && strings.Contains(s.buf.String(), s.want) {
+		close(s.c)
+	}
+	return len(p), nil
 }
 
 // podEnv is the value of variable name in pod's first container, "" when it
