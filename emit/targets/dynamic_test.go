@@ -12,7 +12,8 @@ import (
 
 // TestDynamicFlowRefused: the static targets say they cannot take a flow
 // that fans out over, or branches on, a run-time value, naming each such
-// step's field and why; the engines that will take one say they do not yet.
+// step's field and why; the engines that will take one say they do not yet
+// (the airflow target takes one: emit/airflow's tests).
 func TestDynamicFlowRefused(t *testing.T) {
 	f := sdk.NewFlow("dyn", sdk.Image("registry.example.com/dyn:v1")).
 		Step("list", sdk.Command("list")).

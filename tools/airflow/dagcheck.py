@@ -138,7 +138,7 @@ def describe_dag(dag):
         out["serialization_error"] = traceback.format_exc()
     for task in dag.tasks:
         out["tasks"][task.task_id] = describe_task(dag, task)
-        if stored is not None and out["tasks"][task.task_id]["mapped"]:
+        if stored is not None and out["tasks"][task.task_id]["mapped"] and "mapped_over" not in out["tasks"][task.task_id]:
             # What the scheduler, which reads the stored DAG, expands the task to.
             count = stored.get_task(task.task_id).get_parse_time_mapped_ti_count()
             out["tasks"][task.task_id]["scheduled_map_count"] = count
@@ -156,8 +156,18 @@ def describe_task(dag, task):
         "teardown": task.is_teardown,
         "upstream": sorted(task.upstream_task_ids),
         "downstream": sorted(task.downstream_task_ids),
+        "trigger_rule": str(task.trigger_rule),
         "instances": [],
     }
+    if out["operator"] == "PythonOperator":
+        # A gate of a dynamic flow: it runs no pod.
+        out["python_callable"] = task.python_callable.__name__
+        return out
+    if mapped and not isinstance(task.expand_input.value["env_vars"], list):
+        # Mapped over an XCom: how many instances, and their pods, are known
+        # only when the run has the value (the tests run such a DAG).
+        out["mapped_over"] = repr(task.expand_input.value["env_vars"])
+        return out
     if mapped:
         count = len(task.expand_input.value["env_vars"])
         indexes = range(count)
