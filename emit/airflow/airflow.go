@@ -13,6 +13,16 @@
 // task: KubernetesPodOperator.partial(...).expand(env_vars=[...]), one environment
 // per item. Flow params are DAG params and reach the pod through Airflow
 // templating; every other value reaches it literally.
+//
+// A dynamic flow (sdk.ForeachOf, sdk.When) adds gates, PythonOperator tasks
+// of its own: a step whose values a later step reads pushes them to XCom
+// (its Run body writes ValuesFile, which the operator's sidecar reads); a
+// fan-out over one is mapped over the XCom of its items task
+// (<step>_items), each item's environment filled in where Airflow renders
+// nothing; a branch is a <step>_when task that skips itself, and so its
+// step, when the value differs. Every task that waits for another does so
+// with TriggerRule, so that a join waits only for the branch taken and a
+// fan-out over no item counts as done.
 package airflow
 
 import (
