@@ -56,7 +56,7 @@ type dynamicCluster struct {
 
 // newDynamicCluster builds examples/dynamic's image and pushes it, with the
 // XCom sidecar's.
-func newDynamicCluster(t *testing.T) *dynamicCluster {
+func newDynamicCluster(t testing.TB) *dynamicCluster {
 	t.Helper()
 	c := simcluster.Shared(t)
 	d := &dynamicCluster{c: c, node: c.RealNode(t), srv: s3test.Start(t), bin: exampletest.Build(t)["dynamic"]}
@@ -82,7 +82,7 @@ func newDynamicCluster(t *testing.T) *dynamicCluster {
 
 // local runs the flow on this machine with shards and returns its artifacts
 // by key (artifact.Key), the reference every target's must equal.
-func (d *dynamicCluster) local(t *testing.T, shards int) map[string][]byte {
+func (d *dynamicCluster) local(t testing.TB, shards int) map[string][]byte {
 	t.Helper()
 	id := "dynamic-local-" + strconv.Itoa(shards)
 	cmd := exec.Command(d.bin, "run", "--run-id", id, "--param", "shards="+strconv.Itoa(shards))
@@ -110,18 +110,37 @@ func (d *dynamicCluster) local(t *testing.T, shards int) map[string][]byte {
 	return got
 }
 
-// onCluster is the flow with shards on the cluster, its artifacts in a bucket
-// of its own.
-func (d *dynamicCluster) onCluster(t *testing.T, bucket string, shards int) (*example, realStore) {
+// onCluster is the flow with shards on the cluster, in a namespace of its
+// own, its artifacts in a bucket of its own (as s3Store makes one).
+func (d *dynamicCluster) onCluster(t testing.TB, bucket string, shards int) (e *example, ns string) {
 	t.Helper()
-	store := s3Store(t, d.c, d.srv, bucket)
-	e := &example{Name: "dynamic", bin: d.bin}
-	e.config = store.config + "entrypoint = \"" + d.built.Entrypoint + "\"\n" + realNodeConfig
-	e.args = append(slices.Clone(store.args), "--param", "shards="+strconv.Itoa(shards))
+	ns = d.c.Namespace(t)
+	d.srv.Bucket(t, bucket)
+	_, err := d.c.Client.CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: s3Secret},
+		StringData: map[string]string{"AWS_ACCESS_KEY_ID": s3test.AccessKey, "AWS_SECRET_ACCESS_KEY": s3test.SecretKey, "AWS_REGION": s3test.Region},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e = &example{Name: "dynamic", bin: d.bin}
+	e.config = "host_network = true\nsecrets = [\"" + s3Secret + "\"]\n" + "entrypoint = \"" + d.built.Entrypoint + "\"\n" + realNodeConfig
+	e.args = []string{"--artifacts", "s3://" + bucket + "/flows", "--artifacts-endpoint", d.srv.Endpoint, "--param", "shards=" + strconv.Itoa(shards)}
 	for _, s := range dynamicSteps {
 		e.args = append(e.args, "--set", s+".image="+d.built.Reference)
 	}
-	return e, store
+	return e, ns
+}
+
+// artifacts returns what run id of the flow put in bucket, by key.
+func (d *dynamicCluster) artifacts(t *testing.T, bucket, id string) map[string][]byte {
+	t.Helper()
+	got := map[string][]byte{}
+	prefix := "flows/dynamic/" + id + "/"
+	for _, key := range d.srv.Keys(t, bucket, prefix) {
+		got[strings.TrimPrefix(key, prefix)] = s3Object(t, d.srv, bucket, key)
+	}
+	return got
 }
 
 // dynamicRun is a run of the flow under `airflow dags test`: the run's
@@ -210,7 +229,8 @@ func TestRealDynamicAirflow(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := d.local(t, tc.shards)
-			e, store := d.onCluster(t, "dynamic-airflow-"+tc.name, tc.shards)
+			bucket := "dynamic-airflow-" + tc.name
+			e, ns := d.onCluster(t, bucket, tc.shards)
 			var policy []string
 			if tc.fail != "" {
 				file := filepath.Join(t.TempDir(), "fail-once")
@@ -219,18 +239,13 @@ func TestRealDynamicAirflow(t *testing.T) {
 				}
 				policy = append(policy, envExitOnce+"="+file)
 			}
-			r := runAirflowDynamic(t, d.c, store.ns, e, policy...)
+			r := runAirflowDynamic(t, d.c, ns, e, policy...)
 			if r.state != "success" {
 				t.Fatalf("DAG run ended %q: %v\n%s", r.state, r.states, r.log)
 			}
 			checkDynamicStates(t, r, tc.shards)
 			checkDynamicPods(t, d, r, tc.shards, tc.fail != "")
-			got := map[string][]byte{}
-			for key, data := range store.read(t) {
-				if k, ok := strings.CutPrefix(key, "dynamic/"+r.id+"/"); ok {
-					got[k] = data
-				}
-			}
+			got := d.artifacts(t, bucket, r.id)
 			if diff := cmp.Diff(stringsOf(want), stringsOf(got)); diff != "" {
 				t.Errorf("the run's artifacts differ from this machine's run's (-local +airflow):\n%s", diff)
 			}
@@ -300,4 +315,120 @@ func stringsOf(m map[string][]byte) map[string]string {
 		out[k] = string(m[k])
 	}
 	return out
+}
+
+// followDynamic deploys e to the Airflow srv and runs it with `trigger
+// --wait`, which follows it to its end; it returns the run's record and its
+// tasks by label, and how long trigger --wait took.
+func followDynamic(t testing.TB, srv *airflowtest.Server, e *example) (*record.Record, map[string]record.Task, time.Duration) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, compile.ConfigFile), []byte(e.config+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "MANIFOLD_AIRFLOW_CONFIG=", "MANIFOLD_AIRFLOW_TOKEN=",
+		"MANIFOLD_AIRFLOW_URL="+srv.URL, "MANIFOLD_AIRFLOW_USERNAME="+airflowtest.Username, "MANIFOLD_AIRFLOW_PASSWORD="+airflowtest.Password)
+	run := func(args ...string) string {
+		cmd := exec.Command(e.bin, append(args, e.args...)...)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s\nAirflow:\n%s", strings.Join(args, " "), err, tail(string(out), 60), srv.LogTails(40))
+		}
+		return string(out)
+	}
+	run("deploy", "--target", "airflow", "--dags-folder", srv.Dags, "--wait-parsed")
+	began := time.Now()
+	out := run("trigger", "--target", "airflow", "--wait")
+	took := time.Since(began)
+	runs, err := os.ReadDir(filepath.Join(dir, record.DefaultRoot))
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("trigger --wait recorded %d runs (%v), want 1:\n%s", len(runs), err, out)
+	}
+	rec, tasks, err := record.Read(filepath.Join(dir, record.DefaultRoot), runs[0].Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	byLabel := map[string]record.Task{}
+	for _, tk := range tasks {
+		byLabel[tk.Label()] = tk
+	}
+	return rec, byLabel, took
+}
+
+// TestRealDynamicAirflowFollow deploys examples/dynamic to a real Airflow
+// (API server, scheduler, DAG processor on loopback), whose pod operators
+// run on the real node, and runs it with 3 shards through `trigger --wait`:
+// the follower records one task per shard with the shard as its item,
+// small as not taken with the dag core's reason, the run as succeeded; its
+// artifacts are this machine's run's.
+func TestRealDynamicAirflowFollow(t *testing.T) {
+	d := newDynamicCluster(t)
+	want := d.local(t, 3)
+	e, ns := d.onCluster(t, "dynamic-follow", 3)
+	srv := airflowtest.StartServer(t, airflowtest.ServerOptions{
+		Kubeconfig: d.c.Kubeconfig, Namespace: ns, Policy: airflowtest.PolicyE2E(), Env: []string{envReadLogs + "=1"},
+	})
+	rec, tasks, _ := followDynamic(t, srv, e)
+	if rec.State != record.Succeeded {
+		t.Fatalf("run %s: %s (%s)", rec.ID, rec.State, rec.Error)
+	}
+	for i := range 3 {
+		label := "process[" + strconv.Itoa(i) + "]"
+		item := `{"name":"shard-` + strconv.Itoa(i) + `","rows":` + strconv.Itoa(10*(i+1)) + `}`
+		if tk := tasks[label]; tk.State != record.Succeeded || tk.Item != item || tk.Attempts != 1 {
+			t.Errorf("%s: %s, item %q, %d attempts; want succeeded, %q, 1", label, tk.State, tk.Item, tk.Attempts, item)
+		}
+	}
+	if _, ok := tasks["process[3]"]; ok {
+		t.Errorf("a fourth item recorded: %v", slices.Sorted(maps.Keys(tasks)))
+	}
+	why := `not taken: pick's size is "large", and small runs when it is "small"`
+	if tk := tasks["small"]; tk.State != record.Skipped || tk.Reason != "NotTaken" || tk.Error != why {
+		t.Errorf("small: %s, reason %q, %q; want skipped, NotTaken, %q", tk.State, tk.Reason, tk.Error, why)
+	}
+	for _, s := range []string{"list", "pick", "large", "report"} {
+		if tk := tasks[s]; tk.State != record.Succeeded {
+			t.Errorf("%s: %s, want succeeded", s, tk.State)
+		}
+	}
+	if diff := cmp.Diff(stringsOf(want), stringsOf(d.artifacts(t, "dynamic-follow", rec.ID))); diff != "" {
+		t.Errorf("the run's artifacts differ from this machine's run's (-local +airflow):\n%s", diff)
+	}
+}
+
+// envBenchItems sets how many items BenchmarkAirflowDynamicFanOut fans out
+// over (default 1,000).
+const envBenchItems = "MANIFOLD_BENCH_AIRFLOW_ITEMS"
+
+// BenchmarkAirflowDynamicFanOut runs examples/dynamic on a real Airflow whose
+// pod operators run every pod on the real node, fanning out over
+// MANIFOLD_BENCH_AIRFLOW_ITEMS shards (1,000 unless set), through deploy and
+// `trigger --wait`: it reports the time from the trigger to the run's
+// success, and items per second.
+func BenchmarkAirflowDynamicFanOut(b *testing.B) {
+	items := 1000
+	if v := os.Getenv(envBenchItems); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			b.Fatalf("%s=%q: want a count", envBenchItems, v)
+		}
+		items = n
+	}
+	d := newDynamicCluster(b)
+	e, ns := d.onCluster(b, "dynamic-bench", items)
+	srv := airflowtest.StartServer(b, airflowtest.ServerOptions{Kubeconfig: d.c.Kubeconfig, Namespace: ns, Policy: airflowtest.PolicyE2E()})
+	var total time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		rec, _, took := followDynamic(b, srv, e)
+		if rec.State != record.Succeeded {
+			b.Fatalf("run %s: %s (%s)", rec.ID, rec.State, rec.Error)
+		}
+		total += took
+	}
+	runs := float64(b.N)
+	b.ReportMetric(total.Seconds()/runs, "s/run")
+	b.ReportMetric(float64(items)*runs/total.Seconds(), "items/s")
+	b.ReportMetric(float64(items), "items")
 }
