@@ -110,9 +110,16 @@ func (d *dynamicCluster) local(t testing.TB, shards int) map[string][]byte {
 	return got
 }
 
-// onCluster is the flow with shards on the cluster, in a namespace of its
-// own, its artifacts in a bucket of its own (as s3Store makes one).
+// onCluster is examples/dynamic with shards on the cluster (onClusterFlow).
 func (d *dynamicCluster) onCluster(t testing.TB, bucket string, shards int) (e *example, ns string) {
+	t.Helper()
+	return d.onClusterFlow(t, "dynamic", dynamicSteps, bucket, "shards="+strconv.Itoa(shards))
+}
+
+// onClusterFlow is flow, of steps, with params on the cluster, its image the
+// one built, in a namespace of its own, its artifacts in a bucket of its own
+// (as s3Store makes one).
+func (d *dynamicCluster) onClusterFlow(t testing.TB, flow string, steps []string, bucket string, params ...string) (e *example, ns string) {
 	t.Helper()
 	ns = d.c.Namespace(t)
 	d.srv.Bucket(t, bucket)
@@ -123,20 +130,23 @@ func (d *dynamicCluster) onCluster(t testing.TB, bucket string, shards int) (e *
 	if err != nil {
 		t.Fatal(err)
 	}
-	e = &example{Name: "dynamic", bin: d.bin}
+	e = &example{Name: flow, bin: d.bin}
 	e.config = "host_network = true\nsecrets = [\"" + s3Secret + "\"]\n" + "entrypoint = \"" + d.built.Entrypoint + "\"\n" + realNodeConfig
-	e.args = []string{"--artifacts", "s3://" + bucket + "/flows", "--artifacts-endpoint", d.srv.Endpoint, "--param", "shards=" + strconv.Itoa(shards)}
-	for _, s := range dynamicSteps {
+	e.args = []string{"--artifacts", "s3://" + bucket + "/flows", "--artifacts-endpoint", d.srv.Endpoint}
+	for _, p := range params {
+		e.args = append(e.args, "--param", p)
+	}
+	for _, s := range steps {
 		e.args = append(e.args, "--set", s+".image="+d.built.Reference)
 	}
 	return e, ns
 }
 
-// artifacts returns what run id of the flow put in bucket, by key.
-func (d *dynamicCluster) artifacts(t *testing.T, bucket, id string) map[string][]byte {
+// artifacts returns what run id of flow put in bucket, by key.
+func (d *dynamicCluster) artifacts(t *testing.T, flow, bucket, id string) map[string][]byte {
 	t.Helper()
 	got := map[string][]byte{}
-	prefix := "flows/dynamic/" + id + "/"
+	prefix := "flows/" + flow + "/" + id + "/"
 	for _, key := range d.srv.Keys(t, bucket, prefix) {
 		got[strings.TrimPrefix(key, prefix)] = s3Object(t, d.srv, bucket, key)
 	}
@@ -196,7 +206,7 @@ func runAirflowDynamic(t *testing.T, c *simcluster.Cluster, ns string, e *exampl
 		}
 		r.states[ti.TaskID] = append(r.states[ti.TaskID], state)
 	}
-	pods, err := c.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "manifold.dev/flow=dynamic"})
+	pods, err := c.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: plan.LabelFlow + "=" + e.Name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +255,7 @@ func TestRealDynamicAirflow(t *testing.T) {
 			}
 			checkDynamicStates(t, r, tc.shards)
 			checkDynamicPods(t, d, r, tc.shards, tc.fail != "")
-			got := d.artifacts(t, bucket, r.id)
+			got := d.artifacts(t, "dynamic", bucket, r.id)
 			if diff := cmp.Diff(stringsOf(want), stringsOf(got)); diff != "" {
 				t.Errorf("the run's artifacts differ from this machine's run's (-local +airflow):\n%s", diff)
 			}
@@ -392,7 +402,7 @@ func TestRealDynamicAirflowFollow(t *testing.T) {
 			t.Errorf("%s: %s, want succeeded", s, tk.State)
 		}
 	}
-	if diff := cmp.Diff(stringsOf(want), stringsOf(d.artifacts(t, "dynamic-follow", rec.ID))); diff != "" {
+	if diff := cmp.Diff(stringsOf(want), stringsOf(d.artifacts(t, "dynamic", "dynamic-follow", rec.ID))); diff != "" {
 		t.Errorf("the run's artifacts differ from this machine's run's (-local +airflow):\n%s", diff)
 	}
 }
