@@ -191,10 +191,6 @@ func itemTemplates(t *Task) map[string]string {
 // variables, filled in for each item (ItemPlaceholder).
 var dynamicItem = &emit.Item{Value: ItemPlaceholder, Index: ItemPlaceholder, Count: ItemPlaceholder}
 
-// itemVars are the variables each item of a fan-out over a run-time value
-// fills in.
-var itemVars = []string{plan.EnvItem, plan.EnvIndex, plan.EnvCount}
-
 // canonical returns JSON text as decoded and encoded again, the form in
 // which the values file holds each value's "canonical" (what sdk.When
 // compares, decoded JSON).
