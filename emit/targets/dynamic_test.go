@@ -24,10 +24,9 @@ func TestDynamicFlowRefused(t *testing.T) {
 		t.Fatal(errs)
 	}
 	want := map[string]string{
-		"job":     "writes static manifests",
-		"jobset":  "writes static manifests",
-		"argo":    "does not run a step that fans out",
-		"airflow": "does not run a step that fans out",
+		"job":    "writes static manifests",
+		"jobset": "writes static manifests",
+		"argo":   "does not run a step that fans out",
 	}
 	for _, tg := range targets.All() {
 		_, errs := emit.Files(tg, p)
