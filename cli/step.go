@@ -131,20 +131,39 @@ func stepContext(spec sdk.FlowSpec, step *sdk.StepDecl, given map[string]string)
 	if items == nil {
 		return cfg, nil
 	}
-	item, hasItem := os.LookupEnv(plan.EnvItem)
+	item, from, hasItem, err := envItem()
+	if err != nil {
+		return cfg, invalidErr(fmt.Errorf("step %s: %w", step.Name, err))
+	}
 	index, hasIndex := os.LookupEnv(plan.EnvIndex)
 	if !hasItem || !hasIndex {
-		return cfg, invalidErr(fmt.Errorf("step %s runs once per foreach item and needs %s and %s in its environment", step.Name, plan.EnvItem, plan.EnvIndex))
+		return cfg, invalidErr(fmt.Errorf("step %s runs once per foreach item and needs %s (or %s) and %s in its environment", step.Name, plan.EnvItem, plan.EnvItemFile, plan.EnvIndex))
 	}
 	i, err := strconv.Atoi(index)
 	if err != nil || i < 0 || i >= len(items) {
 		return cfg, invalidErr(fmt.Errorf("%s=%q: want an index from 0 to %d", plan.EnvIndex, index, len(items)-1))
 	}
 	if item != items[i] {
-		return cfg, invalidErr(fmt.Errorf("%s=%q, but item %d of step %s is %q", plan.EnvItem, item, i, step.Name, items[i]))
+		return cfg, invalidErr(fmt.Errorf(from+", but item %d of step %s is %q", item, i, step.Name, items[i]))
 	}
 	cfg.Item, cfg.Index = item, i
 	return cfg, nil
+}
+
+// envItem returns the foreach item the environment gives: the file
+// MANIFOLD_ITEM_FILE names (a fan-out run as one Indexed Job), else
+// MANIFOLD_ITEM; how to tell of it (a format of the item); and whether it
+// gives one.
+func envItem() (item, from string, ok bool, err error) {
+	if file := os.Getenv(plan.EnvItemFile); file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return "", "", false, fmt.Errorf("reading its foreach item (%s): %w", plan.EnvItemFile, err)
+		}
+		return string(data), plan.EnvItemFile + " holds %q", true, nil
+	}
+	item, ok = os.LookupEnv(plan.EnvItem)
+	return item, plan.EnvItem + "=%q", ok, nil
 }
 
 // dynamicItem gives a step of sdk.ForeachOf its item: the element at its

@@ -8,9 +8,10 @@ import (
 )
 
 // ObjectLabels returns the labels of an object that runs a step's pod: the pod's own,
-// plus the item's index for an object made for one foreach item.
+// plus the item's index for an object made for one foreach item (not for the one
+// object of all a fan-out's items).
 func ObjectLabels(pod map[string]string, item *Item) map[string]string {
-	if item == nil {
+	if item == nil || item.Items != "" {
 		return pod
 	}
 	labels := maps.Clone(pod)

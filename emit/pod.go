@@ -65,7 +65,19 @@ type Item struct {
 	// Count is the number of items, set for a fan-out over a run-time value
 	// (MANIFOLD_COUNT); "" leaves it out.
 	Count string
+	// Items, when set, names the ConfigMap that holds every item of a fan-out
+	// run as one Indexed Job, whose pods share one spec: a pod's index
+	// (MANIFOLD_INDEX) is its completion index, and its item is the file
+	// ItemsPath/<index> (MANIFOLD_ITEM_FILE); Value and Index are unused.
+	Items string
 }
+
+// ItemsVolume is the volume of the ConfigMap of a fan-out's items (Item.Items),
+// mounted at ItemsPath.
+const (
+	ItemsVolume = "manifold-items"
+	ItemsPath   = "/manifold/items"
+)
 
 // Pod builds the pod template for step s of flow f: container, resources,
 // placement, environment, volumes, security context and metadata. Every target
@@ -126,6 +138,12 @@ func Pod(f *plan.Flow, s *plan.Step, o PodOptions) corev1.PodTemplateSpec {
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.Claim},
 		}})
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: v.Name, MountPath: v.Path})
+	}
+	if o.Item != nil && o.Item.Items != "" {
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: ItemsVolume, VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: o.Item.Items}},
+		}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: ItemsVolume, MountPath: ItemsPath, ReadOnly: true})
 	}
 	if o.Values {
 		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: ValuesVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
@@ -242,9 +260,7 @@ func Env(f *plan.Flow, s *plan.Step, o PodOptions) []corev1.EnvVar {
 		env = append(env, corev1.EnvVar{Name: plan.EnvTraceParent, Value: o.TraceParent})
 	}
 	if o.Item != nil {
-		env = append(env,
-			corev1.EnvVar{Name: plan.EnvItem, Value: o.Item.Value},
-			corev1.EnvVar{Name: plan.EnvIndex, Value: o.Item.Index})
+		env = append(env, itemEnv(o.Item)...)
 		if o.Item.Count != "" {
 			env = append(env, corev1.EnvVar{Name: plan.EnvCount, Value: o.Item.Count})
 		}
@@ -256,6 +272,27 @@ func Env(f *plan.Flow, s *plan.Step, o PodOptions) []corev1.EnvVar {
 	env = append(env, nodes...)
 	env = appendEnvVars(env, wiring)
 	return appendEnvVars(env, s.Env)
+}
+
+// itemEnv returns the variables of a foreach item: MANIFOLD_ITEM and
+// MANIFOLD_INDEX, or, for a fan-out of one Indexed Job (Item.Items),
+// MANIFOLD_INDEX from the pod's completion index (by the downward API) and
+// MANIFOLD_ITEM_FILE, the file of the items' ConfigMap at that index.
+func itemEnv(it *Item) []corev1.EnvVar {
+	if it.Items == "" {
+		return []corev1.EnvVar{{Name: plan.EnvItem, Value: it.Value}, {Name: plan.EnvIndex, Value: it.Index}}
+	}
+	return []corev1.EnvVar{
+		{Name: plan.EnvIndex, ValueFrom: completionIndex()},
+		{Name: plan.EnvItemFile, Value: ItemsPath + "/$(" + plan.EnvIndex + ")"},
+	}
+}
+
+// completionIndex reads a pod's Indexed Job completion index.
+func completionIndex() *corev1.EnvVarSource {
+	return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+		FieldPath: "metadata.annotations['" + CompletionIndexAnnotation + "']",
+	}}
 }
 
 // appendEnvVars appends plan variables to env, rendered: a value, or a
@@ -317,9 +354,7 @@ func ArtifactEnv(f *plan.Flow, s *plan.Step, o PodOptions) []corev1.EnvVar {
 // each other: Manifold's own, then torchrun's (PET_*), then the Neuron runtime's.
 // The rank is the pod's Indexed Job completion index, read through the downward API.
 func rendezvous(s *plan.Step, addr string) []corev1.EnvVar {
-	rank := &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
-		FieldPath: "metadata.annotations['" + CompletionIndexAnnotation + "']",
-	}}
+	rank := completionIndex()
 	nodes, port := strconv.Itoa(s.Nodes), strconv.Itoa(s.Port)
 	env := []corev1.EnvVar{
 		{Name: plan.EnvNodeRank, ValueFrom: rank},

@@ -52,6 +52,9 @@ const (
 	// EnvCount carries the number of items of a foreach step.
 	EnvCount = "MANIFOLD_COUNT"
 	EnvIndex = "MANIFOLD_INDEX"
+	// EnvItemFile names the file that holds the item of a fan-out that runs
+	// as one Indexed Job, where the pods share one spec and no MANIFOLD_ITEM.
+	EnvItemFile = "MANIFOLD_ITEM_FILE"
 	// EnvValues names a directory in which a step publishes the values that a
 	// later step's sdk.ForeachOf or sdk.When reads: the value name as
 	// <dir>/<name>.json, the same bytes as the artifact name. A Run step's

@@ -9,6 +9,14 @@
 //   - foreach: the task runs withItems, one item object {value, index} per item,
 //     passed to the template as the input parameters item and index, which become
 //     MANIFOLD_ITEM and MANIFOLD_INDEX (Argo has no index variable for withItems);
+//   - a fan-out over a value found at run time (sdk.ForeachOf): withParam over
+//     the indexes of the list the producer publishes as an output parameter
+//     (valueFrom.path in MANIFOLD_VALUES, an emptyDir), each item's element,
+//     index and count passed through expressions that read the output as data;
+//     a branch (sdk.When): a when that compares the output, decoded, with the
+//     step's value; a step after steps that may not run: a depends that waits
+//     only for those that ran (see dynamic.go). Such a flow needs an artifact
+//     store, and is never split;
 //   - params: spec.arguments.parameters, read by every step as
 //     {{workflow.parameters.NAME}};
 //   - retry: retryStrategy with retryPolicy Always (like a Job's backoffLimit, any
@@ -174,13 +182,16 @@ func Objects(f *plan.Flow) ([]any, field.ErrorList) {
 }
 
 // PodOptions are the values Argo fills in at run time: params as
-// {{workflow.parameters.NAME}}, a foreach step's item and index as its
-// template's input parameters, the run's ID as the workflow's name (RunID), and
+// {{workflow.parameters.NAME}}, a foreach step's item and index (and, for
+// sdk.ForeachOf, the count) as its template's input parameters, the run's ID as the workflow's name (RunID), and
 // TRACEPARENT as the reserved parameter ParamTraceParent.
 func PodOptions(s *plan.Step) emit.PodOptions {
 	o := emit.PodOptions{Param: func(p plan.Param) string { return paramTag(p.Name) }, RunID: RunID, TraceParent: paramTag(ParamTraceParent)}
 	if s.Foreach != nil {
 		o.Item = &emit.Item{Value: "{{inputs.parameters." + InputItem + "}}", Index: "{{inputs.parameters." + InputIndex + "}}"}
+	}
+	if s.ForeachOf != nil {
+		o.Item = &emit.Item{Value: inputTag(InputItem), Index: inputTag(InputIndex), Count: inputTag(InputCount)}
 	}
 	return o
 }
@@ -310,6 +321,9 @@ type maker struct {
 	// whether the flow has a multi-node step.
 	counting *sharing
 	multi    bool
+	// dyn is what the tasks and templates of a dynamic flow need; nil for a
+	// flow without dynamic steps.
+	dyn *dynamicFlow
 }
 
 // newMaker returns the maker of the WorkflowTemplate called name of the steps
@@ -324,7 +338,7 @@ func newMaker(f *plan.Flow, name string, in []bool, runID string, keep bool) *ma
 
 // newMakerCarried is newMaker for f as carried returns it.
 func newMakerCarried(f *plan.Flow, literal bool, name string, in []bool, runID string, keep bool) *maker {
-	m := &maker{f: f, literal: literal, in: in, runID: runID, name: name}
+	m := &maker{f: f, literal: literal, in: in, runID: runID, name: name, dyn: newDynamicFlow(f)}
 	if keep {
 		m.pods = map[int]*corev1.PodTemplateSpec{}
 	}
@@ -363,7 +377,7 @@ const guessPods = 16
 // with the truth when the guess proves wrong.
 func newGuessingMaker(f *plan.Flow, name string) *maker {
 	f, literal := carried(f)
-	m := &maker{f: f, literal: literal, runID: RunID, name: name, counting: &sharing{}}
+	m := &maker{f: f, literal: literal, runID: RunID, name: name, counting: &sharing{}, dyn: newDynamicFlow(f)}
 	var guess sharing
 	for i := range f.Steps {
 		if f.Steps[i].Nodes > 1 {
@@ -387,6 +401,7 @@ func (m *maker) pod(i int) corev1.PodTemplateSpec {
 	s := &m.f.Steps[i]
 	o := PodOptions(s)
 	o.RunID = m.runID
+	o.Values = m.dyn.publishes(s.Name)
 	pod := emit.Pod(m.f, s, o)
 	if m.literal {
 		withBraces(m.f.Name, &pod.Spec)
@@ -429,12 +444,14 @@ func (m *maker) step(i int, templates bool) ([]wfv1.Template, []wfv1.DAGTask, fi
 		if err != nil {
 			return nil, nil, field.ErrorList{field.InternalError(stepPath(s), err)}
 		}
+		m.dyn.template(s, &t)
 		ts = []wfv1.Template{t}
 	}
 	tk, err := task(s)
 	if err != nil {
 		return nil, nil, field.ErrorList{field.InternalError(stepPath(s).Child("foreach"), err)}
 	}
+	m.dyn.task(s, &tk)
 	return ts, []wfv1.DAGTask{tk}, nil
 }
 
@@ -458,10 +475,7 @@ func objectMeta(f *plan.Flow, name string) metav1.ObjectMeta {
 // and a param's default or a foreach item holding a character that Argo's
 // substitution cannot write (Substitutable).
 func check(f *plan.Flow) field.ErrorList {
-	if errs := emit.Unsupported(f, "the argo target"); len(errs) > 0 {
-		return errs
-	}
-	var errs field.ErrorList
+	errs := checkDynamic(f)
 	for _, p := range f.Params {
 		if err := Substitutable(p.Value); err != nil {
 			errs = append(errs, field.Invalid(field.NewPath("params").Key(p.Name).Child("default"), p.Value, "a param's value: "+err.Error()))

@@ -190,7 +190,8 @@ func carried(f *plan.Flow) (*plan.Flow, bool) {
 // holdsTag reports whether the steps of f read BracesEnv: when a value of f
 // that the argo target carries (see carried) holds "{{", and when f has a
 // param, whose value a run is given (Trigger carries it as Carry writes it,
-// and may hold "{{" or BracesEnv's name). A flow without either is written as
+// and may hold "{{" or BracesEnv's name), and when f fans out over a value
+// found at run time, whose items are carried likewise (ItemExpr). A flow without either is written as
 // it is, without a copy.
 func holdsTag(f *plan.Flow) bool {
 	if len(f.Params) > 0 {
@@ -198,6 +199,9 @@ func holdsTag(f *plan.Flow) bool {
 	}
 	for i := range f.Steps {
 		s := &f.Steps[i]
+		if s.ForeachOf != nil {
+			return true // its items are found at run time, and may hold "{{" (ItemExpr)
+		}
 		if slices.ContainsFunc(s.Command, hasTag) || slices.ContainsFunc(s.Foreach, hasTag) ||
 			slices.ContainsFunc(s.Env, func(e plan.EnvVar) bool { return hasTag(e.Value) }) {
 			return true

@@ -367,6 +367,12 @@ func cutParts(f *plan.Flow, m *maker, wtSize int, try func([]Part) (over, size i
 	if errs := stepsTooLarge(f); len(errs) > 0 {
 		return errs
 	}
+	if s := f.Dynamic(); s != nil {
+		// A part's tasks could not read the outputs of another part's.
+		return field.ErrorList{field.Forbidden(stepPath(s).Child(dynamicOption(s)), fmt.Sprintf(
+			"flow %s is too large for one WorkflowTemplate (%d nodes, at most %d; or over %d bytes) and would be split into parts, whose tasks cannot read what another part's steps publish; a dynamic flow on Argo must fit in one WorkflowTemplate: fewer or smaller steps, or a fan-out at run time (sdk.ForeachOf) in place of a large static foreach",
+			f.Name, flowNodes(f), PartMaxNodes, min(maxBytes(f), PartMaxBytes)))}
+	}
 	budget := min(maxBytes(f), PartMaxBytes)
 	cost, fixed, errs := m.costs(wtSize)
 	if len(errs) > 0 {

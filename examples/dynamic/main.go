@@ -5,6 +5,7 @@
 //
 //	go run ./examples/dynamic run
 //	go run ./examples/dynamic run --param shards=0
+//	go run ./examples/dynamic run --param fail-once=1  # shard 1 fails, and is retried alone
 package main
 
 import (
@@ -25,6 +26,7 @@ var flow = sdk.NewFlow("dynamic",
 	sdk.Image("registry.example.com/manifold/dynamic:v1"),
 	sdk.CPU("500m"), sdk.Memory("512Mi"),
 	sdk.Param("shards", "3"),
+	sdk.Param("fail-once", ""),
 ).
 	Step("list", sdk.Run(list)).
 	Step("process", sdk.Run(process), sdk.ForeachOf("list", "shards"), sdk.Retry(1)).
@@ -52,8 +54,28 @@ func process(ctx *sdk.Context) error {
 	if err := ctx.ItemValue(&s); err != nil {
 		return err
 	}
+	if err := failOnce(ctx); err != nil {
+		return err
+	}
 	fmt.Printf("%s (%d of %d): %d rows\n", s.Name, ctx.Index()+1, ctx.Count(), s.Rows)
 	return ctx.Put("rows", s.Rows)
+}
+
+// failOnce fails the first attempt of the shard the fail-once param names,
+// to show that Retry(1) runs that item again, and it alone: the attempt
+// leaves an artifact behind, which the next attempt finds.
+func failOnce(ctx *sdk.Context) error {
+	if ctx.Param("fail-once") != strconv.Itoa(ctx.Index()) {
+		return nil
+	}
+	var failed bool
+	if ctx.GetIndex("process", ctx.Index(), "failed-once", &failed) == nil {
+		return nil
+	}
+	if err := ctx.Put("failed-once", true); err != nil {
+		return err
+	}
+	return fmt.Errorf("shard %d fails its first attempt (--param fail-once=%d)", ctx.Index(), ctx.Index())
 }
 
 // pick adds up the rows of every shard, in index order, and chooses a branch.

@@ -81,3 +81,13 @@ func TestDynamicRetriesOneItem(t *testing.T) {
 	run.WantSkipped(t, "pick", "process failed")
 	run.WantSkipped(t, "report", "not started")
 }
+
+// TestDynamicFailOnce: with fail-once, that shard's first attempt fails and
+// it alone runs again.
+func TestDynamicFailOnce(t *testing.T) {
+	run := flowtest.Run(t, flow, flowtest.Params("fail-once=1"))
+	run.WantSuccess(t)
+	run.WantAttempts(t, "process[0]", 1)
+	run.WantAttempts(t, "process[1]", 2)
+	run.WantAttempts(t, "process[2]", 1)
+}

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/harness/podenv"
 	"github.com/manifoldflow/manifold/harness/s3test"
 	"github.com/manifoldflow/manifold/harness/simcluster"
@@ -84,7 +85,7 @@ func TestArtifactsAcrossPods(t *testing.T) {
 				t.Fatalf("pods: plan %d, process %d, report %d; want 1, 3, 1", len(pods["plan"]), len(pods["process"]), len(pods["report"]))
 			}
 			for _, step := range []string{"plan", "process", "report"} {
-				runPods(t, e.bin, step, pods[step])
+				runPods(t, c, e.bin, step, pods[step])
 			}
 			want := "us-east-1: 100 objects\nus-west-2: 200 objects\neu-west-1: 300 objects"
 			if got := s3String(t, srv, bucket, "flows/foreach/"+runID+"/report/summary.json"); got != want {
@@ -169,9 +170,10 @@ func envOf(t *testing.T, p corev1.Pod, name string) string {
 
 // runPods runs step's program, `<bin> step NAME` as each pod's command says,
 // once per pod and all at once, each with its pod's environment.
-func runPods(t *testing.T, bin, step string, pods []corev1.Pod) {
+func runPods(t *testing.T, c *simcluster.Cluster, bin, step string, pods []corev1.Pod) {
 	t.Helper()
 	dir := t.TempDir()
+	items := podItems(t, c, pods, filepath.Join(dir, "items"))
 	creds := []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
 		"AWS_ACCESS_KEY_ID=" + s3test.AccessKey, "AWS_SECRET_ACCESS_KEY=" + s3test.SecretKey, "AWS_REGION=" + s3test.Region,
@@ -186,6 +188,12 @@ func runPods(t *testing.T, bin, step string, pods []corev1.Pod) {
 			t.Fatalf("pod %s runs %q, not step %s", p.Name, cmdline, step)
 		}
 		env := stepEnv(t, p)
+		for k, kv := range env {
+			// The file of the item, as the pod's ConfigMap volume holds it.
+			if v, ok := strings.CutPrefix(kv, plan.EnvItemFile+"="+emit.ItemsPath); ok && items != "" {
+				env[k] = plan.EnvItemFile + "=" + items + v
+			}
+		}
 		wg.Go(func() {
 			cmd := exec.Command(bin, "step", step)
 			cmd.Dir = t.TempDir() // no run directory here: the store is S3
@@ -201,6 +209,34 @@ func runPods(t *testing.T, bin, step string, pods []corev1.Pod) {
 			t.Fatalf("step %s: %s", step, e)
 		}
 	}
+}
+
+// podItems writes, under dir, the items of the ConfigMap that pods mount at
+// emit.ItemsPath (the items of a fan-out run as one Indexed Job), each as the
+// file of its key, and returns dir; "" when they mount none.
+func podItems(t *testing.T, c *simcluster.Cluster, pods []corev1.Pod, dir string) string {
+	t.Helper()
+	for _, p := range pods {
+		for _, v := range p.Spec.Volumes {
+			if v.Name != emit.ItemsVolume || v.ConfigMap == nil {
+				continue
+			}
+			cm, err := c.Client.CoreV1().ConfigMaps(p.Namespace).Get(context.Background(), v.ConfigMap.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for key, value := range cm.Data {
+				if err := os.WriteFile(filepath.Join(dir, key), []byte(value), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return dir
+		}
+	}
+	return ""
 }
 
 // s3String reads the JSON string the object key of bucket holds.

@@ -11,13 +11,14 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/harness/exampletest"
-	"github.com/manifoldflow/manifold/harness/s3test"
 	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/image/built"
+	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
 )
 
@@ -72,8 +73,9 @@ var valuesItems = []string{
 }
 
 // buildValuesFlow builds valuesFlowSource in a workspace of the module, and
-// its image, pushed to c's loopback registry.
-func buildValuesFlow(t *testing.T, c *simcluster.Cluster) *dynamicCluster {
+// its image, pushed to c's loopback registry; it returns the program and what
+// the image build recorded.
+func buildValuesFlow(t *testing.T, c *simcluster.Cluster) (string, built.Record) {
 	t.Helper()
 	root := exampletest.Root()
 	work, env := exampletest.Workspace(t)
@@ -103,10 +105,10 @@ func buildValuesFlow(t *testing.T, c *simcluster.Cluster) *dynamicCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &dynamicCluster{c: c, node: c.RealNode(t), srv: s3test.Start(t), bin: filepath.Join(t.TempDir(), "values"), work: dir, env: env}
+	bin := filepath.Join(t.TempDir(), "values")
 	for _, args := range [][]string{
-		{"go", "build", "-o", d.bin, "."},
-		{d.bin, "image", "build", "--tag", reg.Host + "/flows/values:real", "--push"},
+		{"go", "build", "-o", bin, "."},
+		{bin, "image", "build", "--tag", reg.Host + "/flows/values:real", "--push"},
 	} {
 		cmd := exec.Command(args[0], args[1:]...)
 		cmd.Dir, cmd.Env = dir, env
@@ -114,36 +116,47 @@ func buildValuesFlow(t *testing.T, c *simcluster.Cluster) *dynamicCluster {
 			t.Fatalf("%v: %v\n%s", args, err, out)
 		}
 	}
-	if d.built, err = built.Read(filepath.Join(dir, built.File)); err != nil {
+	b, err := built.Read(filepath.Join(dir, built.File))
+	if err != nil {
 		t.Fatal(err)
 	}
-	return d
+	return bin, b
 }
 
-// TestRealDynamicAirflowValues runs, under Airflow on the real node, a flow
-// that fans out over items and branches on a value that Jinja, the kubelet's
-// $(NAME) expansion and Python quoting would each change if they took them
-// as code: each item's pod has, in MANIFOLD_ITEM, its item byte for byte
-// (what the step read from the store, too), its index and the count; the
-// param, whose default is a template, is its text; the branch on the hostile
-// value runs, the other is skipped.
-func TestRealDynamicAirflowValues(t *testing.T) {
-	c := simcluster.Shared(t)
-	c.PushBusybox(t, xcomSidecarImage)
-	d := buildValuesFlow(t, c)
-	e, ns := d.onClusterFlow(t, "values", []string{"list", "each", "taken", "other"}, "dynamic-values")
-	r := runAirflowDynamic(t, c, ns, e)
-	if r.state != "success" {
-		t.Fatalf("DAG run ended %q: %v\n%s", r.state, r.states, r.log)
+// values deploys, to the Airflow a, a flow that fans out over items and
+// branches on a value that Jinja, the kubelet's $(NAME) expansion and Python
+// quoting would each change if they took them as code, and runs it: each
+// item's pod has, in MANIFOLD_ITEM, its item byte for byte (what the step
+// read from the store, too), its index and the count; the param, whose
+// default is a template, is its text; the branch on the hostile value runs,
+// the other is skipped.
+func (d *dynamicSetup) values(t *testing.T, a *dynamicAirflow) {
+	bin, b := buildValuesFlow(t, d.c)
+	e := &example{Name: "values", bin: bin, args: slices.Clone(a.store.args)}
+	e.config = a.store.config + "entrypoint = \"" + b.Entrypoint + "\"\n" + realNodeConfig
+	for _, s := range []string{"list", "each", "taken", "other"} {
+		e.args = append(e.args, "--set", s+".image="+b.Reference)
 	}
-	if got := r.states["other"]; len(got) != 1 || got[0] != "skipped" {
-		t.Errorf("other: states %v, want [skipped]", got)
+	rec, tasks, _ := a.with(t, e).trigger(t, nil)
+	if rec.State != record.Succeeded {
+		t.Fatalf("run %s: %s (%s)", rec.ID, rec.State, rec.Error)
 	}
-	got := d.artifacts(t, "values", "dynamic-values", r.id)
+	if tk := tasks["other"]; tk.State != record.Skipped || tk.Reason != "NotTaken" {
+		t.Errorf("other: %s, reason %q; want skipped, NotTaken", tk.State, tk.Reason)
+	}
+	got := map[string][]byte{}
+	for key, data := range a.store.read(t) {
+		if rest, ok := strings.CutPrefix(key, "values/"+rec.ID+"/"); ok {
+			got[rest] = data
+		}
+	}
 	if _, ok := got["taken/ran.json"]; !ok {
 		t.Errorf("taken, whose value matches, did not run: %v", slices.Sorted(maps.Keys(got)))
 	}
 	for i, item := range valuesItems {
+		if tk := tasks["each["+strconv.Itoa(i)+"]"]; tk.State != record.Succeeded || tk.Item != item {
+			t.Errorf("each[%d]: %s, item %q; want succeeded, %q", i, tk.State, tk.Item, item)
+		}
 		var env map[string]string
 		data, ok := got["each/"+strconv.Itoa(i)+"/env.json"]
 		if !ok || json.Unmarshal(data, &env) != nil {

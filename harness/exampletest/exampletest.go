@@ -72,7 +72,8 @@ func Build(t testing.TB) map[string]string {
 // Dynamic names the examples whose flows fan out over, or branch on, values
 // found at run time: Build builds them, but Names leaves them out, since the
 // tests that walk every example compile each for every target and run it on
-// every runtime, and only the local runner and flowtest run such a flow yet.
+// every runtime, and only the local runner, flowtest and the argo target run
+// such a flow yet (the argo target with an artifact store).
 // Their own tests (examples/dynamic) run them.
 var Dynamic = []string{"dynamic"}
 

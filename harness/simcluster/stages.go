@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 )
@@ -15,6 +16,12 @@ import (
 // the steps after it. A flow may set it with sdk.Label (it is outside Manifold's
 // own manifold.dev/ keys).
 const LabelFail = "sim.manifold.dev/fail"
+
+// LabelFailIndexOne, set to "true" on a pod, makes kwok fail the pod if it is
+// that of completion index 1 of an Indexed Job, as LabelFail fails every pod:
+// tests use it to prove that one item of a fan-out fails (and is retried) on
+// its own, while the items beside it succeed.
+const LabelFailIndexOne = "sim.manifold.dev/fail-index-1"
 
 // LabelRunFor, set to a duration ("20s") on a pod, keeps the pod Running that
 // long before kwok completes it, instead of completing it at once: tests use it
@@ -67,6 +74,15 @@ spec:
       phase: Failed
       reason: Error
 `
+
+// failIndexStage is failStage for the pods of completion index 1 labelled
+// LabelFailIndexOne=true.
+var failIndexStage = strings.NewReplacer(
+	"name: manifold-pod-fail\n", "name: manifold-pod-fail-index-1\n",
+	`.metadata.labels["`+LabelFail+`"]'`, `.metadata.labels["`+LabelFailIndexOne+`"]'`+"\n      operator: 'In'\n      values: ['true']\n    - key: '.metadata.annotations[\"batch.kubernetes.io/job-completion-index\"]'",
+	"values: ['true']\n  next:", "values: ['1']\n  next:",
+	"by the "+LabelFail+" label", "by the "+LabelFailIndexOne+" label",
+).Replace(failStage)
 
 // LabelPodOperator is the label, set to "True", that Airflow's
 // KubernetesPodOperator puts on every pod it creates. kwok completes the pods
@@ -134,6 +150,8 @@ func writeStages(assetDir, path string) error {
 	}
 	out.WriteString("---\n")
 	out.WriteString(failStage)
+	out.WriteString("---\n")
+	out.WriteString(failIndexStage)
 	return os.WriteFile(path, out.Bytes(), 0o644)
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -44,9 +45,15 @@ type follower struct {
 	name  string
 	units []*unit
 	byKey map[string]*unit
-	kick  chan struct{}
+	// unitsMu guards units against the view, which reads them as made adds
+	// a fan-out's.
+	unitsMu sync.Mutex
+	kick    chan struct{}
 
 	wf, parts, pods cache.SharedIndexInformer
+	// latest is the Workflow as last seen, whose nodes' outputs hold the
+	// values its steps published (valueStore).
+	latest *wfv1.Workflow
 	// lastPod keeps each node's pod as last seen, for a failure named after a
 	// pod that is gone.
 	lastPod map[string]*corev1.Pod
@@ -112,6 +119,7 @@ func (c *Client) newFollower(rp *plan.Flow, wf *wfv1.Workflow, name, dir string)
 	if a := rp.Artifacts; a != nil {
 		f.Rec.Artifacts = &record.Artifacts{URL: a.URL, Endpoint: a.Endpoint, Claim: a.Claim}
 	}
+	f.Dynamic = dag.Dynamic{Store: &valueStore{f: f}, Made: f.made}
 	for i := range rp.Steps {
 		s := &rp.Steps[i]
 		items := 0
@@ -119,6 +127,9 @@ func (c *Client) newFollower(rp *plan.Flow, wf *wfv1.Workflow, name, dir string)
 			items = len(s.Foreach)
 		}
 		f.Rec.Steps = append(f.Rec.Steps, record.StepInfo{Name: s.Name, After: s.After, Items: items})
+		if s.ForeachOf != nil {
+			continue // its units are made once its list is known (made)
+		}
 		if items == 0 {
 			f.units = append(f.units, &unit{Unit: dag.NewUnit(s, -1)})
 		}
@@ -336,6 +347,7 @@ func (f *follower) reconcile() bool {
 		f.Disp.Note("%v", err)
 		return true
 	}
+	f.latest = root
 	wfs := append([]*wfv1.Workflow{root}, latestParts(root, f.partWorkflows())...)
 	pods := f.nodePods(wfs)
 	f.noteSuspended(root)
@@ -484,7 +496,7 @@ func walk(flow *plan.Flow, w *wfv1.Workflow, fn func(s *plan.Step, index int, to
 			continue // not a step's: a container step's template is named after it
 		}
 		index := -1
-		if s.Nodes <= 1 && len(s.Foreach) > 0 {
+		if s.Nodes <= 1 && (len(s.Foreach) > 0 || s.ForeachOf != nil) {
 			if n.Inputs == nil {
 				continue
 			}
@@ -620,9 +632,11 @@ func (f *follower) failure(u *unit, w *wfv1.Workflow, a wfv1.NodeStatus, pods ma
 // view is the live view: one row per unit, with its pod and node.
 func (f *follower) view(now time.Time) (string, []string, [][]string) {
 	byUnit := map[*dag.Unit]*unit{}
+	f.unitsMu.Lock()
 	for _, u := range f.units {
 		byUnit[u.Unit] = u
 	}
+	f.unitsMu.Unlock()
 	return f.UnitView(now, []string{"POD", "NODE"}, func(du *dag.Unit, t record.Task) []string {
 		u := byUnit[du]
 		return []string{u.pod, u.node}

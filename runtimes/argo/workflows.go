@@ -1,7 +1,10 @@
 package argo
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -142,10 +145,37 @@ func toWorkflow(u *unstructured.Unstructured) (*wfv1.Workflow, error) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &wf); err != nil {
 		return nil, fmt.Errorf("Workflow %s: %w", u.GetName(), err)
 	}
-	if wf.Status.CompressedNodes != "" || wf.Status.IsOffloadNodeStatus() {
-		return nil, fmt.Errorf("Workflow %s keeps its nodes compressed or offloaded to a database, which this command does not read; use the argo command", u.GetName())
+	if wf.Status.IsOffloadNodeStatus() {
+		return nil, fmt.Errorf("Workflow %s keeps its nodes offloaded to a database, which this command does not read; use the argo command", u.GetName())
+	}
+	if wf.Status.CompressedNodes != "" {
+		nodes, err := decompressNodes(wf.Status.CompressedNodes)
+		if err != nil {
+			return nil, fmt.Errorf("Workflow %s: its compressed nodes: %w", u.GetName(), err)
+		}
+		wf.Status.Nodes, wf.Status.CompressedNodes = nodes, ""
 	}
 	return &wf, nil
+}
+
+// decompressNodes reads the nodes Argo's controller keeps compressed in a
+// Workflow grown large (a fan-out of many items): the JSON of the nodes,
+// gzipped, in base64 (util/file's CompressEncodeString).
+func decompressNodes(s string) (wfv1.Nodes, error) {
+	data, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	defer zr.Close()
+	var nodes wfv1.Nodes
+	if err := json.NewDecoder(zr).Decode(&nodes); err != nil {
+		return nil, err
+	}
+	return nodes, nil
 }
 
 // Summary is one run of the flow as List shows it.

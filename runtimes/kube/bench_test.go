@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/manifoldflow/manifold/emit/argo"
+	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/harness/testflows"
 	"github.com/manifoldflow/manifold/plan"
@@ -85,26 +86,50 @@ func BenchmarkStepLatency(b *testing.B) {
 // record: the dry run included, the cleanup not), which is what Argo's wall
 // time counts.
 //
+// The 10,000 items run as one Indexed Job; after the run, the benchmark
+// creates that Job (and the ConfigMap of its items) directly, with no runner,
+// and reports how fast the cluster's Job controller itself ends its items
+// (job-controller-items/s, jobControllerBound) at the controller manager's
+// client limit (controller-manager-qps), and the run's rate to its last step
+// against it (manifold/job-controller). foreach-10000-stock runs them again on
+// a cluster of their own whose control plane keeps its stock limits.
+//
 // The flows run on a cluster of their own, sized for load (loadCluster). While
 // run --kube runs, each flow also reports the processor time the cluster's
 // components used (cpu-s-NAME) and logs the API server's requests by kind with
 // their mean time (apiserver_request_duration_seconds), as what bounds the rate.
 func BenchmarkRunAtScale(b *testing.B) {
-	c := simcluster.Dedicated(b, loadCluster)
+	var load *simcluster.Cluster
 	for _, tc := range []struct {
 		name string
 		f    func(n int) *sdk.Flow
 		n    int
 		argo bool
+		// stock runs the flow on a cluster of its own whose control plane
+		// keeps its stock limits (the Job controller's 20 requests a second)
+		// rather than on the load cluster.
+		stock bool
 	}{
-		{"fan-out-100", testflows.FanOut, 100, true},
-		{"fan-out-1000", testflows.FanOut, 1000, true},
-		{"chain-20", testflows.Chain, 20, true},
-		{"chain-100", testflows.Chain, 100, true},
-		{"chain-1000", testflows.Chain, 1000, true},
-		{"foreach-10000", foreachFlow, 10000, false},
+		{"fan-out-100", testflows.FanOut, 100, true, false},
+		{"fan-out-1000", testflows.FanOut, 1000, true, false},
+		{"chain-20", testflows.Chain, 20, true, false},
+		{"chain-100", testflows.Chain, 100, true, false},
+		{"chain-1000", testflows.Chain, 1000, true, false},
+		{"foreach-10000", foreachFlow, 10000, false, false},
+		{"foreach-10000-stock", foreachFlow, 10000, false, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
+			cp := loadCluster.ControlPlane
+			var c *simcluster.Cluster
+			if tc.stock {
+				cp = simcluster.ControlPlane{}
+				c = simcluster.Dedicated(b, simcluster.Options{ArgoMinimalCRDs: true})
+			} else {
+				if load == nil {
+					load = simcluster.Dedicated(b, loadCluster)
+				}
+				c = load
+			}
 			ns := c.Namespace(b)
 			p := compileFlow(b, tc.f(tc.n))
 			chain := len(p.Steps) > 1 && len(p.Steps[1].After) > 0
@@ -177,6 +202,18 @@ func BenchmarkRunAtScale(b *testing.B) {
 				b.ReportMetric(medianMs(toPod), "ms-job-to-pod")
 				b.ReportMetric(medianMs(toExited), "ms-pod-to-exited")
 				b.ReportMetric(medianMs(toNext), "ms-exited-to-next-job")
+			}
+			if len(p.Steps) == 1 && p.Steps[0].Foreach != nil {
+				qps := cp.ControllerQPS
+				if qps == 0 {
+					qps = 20 // kube-controller-manager's stock --kube-api-qps
+				}
+				bound := jobControllerBound(b, c, ns, p)
+				b.ReportMetric(qps, "controller-manager-qps")
+				b.ReportMetric(float64(tc.n)/bound.Seconds(), "job-controller-items/s")
+				b.ReportMetric((units/toDone.Seconds())/(float64(tc.n)/bound.Seconds()), "manifold/job-controller")
+				b.Logf("the Job controller alone: %d items in %.1f s (%.1f items/s), the controller manager at %g requests a second",
+					tc.n, bound.Seconds(), float64(tc.n)/bound.Seconds(), qps)
 			}
 			if !tc.argo {
 				return
@@ -257,6 +294,65 @@ func apiRequests(b *testing.B, c *simcluster.Cluster) simcluster.APIRequests {
 		b.Fatal(err)
 	}
 	return r
+}
+
+// jobControllerBound is how fast the cluster's Job controller itself runs the
+// items of p's one foreach step: the Indexed Job and ConfigMap that run --kube
+// makes of it (job.FanOut), created directly, timed from the Job's creation to
+// its Complete condition as a watch of the Job sees it, then deleted with
+// its pods. No runner takes part: it is the bound a run's items/s is held to.
+func jobControllerBound(b *testing.B, c *simcluster.Cluster, ns string, p *plan.Flow) time.Duration {
+	ctx := context.Background()
+	s := &p.Steps[0]
+	cm, j := job.FanOut(p, s, s.Foreach, false)
+	cm.Name, j.Name = "bound-"+cm.Name, "bound-"+j.Name
+	for _, v := range j.Spec.Template.Spec.Volumes {
+		if v.ConfigMap != nil {
+			v.ConfigMap.Name = cm.Name
+		}
+	}
+	if _, err := c.Client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	w, err := c.Client.BatchV1().Jobs(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + j.Name})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	start := time.Now()
+	if _, err := c.Client.BatchV1().Jobs(ns).Create(ctx, j, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	timeout := time.After(30 * time.Minute)
+	var took time.Duration
+	for took == 0 {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				b.Fatal("the watch of the Job ended")
+			}
+			if got, ok := ev.Object.(*batchv1.Job); ok {
+				for _, cond := range got.Status.Conditions {
+					if cond.Type == batchv1.JobComplete && cond.Status == corev1.ConditionTrue {
+						took = time.Since(start)
+					}
+					if cond.Type == batchv1.JobFailed && cond.Status == corev1.ConditionTrue {
+						b.Fatalf("the Job failed: %s", cond.Message)
+					}
+				}
+			}
+		case <-timeout:
+			b.Fatal("the Job did not complete in 30 minutes")
+		}
+	}
+	bg := metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)}
+	if err := c.Client.BatchV1().Jobs(ns).Delete(ctx, j.Name, bg); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Client.CoreV1().ConfigMaps(ns).Delete(ctx, cm.Name, metav1.DeleteOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	return took
 }
 
 // foreachFlow is one step of n foreach items, each asking a sliver of CPU and

@@ -63,8 +63,8 @@ func TestRunBuildsImage(t *testing.T) {
 		t.Errorf("the registry does not hold %s: %v", built.Reference, err)
 	}
 	jobs, err := c.Client.BatchV1().Jobs(ns).List(context.Background(), metav1.ListOptions{LabelSelector: plan.LabelRun + "=built"})
-	if err != nil || len(jobs.Items) != 5 {
-		t.Fatalf("%d Jobs (%v); want 5: plan, 3 items of process, report", len(jobs.Items), err)
+	if err != nil || len(jobs.Items) != 3 {
+		t.Fatalf("%d Jobs (%v); want 3: plan, the Indexed Job of process's 3 items, report", len(jobs.Items), err)
 	}
 	for _, j := range jobs.Items {
 		if got := j.Spec.Template.Spec.Containers[0].Image; got != built.Reference {

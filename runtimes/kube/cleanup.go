@@ -58,7 +58,9 @@ func (r *runner) cleanup(ctx context.Context, succeeded bool) []string {
 	for ns := range r.w.ns {
 		for _, gvr := range createdKinds(r.units) {
 			opts := foreground
-			if succeeded && gvr == jobGVR {
+			if succeeded && gvr == jobGVR || gvr == configMapGVR {
+				// A ConfigMap owns nothing: foreground would only wait for
+				// the garbage collector to take its finalizer off.
 				opts = background
 			}
 			if gvr == jobGVR || gvr == jobSetGVR {

@@ -205,6 +205,9 @@ func dryRunAsks(units []*unit, noPods map[string]bool) ([]ask, error) {
 		return nil
 	}
 	for _, u := range units {
+		if !u.owner() {
+			continue
+		}
 		for _, o := range u.objects {
 			if err := add(ask{gvr: o.gvr, obj: o.u, what: o.u.GetKind() + " " + o.u.GetName(), unit: u}); err != nil {
 				return nil, err
@@ -363,7 +366,7 @@ func (c *cluster) explain(ctx context.Context, a ask, st metav1.Status, limitRan
 	ns := a.obj.GetNamespace()
 	msg := strings.ReplaceAll(forbiddenRE().ReplaceAllString(st.Message, ""), "\n", " ")
 	r := Refusal{Step: u.Step.Name, Label: u.Label, Object: a.what, Message: msg}
-	if a.shared > 1 && u.Step.Foreach != nil {
+	if a.shared > 1 && u.Step.Foreach != nil || u.fan != nil {
 		r.Label = u.Step.Name // the step's items alike
 	}
 	fields := causeFields(st)

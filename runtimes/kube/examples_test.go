@@ -19,6 +19,7 @@ import (
 	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/output"
 	"github.com/manifoldflow/manifold/placement"
+	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/record"
 )
 
@@ -197,7 +198,9 @@ func TestExamplesPodSecurity(t *testing.T) {
 					t.Errorf("check exit: %v; want a failure exactly when a step is wired (%v)", err, wired)
 				}
 				for _, gvr := range kinds {
-					list, err := c.Dynamic.Resource(gvr).Namespace(ns).List(context.Background(), metav1.ListOptions{})
+					// (Every namespace holds the ConfigMap kube-root-ca.crt: what
+					// Manifold makes is labelled part of it.)
+					list, err := c.Dynamic.Resource(gvr).Namespace(ns).List(context.Background(), metav1.ListOptions{LabelSelector: plan.LabelPartOf + "=" + plan.PartOf})
 					if err != nil || len(list.Items) > 0 {
 						t.Errorf("check created %s in %s: %v", gvr.Resource, ns, err)
 					}

@@ -260,8 +260,9 @@ func waitRunning(ctx context.Context, c *simcluster.Cluster, ns, id, step string
 
 // checkCreatedOnce reads the API server's audit log: each Job of run id in
 // namespace ns was created once (an attempt again after a create that got no
-// answer is refused as existing, which is fine), one Job per unit of
-// faultFlow, and its controller created one pod for it.
+// answer is refused as existing, which is fine), one Job per step of
+// faultFlow (work's two items are one Indexed Job), and its controller created
+// one pod for each of its units: one pod per unit in all.
 func checkCreatedOnce(t *testing.T, c *simcluster.Cluster, ns, id string) {
 	t.Helper()
 	creates, err := c.Creates(ns)
@@ -282,16 +283,21 @@ func checkCreatedOnce(t *testing.T, c *simcluster.Cluster, ns, id string) {
 			}
 		}
 	}
-	if len(jobs) != len(faultUnits) {
-		t.Errorf("the API server created %d Jobs in the run's namespace (%v); want %d, one per unit", len(jobs), jobs, len(faultUnits))
+	if len(jobs) != 3 {
+		t.Errorf("the API server created %d Jobs in the run's namespace (%v); want 3, one per step", len(jobs), jobs)
 	}
+	all := 0
 	for name, n := range jobs {
 		if n != 1 {
 			t.Errorf("Job %s was created %d times; want once", name, n)
 		}
-		if pods[name] != 1 {
-			t.Errorf("Job %s had %d pods created; want 1", name, pods[name])
+		if want := 1 + strings.Count(name, "-work-"); pods[name] != want {
+			t.Errorf("Job %s had %d pods created; want %d", name, pods[name], want)
 		}
+		all += pods[name]
+	}
+	if all != len(faultUnits) {
+		t.Errorf("%d pods were created; want %d, one per unit", all, len(faultUnits))
 	}
 	for name := range pods {
 		if jobs[name] == 0 {

@@ -98,11 +98,12 @@ func (p *runnerProc) kill(d time.Duration) bool {
 // own, the same in every attempt of the run).
 type tracker struct {
 	mu sync.Mutex
-	// jobs and pods are the UIDs created under each Job name.
+	// jobs and pods are the UIDs created under each Job name, and the pods
+	// of a foreach step's Indexed Job under its name, "#" and their index.
 	jobs, pods map[string][]string
-	// done holds the Job names a Job or pod of which has succeeded.
+	// done holds those names a Job or pod of which has succeeded.
 	done map[string]bool
-	// units names the unit of each Job name: step, or step[index].
+	// units names the unit of each such name: step, or step[index].
 	units  map[string]string
 	cancel context.CancelFunc
 }
@@ -152,10 +153,17 @@ func track(t *testing.T, c *simcluster.Cluster, ns, id string) *tracker {
 		}
 		tr.mu.Lock()
 		defer tr.mu.Unlock()
-		job := p.Labels[batchv1.JobNameLabel]
-		seen(tr.pods, job, string(p.UID))
+		key := p.Labels[batchv1.JobNameLabel]
+		if i, ok := p.Annotations[batchv1.JobCompletionIndexAnnotation]; ok && slices.ContainsFunc(p.Spec.Containers[0].Env, func(e corev1.EnvVar) bool {
+			return e.Name == plan.EnvItemFile
+		}) {
+			// A pod of a foreach step's Indexed Job: its item's.
+			key += "#" + i
+			tr.units[key] = p.Labels[plan.LabelStep] + "[" + i + "]"
+		}
+		seen(tr.pods, key, string(p.UID))
 		if p.Status.Phase == corev1.PodSucceeded {
-			tr.done[job] = true
+			tr.done[key] = true
 		}
 	}
 	jobs, pods := f.Batch().V1().Jobs().Informer(), f.Core().V1().Pods().Informer()
@@ -250,7 +258,7 @@ func checkRecord(t *testing.T, root, id string, truth func(string) bool) []strin
 
 // TestRunnerKilled kills `run --kube` with SIGKILL at random moments, again and
 // again, resuming it each time with --run-id, then lets it finish: the run
-// succeeds, every step (and item) had exactly one Job and one pod (running Jobs
+// succeeds, every step had exactly one Job and each unit one pod (running Jobs
 // were adopted, succeeded ones never made again), the record parses and agrees
 // with the cluster after every kill, and nothing with the run's label is left.
 func TestRunnerKilled(t *testing.T) {
@@ -320,10 +328,11 @@ func TestRunnerKilled(t *testing.T) {
 		t.Errorf("steps run twice (more than one Job or pod made for them): %v", twice)
 	}
 	tr.mu.Lock()
-	units := len(tr.jobs)
+	jobs, pods := len(tr.jobs), len(tr.pods)
 	tr.mu.Unlock()
-	if units != 6 {
-		t.Errorf("Jobs were made for %d units; want 6", units)
+	// fan's three items are one Indexed Job, and a pod each.
+	if jobs != 4 || pods != 6 {
+		t.Errorf("Jobs were made for %d steps and pods for %d units; want 4 and 6", jobs, pods)
 	}
 	if left := labelled(t, c, ns, id); len(left) > 0 {
 		t.Errorf("left on the cluster: %v", left)

@@ -46,7 +46,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/job"
 	"github.com/manifoldflow/manifold/emit/jobset"
 	"github.com/manifoldflow/manifold/placement"
@@ -187,6 +186,9 @@ type unit struct {
 	pods int
 	// pos is the unit's place in the run's units.
 	pos int
+	// fan is the fan-out the unit is an item of, whose objects (objects, name)
+	// it shares with the others; nil for a unit with objects of its own.
+	fan *fanOut
 
 	// Guarded by the run's lock (dag.Run.Locked): what the view shows.
 	ready int
@@ -221,10 +223,14 @@ type runner struct {
 
 	units  []*unit
 	byUnit map[*dag.Unit]*unit
-	// byKey finds a unit by its Job's or JobSet's unitKey.
+	// byKey finds a unit by its key (unit.key).
 	byKey map[string]*unit
+	// fanOuts finds a fan-out by its Job's unitKey.
+	fanOuts map[string]*fanOut
 	// abandoned are the units deleted because they could not start.
 	abandoned []*unit
+	// resumed is set when the run resumes one recorded before.
+	resumed bool
 }
 
 // Run runs f on the cluster o names and returns how the run ended. The error is
@@ -238,7 +244,7 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if errs := emit.Unsupported(f, "run --kube"); len(errs) > 0 {
+	if errs := checkDynamic(f, o.As); len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
 	now := time.Now()
@@ -260,6 +266,10 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer c.StopFollowing()
+	store, err := dynamicStore(ctx, &p.rp, id)
+	if err != nil {
+		return nil, err
+	}
 	dir, lk, err := record.Open(p.root, id)
 	if err != nil {
 		return nil, err
@@ -270,6 +280,8 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.resumed = resumed
+	r.Dynamic = dag.Dynamic{Store: store, Made: r.made}
 	if changed != "" {
 		p.notes = append(p.notes, changed)
 	}
@@ -358,6 +370,7 @@ func (c *cluster) prepare(ctx context.Context, f *plan.Flow, o Options, id strin
 	if p.units, errs = plan2units(&p.rp, o.As, c.Namespace); len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
+	p.notes = append(p.notes, perItem(&p.rp, o.As)...)
 	p.steps = stepInfos(&p.rp, o.As, o.Build)
 	var rerun map[string]bool
 	if prev != nil {
@@ -457,13 +470,8 @@ func (c *cluster) admit(ctx context.Context, p *prepared, units []*unit) error {
 // newRunner returns the runner of run id of p, recorded in dir, with its
 // units added to the run and traced by o.Tracer.
 func newRunner(p *prepared, o Options, c *cluster, id, dir string) *runner {
-	r := &runner{Run: dag.New(&p.rp, id, dir), o: o, c: c, units: p.units, byUnit: map[*dag.Unit]*unit{}, byKey: map[string]*unit{}}
-	for i, u := range p.units {
-		r.Add(u.Unit)
-		u.pos = i
-		r.byUnit[u.Unit] = u
-		r.byKey[unitKey(u.ns, u.name)] = u
-	}
+	r := &runner{Run: dag.New(&p.rp, id, dir), o: o, c: c, byUnit: map[*dag.Unit]*unit{}, byKey: map[string]*unit{}, fanOuts: map[string]*fanOut{}}
+	r.add(p.units, false)
 	r.Trace = o.Tracer.Begin(&p.rp, id, "kube")
 	return r
 }
@@ -558,10 +566,24 @@ func plan2units(f *plan.Flow, as, namespace string) ([]*unit, field.ErrorList) {
 	if as == AsJobSet {
 		objs, errs = jobset.Objects(f)
 	} else {
-		objs, errs = job.Objects(f)
+		objs, errs = job.RunObjects(f)
 	}
 	if len(errs) > 0 {
 		return nil, errs
+	}
+	return group(f, objs, namespace, nil)
+}
+
+// group groups objs, objects of f's steps in the order they are created, into
+// units, in namespace unless an object names its own. items are the units of
+// the run of a fan-out over a value found at run time whose objects objs are;
+// nil takes the units of each step from the plan (dag.Units).
+func group(f *plan.Flow, objs []any, namespace string, items []*dag.Unit) ([]*unit, field.ErrorList) {
+	unitOf := func(s *plan.Step, index int) *dag.Unit {
+		if items != nil {
+			return items[index]
+		}
+		return dag.NewUnit(s, index)
 	}
 	var units []*unit
 	var pending []object // a Service waits for the Job it precedes
@@ -569,19 +591,18 @@ func plan2units(f *plan.Flow, as, namespace string) ([]*unit, field.ErrorList) {
 	// creates it (or finds it made), so none waits for another.
 	templates := map[string]object{}
 	for _, o := range objs {
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		u, err := toUnstructured(o, namespace)
 		if err != nil {
 			return nil, field.ErrorList{field.InternalError(nil, err)}
-		}
-		u := &unstructured.Unstructured{Object: m}
-		if u.GetNamespace() == "" {
-			u.SetNamespace(namespace)
 		}
 		var gvr schema.GroupVersionResource
 		var wl workload
 		switch u.GetKind() {
 		case "Service":
 			pending = append(pending, object{serviceGVR, u})
+			continue
+		case "ConfigMap":
+			pending = append(pending, object{configMapGVR, u})
 			continue
 		case "ResourceClaimTemplate":
 			templates[u.GetLabels()[plan.LabelStep]] = object{resourceClaimTemplateGVR, u}
@@ -591,28 +612,50 @@ func plan2units(f *plan.Flow, as, namespace string) ([]*unit, field.ErrorList) {
 		case "JobSet":
 			gvr, wl = jobSetGVR, jobSetWorkload{}
 		default:
-			return nil, field.ErrorList{field.InternalError(nil, fmt.Errorf("the %s target emitted a %s, which the runtime cannot run", as, u.GetKind()))}
+			return nil, field.ErrorList{field.InternalError(nil, fmt.Errorf("the runtime cannot run a %s", u.GetKind()))}
 		}
 		s := f.Step(u.GetLabels()[plan.LabelStep])
 		if s == nil {
 			return nil, field.ErrorList{field.InternalError(nil, fmt.Errorf("%s %s has no step label", u.GetKind(), u.GetName()))}
 		}
+		if t, ok := templates[s.Name]; ok {
+			pending = append([]object{t}, pending...)
+		}
+		objects := append(pending, object{gvr, u})
+		pending = nil
+		if u.GetKind() == "Job" && s.FansOut() && u.GetLabels()[plan.LabelIndex] == "" && s.Nodes <= 1 {
+			fan := items
+			if fan == nil {
+				fan = dag.Units(s)
+			}
+			units = append(units, fanOutUnits(s, objects, fan)...)
+			continue
+		}
 		index := -1
 		if v, ok := u.GetLabels()[plan.LabelIndex]; ok && u.GetKind() == "Job" {
 			index, _ = strconv.Atoi(v)
 		}
-		un := &unit{Unit: dag.NewUnit(s, index), ns: u.GetNamespace(), kind: u.GetKind(), workload: wl, name: u.GetName(), pods: s.Nodes}
+		un := &unit{Unit: unitOf(s, index), ns: u.GetNamespace(), kind: u.GetKind(), workload: wl, name: u.GetName(), pods: s.Nodes, objects: objects}
 		if u.GetKind() == "JobSet" && s.Foreach != nil {
 			un.pods = s.Nodes * len(s.Foreach)
 		}
-		if t, ok := templates[s.Name]; ok {
-			pending = append([]object{t}, pending...)
-		}
-		un.objects = append(pending, object{gvr, u})
-		pending = nil
 		units = append(units, un)
 	}
 	return units, nil
+}
+
+// toUnstructured returns the typed object o as the runtime creates it, in
+// namespace ns unless it names its own.
+func toUnstructured(o any, ns string) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	if u.GetNamespace() == "" {
+		u.SetNamespace(ns)
+	}
+	return u, nil
 }
 
 // open writes the run's record, with steps (stepInfos), or reads it back to

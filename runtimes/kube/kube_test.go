@@ -107,6 +107,7 @@ var kinds = []schema.GroupVersionResource{
 	{Group: "batch", Version: "v1", Resource: "jobs"},
 	{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"},
 	{Version: "v1", Resource: "services"},
+	{Version: "v1", Resource: "configmaps"},
 	{Version: "v1", Resource: "pods"},
 }
 

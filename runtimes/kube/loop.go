@@ -28,7 +28,19 @@ func (r *runner) adopt(ctx context.Context, resumed bool) error {
 		return nil
 	}
 	var stale []*unit
+	done := map[*fanOut]bool{}
 	for _, u := range r.units {
+		if fo := u.fan; fo != nil {
+			if !done[fo] {
+				done[fo] = true
+				old, err := r.adoptFanOut(fo)
+				if err != nil {
+					return err
+				}
+				stale = append(stale, old...)
+			}
+			continue
+		}
 		ob := r.observe(u)
 		switch {
 		case !ob.exists:
@@ -186,12 +198,25 @@ func (r *runner) lost(err error) {
 func (r *runner) touched() []*unit {
 	all, keys := r.w.take()
 	if all {
+		for _, fo := range r.fanOuts {
+			fo.changes(r.w)
+		}
 		return r.units
 	}
 	var us []*unit
+	seen := map[*unit]bool{}
 	for k := range keys {
-		if u, ok := r.byKey[k]; ok {
+		if u, ok := r.byKey[k]; ok && !seen[u] {
+			seen[u] = true
 			us = append(us, u)
+		}
+		if fo, ok := r.fanOuts[k]; ok {
+			for _, u := range fo.changes(r.w) {
+				if !seen[u] {
+					seen[u] = true
+					us = append(us, u)
+				}
+			}
 		}
 	}
 	slices.SortFunc(us, func(a, b *unit) int { return a.pos - b.pos })
@@ -206,23 +231,52 @@ func (r *runner) touched() []*unit {
 func (r *runner) release(ctx context.Context) {
 	var us []*unit
 	for _, du := range r.Release() {
-		if u := r.byUnit[du]; !u.created {
-			u.created = true
-			us = append(us, u)
+		u := r.byUnit[du]
+		if u.created {
+			continue
 		}
+		u.created = true
+		if u.fan != nil {
+			// The items of a fan-out start together, their objects made once.
+			r.Start(u.Unit)
+			if u.fan.created {
+				continue
+			}
+			u.fan.created = true
+		}
+		us = append(us, u)
 	}
 	refused := make([]error, len(us))
 	inParallel(len(us), createWorkers, func(i int) { refused[i] = r.create(ctx, us[i]) })
 	for i, u := range us {
 		switch {
+		case refused[i] == nil && u.fan != nil:
+			r.Disp.Event(u.Step.Name, false, "%s %s created, for %s", u.kind, u.name, display.Count(len(u.fan.units), "item"))
 		case refused[i] == nil:
 			r.Disp.Event(u.Label, false, "%s %s created", u.kind, u.name)
 		case ctx.Err() != nil || r.c.GivenUp() != nil:
 			// The loop ends the run.
 		default:
-			r.fail(u, refused[i].Error(), "Refused", nil)
+			for _, v := range r.sharing(u) {
+				r.fail(v, refused[i].Error(), "Refused", nil)
+			}
 		}
 	}
+}
+
+// sharing returns the units that share unit u's objects: u, or every item
+// of u's fan-out not ended.
+func (r *runner) sharing(u *unit) []*unit {
+	if u.fan == nil {
+		return []*unit{u}
+	}
+	var out []*unit
+	for _, v := range u.fan.units {
+		if !r.Final(v.Unit) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // createWorkers bounds how many units release creates at once. The client's
@@ -233,8 +287,13 @@ const createWorkers = 16
 // cluster refused, or why the request got no answer: nil once every object
 // exists.
 func (r *runner) create(ctx context.Context, u *unit) error {
-	r.Start(u.Unit)
-	if tp := r.Trace.UnitParent(u.Step, u.Index); tp != "" {
+	index := u.Index
+	if u.fan == nil {
+		r.Start(u.Unit)
+	} else {
+		index = -1 // the items' pods share one spec
+	}
+	if tp := r.Trace.UnitParent(u.Step, index); tp != "" {
 		setEnv(u.objects[len(u.objects)-1].u, plan.EnvTraceParent, tp)
 	}
 	for _, o := range u.objects {
@@ -386,7 +445,7 @@ func (r *runner) unstick(u *unit) {
 // be scheduled after PendingTimeout, when set.
 func (r *runner) pending(u *unit, ob observed, now time.Time) {
 	stuck, image := ob.stuck, ob.imageStuck
-	noPods := stuck == "" && len(ob.pods) == 0
+	noPods := stuck == "" && len(ob.pods) == 0 && !ob.waiting
 	if noPods {
 		stuck = fmt.Sprintf("its %s %s has made no pods", u.kind, u.name)
 	}
@@ -452,7 +511,12 @@ func reasonOf(stuck string) string {
 // do not start later by surprise; the run waits for them to be gone before it
 // ends.
 func (r *runner) abandon(u *unit, msg, reason string) {
-	r.fail(u, msg, reason, nil)
+	for _, v := range r.sharing(u) {
+		r.fail(v, msg, reason, nil)
+	}
+	if u.fan != nil {
+		u = u.fan.units[0]
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := r.deleteUnit(ctx, u); err != nil {
@@ -505,7 +569,7 @@ func (r *runner) warning(u *unit) string {
 
 // after wakes the loop after d.
 func (r *runner) after(u *unit, d time.Duration) {
-	key := unitKey(u.ns, u.name)
+	key := u.key()
 	u.timers = append(u.timers, time.AfterFunc(d, func() { r.w.touch(key) }))
 }
 

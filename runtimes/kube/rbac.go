@@ -83,7 +83,13 @@ type runShape struct {
 // shapeOf is the runShape of a run of f (with check unless noCheck) that creates
 // units.
 func shapeOf(f *plan.Flow, units []*unit, noCheck bool) runShape {
-	sh := runShape{kinds: createdKinds(units), placement: !noCheck, devices: !noCheck && placement.NeedsDevices(f)}
+	var later []schema.GroupVersionResource
+	if f.Dynamic() != nil {
+		// A fan-out over a value found at run time makes its Jobs, or its
+		// Indexed Job and ConfigMap, then (runner.made).
+		later = []schema.GroupVersionResource{jobGVR, configMapGVR}
+	}
+	sh := runShape{kinds: createdKinds(units, later...), placement: !noCheck, devices: !noCheck && placement.NeedsDevices(f)}
 	for _, s := range f.Steps {
 		sh.queued = sh.queued || s.Queue != ""
 		sh.priority = sh.priority || s.Priority != ""
@@ -93,12 +99,12 @@ func shapeOf(f *plan.Flow, units []*unit, noCheck bool) runShape {
 	return sh
 }
 
-// createdKinds are the resources units create, the Jobs or JobSets first: what
-// the run watches and, when it ends, deletes by its label.
-func createdKinds(units []*unit) []schema.GroupVersionResource {
+// createdKinds are the resources units create, and those of also, the Jobs or
+// JobSets first: what the run watches and, when it ends, deletes by its label.
+func createdKinds(units []*unit, also ...schema.GroupVersionResource) []schema.GroupVersionResource {
 	var out []schema.GroupVersionResource
-	for _, gvr := range []schema.GroupVersionResource{jobSetGVR, jobGVR, serviceGVR, resourceClaimTemplateGVR} {
-		if slices.ContainsFunc(units, func(u *unit) bool {
+	for _, gvr := range []schema.GroupVersionResource{jobSetGVR, jobGVR, serviceGVR, configMapGVR, resourceClaimTemplateGVR} {
+		if slices.Contains(also, gvr) || slices.ContainsFunc(units, func(u *unit) bool {
 			return slices.ContainsFunc(u.objects, func(o object) bool { return o.gvr == gvr })
 		}) {
 			out = append(out, gvr)
@@ -162,10 +168,15 @@ func kindNeeds(gvr schema.GroupVersionResource, as string) []Need {
 		one, follow = "the headless Service of each multi-node step", "see the run's Services gone before it ends"
 	case resourceClaimTemplateGVR:
 		one = "the ResourceClaimTemplate of each step with DRA devices"
+	case configMapGVR:
+		one = "the ConfigMap of the items of each foreach step"
 	}
 	// loop.go create, and the dry run (dryrun.go) of the same object.
 	out = append(out, need(gvr.Group, gvr.Resource, []string{"create"}, "create "+one+", and dry-run it first"))
-	if gvr != resourceClaimTemplateGVR {
+	if gvr == configMapGVR {
+		// own.go foreign, existing: the ConfigMaps are listed, not watched.
+		out = append(out, need(gvr.Group, gvr.Resource, []string{"list"}, "check that the run's ConfigMaps are its own"))
+	} else if gvr != resourceClaimTemplateGVR {
 		// watch.go: the informers that drive the run.
 		out = append(out, need(gvr.Group, gvr.Resource, []string{"list", "watch"}, follow))
 	}

@@ -27,10 +27,12 @@ func unitsOf(t *testing.T, f *sdk.Flow, as string) (*plan.Flow, []*unit) {
 	return p, units
 }
 
-// TestDryRunAsksOnePerShape: the Jobs (and pods) of a foreach step's items differ
-// only in their names and item, and are asked once; two steps are asked apart;
-// a multi-node item's Service is asked once for all; a JobSet's replicated jobs
-// are one pod each, asked once when alike.
+// TestDryRunAsksOnePerShape: a foreach step's items are one Indexed Job and
+// the ConfigMap of its items, each asked once; the Jobs (and pods) of a step
+// whose items are Jobs of their own (a multi-node step's) differ only in their
+// names and item, and are asked once; two steps are asked apart; a multi-node
+// item's Service is asked once for all; a JobSet's replicated jobs are one pod
+// each, asked once when alike.
 func TestDryRunAsksOnePerShape(t *testing.T) {
 	f := sdk.NewFlow("shapes", sdk.Image("example.com/flow:v1")).
 		Step("fan", sdk.Command("true"), sdk.Foreach("a", "b", "c")).
@@ -40,7 +42,7 @@ func TestDryRunAsksOnePerShape(t *testing.T) {
 		as   string
 		want []string // what is asked, with how many objects each stands for
 	}{
-		{AsJob, []string{"Job fan 3", "pod fan 3", "Job other 1", "pod other 1", "Service wide 2", "Job wide 2", "pod wide 2"}},
+		{AsJob, []string{"ConfigMap fan 1", "Job fan 1", "pod fan 1", "Job other 1", "pod other 1", "Service wide 2", "Job wide 2", "pod wide 2"}},
 		// A multi-node item's pods find rank 0 under the name of their replicated
 		// job: they differ, and are asked apart.
 		{AsJobSet, []string{"JobSet fan 1", "pod fan 3", "JobSet other 1", "pod other 1", "JobSet wide 1", "pod wide 1", "pod wide 1"}},
@@ -68,9 +70,10 @@ func TestDryRunAsksOnePerShape(t *testing.T) {
 
 // TestDryRunShapeTellsItemsApartByMoreThanTheirValue: an item's object that
 // differs in more than its name and item (here, its image) is asked on its own.
+// The step's command names MANIFOLD_ITEM, so that each item is a Job of its own.
 func TestDryRunShapeTellsItemsApartByMoreThanTheirValue(t *testing.T) {
 	_, units := unitsOf(t, sdk.NewFlow("shapes", sdk.Image("example.com/flow:v1")).
-		Step("fan", sdk.Command("true"), sdk.Foreach("a", "b")), AsJob)
+		Step("fan", sdk.Command("echo", "$(MANIFOLD_ITEM)"), sdk.Foreach("a", "b")), AsJob)
 	if len(units) != 2 {
 		t.Fatalf("%d units; want 2", len(units))
 	}

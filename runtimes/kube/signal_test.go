@@ -72,7 +72,8 @@ func TestSecondInterrupt(t *testing.T) {
 		}
 	}
 
-	// Hold item 0's Job once its pod waits for the scheduler.
+	// Hold process's Job (its items' one Indexed Job) once a pod of it waits
+	// for the scheduler.
 	w, err := c.Client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: plan.LabelRun + "=twice," + plan.LabelStep + "=process"})
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +85,7 @@ func TestSecondInterrupt(t *testing.T) {
 	}
 	w.Stop()
 	jobs := c.Client.BatchV1().Jobs(ns)
-	held := "foreach-process-0-"
+	held := "foreach-process-"
 	list, err := jobs.List(ctx, metav1.ListOptions{LabelSelector: plan.LabelRun + "=twice"})
 	if err != nil {
 		t.Fatal(err)

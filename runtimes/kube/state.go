@@ -38,6 +38,9 @@ type observed struct {
 	// message, or a container that cannot get its image.
 	stuck      string
 	imageStuck bool
+	// waiting is set for an item of a fan-out that has no pod while its Job
+	// has made pods for others: it waits for its turn, not stuck.
+	waiting bool
 	// queued says why a Job or JobSet suspended for Kueue waits ("" when it is
 	// not waiting for admission); kueueSaid is set when that is Kueue's word.
 	queued    string

@@ -1,0 +1,161 @@
+package kube_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/manifoldflow/manifold/compile"
+	"github.com/manifoldflow/manifold/harness/s3test"
+	"github.com/manifoldflow/manifold/harness/simcluster"
+	"github.com/manifoldflow/manifold/plan"
+	"github.com/manifoldflow/manifold/runtimes/dag"
+	"github.com/manifoldflow/manifold/runtimes/kube"
+	"github.com/manifoldflow/manifold/runtimes/record"
+	"github.com/manifoldflow/manifold/sdk"
+)
+
+// dynamicFlow fans process out over list's shards, then branches on pick's
+// size, and joins in report. Its steps are commands that kwok completes: the
+// values they would put are put in the store by the test.
+func dynamicFlow() *sdk.Flow {
+	return sdk.NewFlow("dyn", sdk.Image("example.com/flow:v1")).
+		Step("list", sdk.Command("list")).
+		Step("process", sdk.Command("process"), sdk.ForeachOf("list", "shards")).
+		Step("pick", sdk.Command("pick"), sdk.After("process")).
+		Step("large", sdk.Command("large"), sdk.When("pick", "size", "large")).
+		Step("small", sdk.Command("small"), sdk.When("pick", "size", "small")).
+		Step("report", sdk.Command("report"), sdk.After("large", "small"))
+}
+
+// TestDynamicRun runs dynamicFlow with run --kube, its artifact store an S3
+// bucket (on loopback) in which the values of list and pick are put before the
+// run: the runner reads list's shards once list has succeeded, and runs
+// process's items as one Indexed Job of that many completions, each pod told
+// the number of items, with the items, any JSON value, in its ConfigMap as
+// their text; it reads pick's size, runs large, and records small as not
+// taken, with the value it found; report runs after large alone. Over an
+// empty list, process runs no item and succeeds, and the rest goes on.
+func TestDynamicRun(t *testing.T) {
+	c := simcluster.Shared(t)
+	srv := s3test.Start(t)
+	srv.SetEnv(t)
+	for _, tc := range []struct {
+		name, shards string
+		items        []string
+	}{
+		{"three", `["a", {"k": "v"}, 3]`, []string{"a", `{"k":"v"}`, "3"}},
+		{"none", `[]`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := c.Namespace(t)
+			bucket := "dyn-" + tc.name
+			srv.Bucket(t, bucket)
+			p, errs := compile.Compile(dynamicFlow(), compile.Options{Artifacts: "s3://" + bucket + "/flows", ArtifactsEndpoint: srv.Endpoint})
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			id := "dyn-" + tc.name
+			for key, value := range map[string]string{"list/shards.json": tc.shards, "pick/size.json": `"large"`} {
+				if _, err := srv.Client().PutObject(context.Background(), &s3.PutObjectInput{
+					Bucket: aws.String(bucket), Key: aws.String("flows/dyn/" + id + "/" + key), Body: strings.NewReader(value),
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			o := options(c, ns, t.TempDir())
+			o.RunID, o.Keep = id, true
+			r := runFlow(t, context.Background(), p, o)
+			if r.err != nil {
+				t.Fatalf("run: %v", r.err)
+			}
+			for i := range tc.items {
+				label := "process[" + string(rune('0'+i)) + "]"
+				if task := r.tasks[label]; task.State != record.Succeeded || task.Item != tc.items[i] {
+					t.Errorf("%s: %s, item %q; want succeeded, item %q", label, task.State, task.Item, tc.items[i])
+				}
+			}
+			if tc.items == nil && r.rec.Steps[1].Items != 0 {
+				t.Errorf("process recorded %d items; want none", r.rec.Steps[1].Items)
+			}
+			for _, l := range []string{"list", "pick", "large", "report"} {
+				if task := r.tasks[l]; task.State != record.Succeeded {
+					t.Errorf("%s: %s; want succeeded", l, task.State)
+				}
+			}
+			small := r.tasks["small"]
+			if small.State != record.Skipped || small.Reason != dag.NotTaken ||
+				small.Error != `not taken: pick's size is "large", and small runs when it is "small"` {
+				t.Errorf("small: %s (%s) %q; want skipped, not taken, with pick's size", small.State, small.Reason, small.Error)
+			}
+
+			sel := metav1.ListOptions{LabelSelector: plan.LabelRun + "=" + id + "," + plan.LabelStep + "=process"}
+			jobs, err := c.Client.BatchV1().Jobs(ns).List(context.Background(), sel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cms, err := c.Client.CoreV1().ConfigMaps(ns).List(context.Background(), sel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.items == nil {
+				if len(jobs.Items)+len(cms.Items) != 0 {
+					t.Errorf("process over no item made %d Jobs and %d ConfigMaps; want none", len(jobs.Items), len(cms.Items))
+				}
+				return
+			}
+			if len(jobs.Items) != 1 || len(cms.Items) != 1 {
+				t.Fatalf("process made %d Jobs and %d ConfigMaps; want one of each", len(jobs.Items), len(cms.Items))
+			}
+			j := jobs.Items[0]
+			if *j.Spec.Completions != int32(len(tc.items)) {
+				t.Errorf("process's Job has %d completions; want %d", *j.Spec.Completions, len(tc.items))
+			}
+			for i, want := range tc.items {
+				if got := cms.Items[0].Data[string(rune('0'+i))]; got != want {
+					t.Errorf("item %d in the ConfigMap is %q; want %q", i, got, want)
+				}
+			}
+			env := j.Spec.Template.Spec.Containers[0].Env
+			if !slices.ContainsFunc(env, func(e corev1.EnvVar) bool { return e.Name == plan.EnvCount && e.Value == "3" }) {
+				t.Errorf("process's pods are not told %s=3: %+v", plan.EnvCount, env)
+			}
+			if left := labelled(t, c, ns, id); len(left) == 0 {
+				t.Errorf("a kept run left nothing")
+			}
+		})
+	}
+}
+
+// TestDynamicRunNeedsS3: a dynamic flow without a store, with a volume
+// store, or run as JobSets is refused before anything is made, naming the
+// step and what to do.
+func TestDynamicRunNeedsS3(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    compile.Options
+		as   string
+		want string
+	}{
+		{"no-store", compile.Options{}, kube.AsJob, `steps[process].foreachOf: Forbidden: run --kube reads list's shards from the run's artifact store once list has put it, and the flow has none: set artifacts = "s3://bucket/prefix" in manifold.toml, or pass --artifacts s3://bucket/prefix`},
+		{"volume", compile.Options{Artifacts: "pvc://team"}, kube.AsJob, `steps[process].foreachOf: Forbidden: run --kube reads list's shards from the run's artifact store once list has put it, and a volume claim (team) is read only in the cluster's pods, not on this machine: use an S3 store (artifacts = "s3://bucket/prefix")`},
+		{"jobset", compile.Options{Artifacts: "s3://bucket-b/p"}, kube.AsJobSet, `steps[process].foreachOf: Forbidden: run --kube --as jobset does not run a step that fans out over or branches on a value found at run time: run the flow as Jobs (leave out --as jobset)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, errs := compile.Compile(dynamicFlow(), tc.o)
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			_, err := kube.Run(context.Background(), p, kube.Options{Kubeconfig: "/nonexistent", As: tc.as})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "steps[large].when") {
+				t.Errorf("run: %v\nwant it to hold %s, and to name steps[large].when", err, tc.want)
+			}
+		})
+	}
+}
