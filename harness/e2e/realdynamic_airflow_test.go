@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -141,7 +142,11 @@ func (d *dynamicSetup) runAirflow(t *testing.T, a *dynamicAirflow, tc dynamicCas
 	}
 	for i, shard := range shards {
 		label := "process[" + strconv.Itoa(i) + "]"
-		item := sdk.ItemText(shard)
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, shard); err != nil {
+			t.Fatal(err)
+		}
+		item := sdk.ItemText(compact.Bytes())
 		attempts := 1 + bool2int(strconv.Itoa(i) == tc.failed)
 		if tk := tasks[label]; tk.State != record.Succeeded || tk.Item != item || tk.Attempts != attempts {
 			t.Errorf("%s: %s, item %q, %d attempts; want succeeded, %q, %d", label, tk.State, tk.Item, tk.Attempts, item, attempts)
