@@ -67,6 +67,9 @@ func stepCommand(flow *sdk.Flow) *ucli.Command {
 			if err := sdk.Invoke(step.Spec.Run, sdk.NewContext(c.Context, cfg)); err != nil {
 				return invalidErr(fmt.Errorf("step %s: %w", step.Name, err))
 			}
+			if err := writeValuesFile(cfg.Values, os.Getenv(plan.EnvValuesFile)); err != nil {
+				return invalidErr(fmt.Errorf("step %s: writing its values for its engine: %w", step.Name, err))
+			}
 			return nil
 		},
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // runsDynamic says where a dynamic flow runs.
-const runsDynamic = "run the flow on this machine (run), in a test (flowtest), on the cluster (run --kube, with an S3 artifact store) or on Argo (--target argo, with an artifact store)"
+const runsDynamic = "run the flow on this machine (run), in a test (flowtest), on the cluster (run --kube, with an S3 artifact store), on Argo (--target argo, with an artifact store) or on Airflow (--target airflow, with the values put by Run steps)"
 
 // Static returns, for each dynamic step of f (a fan-out over a value found at
 // run time, sdk.ForeachOf, or a branch on one, sdk.When), that target cannot
@@ -27,26 +27,6 @@ func Static(f *plan.Flow, target, why string) field.ErrorList {
 			errs = append(errs, field.Forbidden(at.Child("when"), fmt.Sprintf(
 				"the %s target %s, so it cannot run the step only when %s's %s is %s, which is known at run time; "+runsDynamic, target, why, s.When.Ref.Step, s.When.Ref.Name, s.When.Value)))
 		}
-	}
-	return errs
-}
-
-// Unsupported returns, for each dynamic step of f, that what (a target, or a
-// runtime) does not run it yet, and where it runs.
-func Unsupported(f *plan.Flow, what string) field.ErrorList {
-	var errs field.ErrorList
-	for i := range f.Steps {
-		s := &f.Steps[i]
-		at := field.NewPath("steps").Key(s.Name)
-		option := "foreachOf"
-		if s.ForeachOf == nil {
-			if s.When == nil {
-				continue
-			}
-			option = "when"
-		}
-		errs = append(errs, field.Forbidden(at.Child(option), fmt.Sprintf(
-			"%s does not run a step that fans out over or branches on a value found at run time yet; "+runsDynamic, what)))
 	}
 	return errs
 }

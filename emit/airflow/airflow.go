@@ -13,6 +13,16 @@
 // task: KubernetesPodOperator.partial(...).expand(env_vars=[...]), one environment
 // per item. Flow params are DAG params and reach the pod through Airflow
 // templating; every other value reaches it literally.
+//
+// A dynamic flow (sdk.ForeachOf, sdk.When) adds gates, PythonOperator tasks
+// of its own: a step whose values a later step reads pushes them to XCom
+// (its Run body writes ValuesFile, which the operator's sidecar reads); a
+// fan-out over one is mapped over the XCom of its items task
+// (<step>_items), each item's environment filled in where Airflow renders
+// nothing; a branch is a <step>_when task that skips itself, and so its
+// step, when the value differs. Every task that waits for another does so
+// with TriggerRule, so that a join waits only for the branch taken and a
+// fan-out over no item counts as done.
 package airflow
 
 import (
@@ -61,9 +71,6 @@ func (Target) Outputs(flow string) []string {
 // Emit writes <flow>.py and <flow>.kpo.json, and <flow>.claims.yaml
 // (emit.ClaimsFile) when a step has DRA devices.
 func (Target) Emit(f *plan.Flow, create emit.Create) field.ErrorList {
-	if errs := emit.Unsupported(f, "the airflow target"); len(errs) > 0 {
-		return errs
-	}
 	errs, err := emitFiles(f, create)
 	if len(errs) > 0 {
 		return errs
@@ -194,6 +201,17 @@ type Task struct {
 	// is done, whatever became of it (Airflow's as_teardown).
 	Setup  bool
 	Setups []string
+	// Gate, on a task of Manifold's own (Operator PythonOperator), says what
+	// it does; the task runs no pod.
+	Gate *Gate
+	// ItemsFrom, on a step that fans out over a value found at run time
+	// (sdk.ForeachOf), names the items task (a Gate of kind GateItems) whose
+	// items the task is mapped over; ItemEnv is then the pod's environment,
+	// in which each item fills in MANIFOLD_ITEM, MANIFOLD_INDEX and
+	// MANIFOLD_COUNT (ItemPlaceholder), and the templates of Templates with
+	// what the items task rendered; Args then has no env_vars.
+	ItemsFrom string
+	ItemEnv   []corev1.EnvVar
 }
 
 // Template is an argument value that Airflow renders: written as it is, where any
@@ -203,6 +221,7 @@ type Template string
 // Operators maps each operator class the target uses to its module.
 var Operators = map[string]string{
 	PodOperator:            "airflow.providers.cncf.kubernetes.operators.pod",
+	PythonOperator:         "airflow.providers.standard.operators.python",
 	JobOperator:            "airflow.providers.cncf.kubernetes.operators.job",
 	CreateResourceOperator: "airflow.providers.cncf.kubernetes.operators.resource",
 	DeleteResourceOperator: "airflow.providers.cncf.kubernetes.operators.resource",
@@ -218,6 +237,8 @@ const (
 	// multi-node step's Service.
 	CreateResourceOperator = "KubernetesCreateResourceOperator"
 	DeleteResourceOperator = "KubernetesDeleteResourceOperator"
+	// PythonOperator runs the gates of a dynamic flow (Task.Gate).
+	PythonOperator = "PythonOperator"
 )
 
 // podNameSuffix is what the operator appends to a pod's name: "-" and 8 random
@@ -263,9 +284,6 @@ const TraceParent = "{{ (dag_run.conf or {}).get('" + ConfTraceParent + "', '') 
 // Build turns f into the DAG, held whole, that WritePython and WriteJSON
 // write; Emit writes the same files a step at a time (emitFiles).
 func Build(f *plan.Flow) (*DAG, field.ErrorList) {
-	if errs := emit.Unsupported(f, "the airflow target"); len(errs) > 0 {
-		return nil, errs
-	}
 	d := &DAG{ID: f.Name, Schedule: f.Schedule, Params: f.Params}
 	var errs field.ErrorList
 	for i := range f.Steps {
@@ -279,7 +297,8 @@ func Build(f *plan.Flow) (*DAG, field.ErrorList) {
 	return d, errs
 }
 
-// stepTasks returns the tasks of step s.
+// stepTasks returns the tasks of step s: in a dynamic flow, with the gates
+// before them that its sdk.When and sdk.ForeachOf need (dynamicTasks).
 func stepTasks(f *plan.Flow, s *plan.Step) ([]Task, *field.Error) {
 	var tasks []Task
 	var err error
@@ -287,13 +306,17 @@ func stepTasks(f *plan.Flow, s *plan.Step) ([]Task, *field.Error) {
 		tasks, err = multiNode(f, s)
 	} else {
 		var t Task
-		t, err = task(f, s, PodOperator, emit.PodOptions{Param: ParamRef, RunID: RunID, TraceParent: TraceParent}, nil)
+		o := emit.PodOptions{Param: ParamRef, RunID: RunID, TraceParent: TraceParent, Values: len(f.Published(s.Name)) > 0}
+		t, err = task(f, s, PodOperator, o, nil)
 		tasks = []Task{t}
 	}
 	if err != nil {
 		return nil, field.InternalError(field.NewPath("steps").Key(s.Name), err)
 	}
-	return tasks, nil
+	if f.Dynamic() == nil {
+		return tasks, nil
+	}
+	return dynamicTasks(f, s, tasks)
 }
 
 // task returns the operator task that runs step s's pod, built with o; for a
@@ -309,10 +332,26 @@ func task(f *plan.Flow, s *plan.Step, operator string, o emit.PodOptions, itemOp
 	if f.Artifacts != nil {
 		t.Templates[plan.EnvRunID] = true
 	}
+	if s.ForeachOf != nil {
+		// Each item fills in its variables (ItemEnv), mapped at run time.
+		o.Item = dynamicItem
+		pod := queued(f, s, o)
+		if err := paramsFirst(f, pod); err != nil {
+			return t, err
+		}
+		t.ItemEnv = pod.Spec.Containers[0].Env
+		args, err := operatorArgs(f, s, pod, false)
+		t.Args = args
+		return t, err
+	}
 	if s.Foreach == nil {
 		pod := queued(f, s, o)
 		if err := paramsFirst(f, pod); err != nil {
 			return t, err
+		}
+		if o.Values {
+			c := &pod.Spec.Containers[0]
+			c.Env = append(c.Env, publishedEnv())
 		}
 		args, err := operatorArgs(f, s, pod, true)
 		t.Args = args

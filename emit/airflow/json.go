@@ -47,6 +47,20 @@ type KPOTask struct {
 	// of it too.
 	Setup      bool     `json:"setup,omitempty"`
 	TeardownOf []string `json:"teardown_of,omitempty"`
+	// Gate, on a task of Manifold's own in a dynamic flow (a PythonOperator,
+	// no pod), says what it does (Gate).
+	Gate *Gate `json:"gate,omitempty"`
+	// ExpandFrom, on a fan-out over a value found at run time, says what the
+	// task is mapped over: the items task's XCom, each item's env_vars
+	// being these, with MANIFOLD_ITEM (each "$" doubled), MANIFOLD_INDEX,
+	// MANIFOLD_COUNT and the templates the items task rendered filled in.
+	ExpandFrom *KPOExpandFrom `json:"expand_from,omitempty"`
+}
+
+// KPOExpandFrom is KPOTask.ExpandFrom.
+type KPOExpandFrom struct {
+	Task    string          `json:"task"`
+	EnvVars []corev1.EnvVar `json:"env_vars"`
 }
 
 // WriteJSON writes the .kpo.json file to w: KPOFile as encoding/json indents it
@@ -203,6 +217,18 @@ func (k *kpoWriter) compact(t *Task) error {
 			return err
 		}
 	}
+	if t.Gate != nil {
+		k.task.WriteString(`,"gate":`)
+		if err := k.encode(t.Gate); err != nil {
+			return err
+		}
+	}
+	if t.ItemsFrom != "" {
+		k.task.WriteString(`,"expand_from":`)
+		if err := k.encode(KPOExpandFrom{Task: t.ItemsFrom, EnvVars: t.ItemEnv}); err != nil {
+			return err
+		}
+	}
 	k.task.WriteByte('}')
 	return nil
 }
@@ -315,6 +341,10 @@ func kpoTask(t *Task) KPOTask {
 	kt.Setup, kt.TeardownOf = t.Setup, t.Setups
 	if t.Items != nil {
 		kt.Expand = map[string][][]corev1.EnvVar{"env_vars": t.Items}
+	}
+	kt.Gate = t.Gate
+	if t.ItemsFrom != "" {
+		kt.ExpandFrom = &KPOExpandFrom{Task: t.ItemsFrom, EnvVars: t.ItemEnv}
 	}
 	return kt
 }

@@ -154,6 +154,9 @@ func (p *printer) writeTo(w io.Writer, id string, spilled io.ReadSeeker) error {
 		head.WriteString("from kubernetes.client import models as k8s\n")
 	}
 	head.WriteString("\n")
+	if p.uses[PythonOperator] {
+		head.WriteString(gateFunctions)
+	}
 	if _, err := w.Write(head.Bytes()); err != nil {
 		return err
 	}
@@ -179,11 +182,15 @@ func (p *printer) task(t *Task) {
 		return
 	}
 	p.uses[t.Operator] = true
+	if t.Gate != nil {
+		p.gate(t)
+		return
+	}
 	p.begin(2, "tasks[")
 	p.str(t.ID, false)
 	p.raw("] = ")
 	p.raw(t.Operator)
-	if t.Items != nil {
+	if t.Items != nil || t.ItemsFrom != "" {
 		p.end(".partial(")
 	} else {
 		p.end("(")
@@ -196,6 +203,10 @@ func (p *printer) task(t *Task) {
 			continue
 		}
 		p.arg(a)
+	}
+	if t.ItemsFrom != "" {
+		p.itemsFrom(t)
+		return
 	}
 	if t.Items == nil {
 		p.line(2, ")")

@@ -71,6 +71,23 @@ type Task struct {
 	// ScheduledMapCount is, for a mapped task, how many instances the scheduler
 	// makes of it, reading the DAG as the DAG processor stored it.
 	ScheduledMapCount int `json:"scheduled_map_count"`
+	// TriggerRule is the task's trigger rule.
+	TriggerRule string `json:"trigger_rule"`
+	// PythonCallable names, for a dynamic flow's gate (a PythonOperator),
+	// its function; Gate is what it did in the simulated run (DAGCHECK_XCOM).
+	PythonCallable string `json:"python_callable"`
+	Gate           *Gate  `json:"gate"`
+	// MappedOver describes, for a task mapped over an XCom, what it is mapped
+	// over; its Instances are those of the simulated run, if any.
+	MappedOver string `json:"mapped_over"`
+}
+
+// Gate is what a dynamic flow's gate did in a simulated run: returned
+// Result (its XCom), skipped itself (Skipped, the reason), or failed (Error).
+type Gate struct {
+	Result  json.RawMessage `json:"result"`
+	Skipped string          `json:"skipped"`
+	Error   string          `json:"error"`
 }
 
 // Instance is a task (one map index of a mapped task) as a worker runs it: its
@@ -100,8 +117,27 @@ type Instance struct {
 // Check runs dagcheck.py on dir.
 func Check(t testing.TB, dir string) *Report {
 	t.Helper()
+	return CheckRun(t, dir, nil)
+}
+
+// CheckRun runs dagcheck.py on dir as Check does, simulating a run whose
+// tasks pushed xcoms (by DAG id, then task id; nil for none): the dynamic
+// flows' gates run, and their mapped tasks expand, over them.
+func CheckRun(t testing.TB, dir string, xcoms map[string]map[string]any) *Report {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "report.json")
 	cmd := exec.Command(Python(t), filepath.Join(exampletest.Root(), "tools", "airflow", "dagcheck.py"), dir, out)
+	if xcoms != nil {
+		data, err := json.Marshal(xcoms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(t.TempDir(), "xcoms.json")
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Env = append(os.Environ(), "DAGCHECK_XCOM="+file)
+	}
 	if log, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("dagcheck.py %s: %v\n%s", dir, err, log)
 	}

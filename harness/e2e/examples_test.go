@@ -100,7 +100,7 @@ func examples(t *testing.T) []*example {
 
 // command returns the example's program run with args and the example's own
 // options, in a directory holding its manifold.toml.
-func (e *example) command(t *testing.T, args ...string) *exec.Cmd {
+func (e *example) command(t testing.TB, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(e.bin, append(args, e.args...)...)
 	cmd.Dir = t.TempDir()

@@ -77,11 +77,18 @@ func TestRealNodeDynamic(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) { d.check(t, tc, d.runArgo(t, tc)) })
 		}
 	})
+	t.Run("airflow", func(t *testing.T) {
+		a := d.startAirflow(t, "dynamic-airflow", true)
+		for _, tc := range dynamicCases {
+			t.Run(tc.name, func(t *testing.T) { d.check(t, tc, d.runAirflow(t, a, tc)) })
+		}
+		t.Run("values", func(t *testing.T) { d.values(t, a) })
+	})
 }
 
 // newDynamicSetup builds the example's image and runs each case on this
 // machine.
-func newDynamicSetup(t *testing.T) *dynamicSetup {
+func newDynamicSetup(t testing.TB) *dynamicSetup {
 	c := simcluster.Shared(t)
 	d := &dynamicSetup{c: c, node: c.RealNode(t), srv: s3test.Start(t), local: map[string]dynamicRun{}}
 	reg, err := c.Registry(context.Background())
@@ -123,7 +130,7 @@ func paramArgs(params []string) []string {
 
 // onCluster is the example with its artifacts in bucket, its steps in the
 // image built, its pods in the node's network with the store's credentials.
-func (d *dynamicSetup) onCluster(t *testing.T, bucket string) (*example, realStore) {
+func (d *dynamicSetup) onCluster(t testing.TB, bucket string) (*example, realStore) {
 	store := s3Store(t, d.c, d.srv, bucket)
 	e := *d.base
 	e.config = store.config + "entrypoint = \"" + d.built.Entrypoint + "\"\n" + realNodeConfig
@@ -217,7 +224,7 @@ func (d *dynamicSetup) runArgo(t *testing.T, tc dynamicCase) dynamicRun {
 }
 
 // dirArtifacts returns the artifacts of the run kept in dir, by key.
-func dirArtifacts(t *testing.T, dir string) map[string][]byte {
+func dirArtifacts(t testing.TB, dir string) map[string][]byte {
 	t.Helper()
 	got := map[string][]byte{}
 	err := filepath.WalkDir(dir, func(path string, de os.DirEntry, err error) error {

@@ -121,7 +121,7 @@ type realStore struct {
 	ns     string
 	config string
 	args   []string
-	read   func(t *testing.T) map[string][]byte
+	read   func(t testing.TB) map[string][]byte
 }
 
 // pvcStore is a ReadWriteMany claim "art" on a directory of this machine (a
@@ -129,7 +129,7 @@ type realStore struct {
 func pvcStore(t *testing.T, c *simcluster.Cluster) realStore {
 	ns, dir := c.Namespace(t), t.TempDir()
 	c.HostPathClaim(t, ns, "art", dir)
-	return realStore{what: "the volume", ns: ns, args: []string{"--artifacts", "pvc://art"}, read: func(t *testing.T) map[string][]byte {
+	return realStore{what: "the volume", ns: ns, args: []string{"--artifacts", "pvc://art"}, read: func(t testing.TB) map[string][]byte {
 		got := map[string][]byte{}
 		filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 			if err == nil && !d.IsDir() && strings.HasSuffix(path, ".json") {
@@ -147,7 +147,7 @@ func pvcStore(t *testing.T, c *simcluster.Cluster) realStore {
 // s3Store is bucket, made on srv, under the prefix flows: its pods reach the
 // server from the node's network (host_network) and take their credentials
 // from the Secret s3Secret of the namespace, manifold.toml's secrets.
-func s3Store(t *testing.T, c *simcluster.Cluster, srv *s3test.Server, bucket string) realStore {
+func s3Store(t testing.TB, c *simcluster.Cluster, srv *s3test.Server, bucket string) realStore {
 	ns := c.Namespace(t)
 	srv.Bucket(t, bucket)
 	_, err := c.Client.CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{
@@ -162,7 +162,7 @@ func s3Store(t *testing.T, c *simcluster.Cluster, srv *s3test.Server, bucket str
 		ns:     ns,
 		config: "host_network = true\nsecrets = [\"" + s3Secret + "\"]\n",
 		args:   []string{"--artifacts", "s3://" + bucket + "/flows", "--artifacts-endpoint", srv.Endpoint},
-		read: func(t *testing.T) map[string][]byte {
+		read: func(t testing.TB) map[string][]byte {
 			got := map[string][]byte{}
 			for _, key := range srv.Keys(t, bucket, "flows/") {
 				got[strings.TrimPrefix(key, "flows/")] = s3Object(t, srv, bucket, key)

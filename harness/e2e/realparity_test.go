@@ -213,7 +213,7 @@ func stepLog(t *testing.T, c *simcluster.Cluster, ns, pod string) string {
 }
 
 // s3Object returns what the object key of bucket holds.
-func s3Object(t *testing.T, srv *s3test.Server, bucket, key string) []byte {
+func s3Object(t testing.TB, srv *s3test.Server, bucket, key string) []byte {
 	t.Helper()
 	out, err := srv.Client().GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 	if err != nil {

@@ -71,10 +71,10 @@ func Build(t testing.TB) map[string]string {
 
 // Dynamic names the examples whose flows fan out over, or branch on, values
 // found at run time: Build builds them, but Names leaves them out, since the
-// tests that walk every example compile each for every target and run it on
-// every runtime, and only the local runner, flowtest and the argo target run
-// such a flow yet (the argo target with an artifact store).
-// Their own tests (examples/dynamic) run them.
+// tests that walk every example compile each for every target, and the job
+// and jobset targets write static manifests, which cannot hold such a step.
+// Their own tests (examples/dynamic) and TestRealNodeDynamic (harness/e2e:
+// run --kube, Argo and Airflow on a real node) run them.
 var Dynamic = []string{"dynamic"}
 
 // Names returns the example names in order, but for Dynamic; call Build

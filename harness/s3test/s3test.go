@@ -220,7 +220,7 @@ func (s *Server) Env() []string {
 
 // SetEnv sets Env in this process for the test, so that stores opened here use
 // the server.
-func (s *Server) SetEnv(t *testing.T) {
+func (s *Server) SetEnv(t testing.TB) {
 	for _, kv := range s.Env() {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)

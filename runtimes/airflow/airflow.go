@@ -12,7 +12,11 @@
 // it reported for it. Trigger starts a DAG run with the flow's params as its
 // conf, Follow follows it into a runtimes/dag run (the live view, the record
 // under .manifold/runs/<run id>/ and the trace every runtime shares), and Stop,
-// Clear and Log act on a run as Airflow's UI does.
+// Clear and Log act on a run as Airflow's UI does. In a dynamic flow, Follow
+// reads the values that a fan-out or a branch is decided on from the tasks'
+// XComs, so the dag core makes a unit for each mapped task instance of a
+// fan-out and records a branch not taken as Airflow skipped it, in its own
+// words.
 //
 // The REST API has no watch: Follow polls, with a backoff from PollMin to
 // PollMax while nothing changes, and it is the only part that polls.

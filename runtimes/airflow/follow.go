@@ -83,15 +83,22 @@ type follower struct {
 	units []*unit
 	// byTask finds a unit by task id and map index.
 	byTask map[string]map[int]*unit
+	// resumed says the run is followed again, in the record an earlier
+	// follow wrote.
+	resumed bool
 }
 
 // stepOfTask returns the step of a task id of f's DAG: the step of that name,
-// or the multi-node step whose Service task it is.
+// or the multi-node step whose Service task it is, or the step whose gate
+// it is in a dynamic flow (its items or when task).
 func stepOfTask(f *plan.Flow, task string) (string, bool) {
 	for _, suffix := range []string{emitairflow.ServiceDeleteTaskSuffix, emitairflow.ServiceTaskSuffix} {
 		if s, ok := strings.CutSuffix(task, suffix); ok && f.Step(s) != nil {
 			return s, false
 		}
+	}
+	if s, ok := gateStep(task); ok && f.Step(s) != nil {
+		return s, false
 	}
 	return task, f.Step(task) != nil
 }
@@ -165,23 +172,22 @@ func openRunDir(root, dagID, runID string) (string, io.Closer, error) {
 }
 
 // newFollower is the follower of run runID of DAG dagID, f's, recorded in
-// dir: one unit for each step, or for each item of a foreach step.
+// dir: one unit for each step, or for each item of a foreach step; a
+// fan-out over a value found at run time gets its units (one per map index
+// of its mapped task) when the dag core reads its items, from the producing
+// task's XCom (dynamic).
 func newFollower(c *Client, f *plan.Flow, dagID, runID, dir string, o FollowOptions) *follower {
 	fl := &follower{c: c, r: dag.New(f, runID, dir), o: o, dagID: dagID, byTask: map[string]map[int]*unit{}}
+	if f.Dynamic() != nil {
+		fl.r.Dynamic = fl.dynamic(&fl.resumed)
+	}
 	for i := range f.Steps {
 		s := &f.Steps[i]
-		idx := []int{-1}
-		if s.Foreach != nil {
-			idx = idx[:0]
-			for j := range s.Foreach {
-				idx = append(idx, j)
-			}
-		}
 		fl.byTask[s.Name] = map[int]*unit{}
-		for _, j := range idx {
-			u := &unit{Unit: dag.NewUnit(s, j)}
+		for _, du := range dag.Units(s) {
+			u := &unit{Unit: du}
 			fl.units = append(fl.units, u)
-			fl.byTask[s.Name][j] = u
+			fl.byTask[s.Name][du.Index] = u
 			fl.r.Add(u.Unit)
 		}
 	}
@@ -274,6 +280,7 @@ func (fl *follower) open() (bool, error) {
 	}
 	prev, err := record.ReadRecord(fl.r.Dir)
 	resumed := err == nil
+	fl.resumed = resumed
 	switch {
 	case resumed:
 		if prev.Flow != f.Name || prev.Runtime != record.Airflow {

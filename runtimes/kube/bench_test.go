@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	goruntime "runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync"
@@ -372,9 +374,16 @@ func foreachFlow(n int) *sdk.Flow {
 // system less what it has returned to it (about the resident memory).
 type memPeak struct{ heap, total uint64 }
 
+// envHeapProfile names a file where samplePeak writes a heap profile each time
+// the heap grows a tenth past the last one written: the last is the live
+// objects (as of the garbage collection before) near the peak.
+const envHeapProfile = "MANIFOLD_BENCH_HEAPPROFILE"
+
 // samplePeak samples the process's memory every 10 ms into peak, after a
 // garbage collection, until stop is called.
 func samplePeak(peak *memPeak) (stop func()) {
+	profile := os.Getenv(envHeapProfile)
+	var written uint64
 	goruntime.GC()
 	samples := []metrics.Sample{
 		{Name: "/memory/classes/heap/objects:bytes"},
@@ -392,6 +401,13 @@ func samplePeak(peak *memPeak) (stop func()) {
 			metrics.Read(samples)
 			v := func(i int) uint64 { return samples[i].Value.Uint64() }
 			peak.heap = max(peak.heap, v(0)+v(1))
+			if profile != "" && peak.heap > written+written/10 {
+				written = peak.heap
+				if f, err := os.Create(profile); err == nil {
+					pprof.WriteHeapProfile(f)
+					f.Close()
+				}
+			}
 			peak.total = max(peak.total, v(2)-v(3))
 			select {
 			case <-done:

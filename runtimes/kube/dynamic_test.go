@@ -2,9 +2,13 @@ package kube_test
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -158,4 +162,76 @@ func TestDynamicRunNeedsS3(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkDynamicFanOut runs, with run --kube on the simulated cluster's kwok
+// nodes, dynamicFlow over a list found at run time of MANIFOLD_BENCH_ITEMS
+// items (1,000 unless set), put in the S3 store before the run as list would
+// put it: the runner reads it once list has succeeded and runs process's
+// items as one Indexed Job. It reports the wall time of the run (the dry run
+// and the cleanup included), items a second, the runner's peak memory and
+// its requests to the API server: the figures beside Argo's and Airflow's
+// for the same fan-out (docs/flows.md).
+//
+//	MANIFOLD_BENCH_ITEMS=1000 go test -run '^$' -bench DynamicFanOut -benchtime 1x -timeout 30m ./runtimes/kube
+func BenchmarkDynamicFanOut(b *testing.B) {
+	items := 1000
+	if v := os.Getenv("MANIFOLD_BENCH_ITEMS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			b.Fatalf("MANIFOLD_BENCH_ITEMS=%q: want a count", v)
+		}
+		items = n
+	}
+	c := simcluster.Shared(b)
+	srv := s3test.Start(b)
+	srv.SetEnv(b)
+	ns := c.Namespace(b)
+	srv.Bucket(b, "dyn-bench")
+	p, errs := compile.Compile(dynamicFlow(), compile.Options{Artifacts: "s3://dyn-bench/flows", ArtifactsEndpoint: srv.Endpoint})
+	if len(errs) > 0 {
+		b.Fatal(errs)
+	}
+	list := make([]string, items)
+	for i := range list {
+		list[i] = strconv.Itoa(i)
+	}
+	shards := "[" + strings.Join(list, ",") + "]"
+	var wall time.Duration
+	var peak memPeak
+	reqs := &kube.Requests{}
+	for i := 0; b.Loop(); i++ {
+		id := fmt.Sprintf("dyn-bench-%d-%d", time.Now().UnixNano(), i)
+		for key, value := range map[string]string{"list/shards.json": shards, "pick/size.json": `"large"`} {
+			if _, err := srv.Client().PutObject(context.Background(), &s3.PutObjectInput{
+				Bucket: aws.String("dyn-bench"), Key: aws.String("flows/dyn/" + id + "/" + key), Body: strings.NewReader(value),
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		o := options(c, ns, b.TempDir())
+		o.RunID, o.Requests = id, reqs
+		o.CleanupTimeout = 10 * time.Minute
+		stop := samplePeak(&peak)
+		start := time.Now()
+		_, err := kube.Run(context.Background(), p, o)
+		wall += time.Since(start)
+		stop()
+		if err != nil {
+			b.Fatal(err)
+		}
+		rec, _, err := record.Read(o.Root, id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rec.State != record.Succeeded || rec.Steps[1].Items != items {
+			b.Fatalf("run %s: %s, process over %d items; want succeeded over %d", id, rec.State, rec.Steps[1].Items, items)
+		}
+	}
+	runs := float64(b.N)
+	b.ReportMetric(wall.Seconds()/runs, "s/run")
+	b.ReportMetric(float64(items)*runs/wall.Seconds(), "items/s")
+	b.ReportMetric(float64(peak.heap)/(1<<20), "MiB-peak-heap")
+	b.ReportMetric(float64(peak.total)/(1<<20), "MiB-peak-total")
+	b.ReportMetric(float64(reqs.Total())/runs, "requests")
 }

@@ -16,7 +16,16 @@ build_job_request_obj() builds, for its first try and its second; a Service task
 (KubernetesCreateResourceOperator or KubernetesDeleteResourceOperator), its
 rendered yaml_conf and the namespace it would use. Every task of a DAG renders in
 one run, RUN_ID. For every DIR/*.kpo.json: the same pods, Jobs and Services, built
-by the operators from the JSON arguments.
+by the operators from the JSON arguments (its dynamic flows' tasks aside).
+
+A dynamic flow's gates (PythonOperator tasks) and the tasks mapped over their XComs
+are known only in a run. With DAGCHECK_XCOM naming a JSON file of
+{dag_id: {task_id: XCom}}, the XComs of a run's producing tasks, every XComArg
+resolves to the XCom of its task there (the one thing a worker would ask the API
+server for); each gate then renders and runs its callable as a worker would (its
+return value is its XCom, and a skip is reported), and each task mapped over an
+items gate's XCom renders, for each item, through Airflow's own expansion, and
+builds its pod.
 """
 
 import ast
@@ -81,6 +90,7 @@ def main():
     os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
     # The operator asks the connection for a namespace when a task names none.
     connection()
+    simulate_xcoms()
 
     report = {"syntax_errors": {}, "shapes": {}, "import_errors": {}, "dags": {}, "kpo_json": {}}
     for name in sorted(os.listdir(folder)):
@@ -119,6 +129,47 @@ class Blank(ast.NodeTransformer):
         return ast.Constant(value=type(node.value).__name__)
 
 
+# The XComs of a simulated run (DAGCHECK_XCOM), by DAG and task; a gate's own
+# XCom is added when it has run.
+XCOMS = {}
+
+
+def simulate_xcoms():
+    """Makes every XComArg resolve to its task's XCom in XCOMS."""
+    path = os.environ.get("DAGCHECK_XCOM")
+    if not path:
+        return
+    with open(path, encoding="utf-8") as f:
+        XCOMS.update(json.load(f))
+    from airflow.sdk.definitions.xcom_arg import PlainXComArg
+
+    def resolve(self, context):
+        values = XCOMS.get(self.operator.dag_id, {})
+        if self.operator.task_id not in values:
+            raise KeyError("no XCom of task %s in DAGCHECK_XCOM" % self.operator.task_id)
+        return values[self.operator.task_id]
+
+    PlainXComArg.resolve = resolve
+
+
+def run_gate(task):
+    """Runs gate task as a worker would: renders it, calls its callable; reports
+    what it returned (now its XCom) or why it skipped or failed."""
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    out = {}
+    try:
+        op, _ = render(task)
+        result = op.python_callable(*op.op_args)
+        XCOMS.setdefault(task.dag_id, {})[task.task_id] = result
+        out["result"] = result
+    except AirflowSkipException as e:
+        out["skipped"] = str(e)
+    except Exception:
+        out["error"] = traceback.format_exc()
+    return out
+
+
 def describe_dag(dag):
     from airflow.serialization.serialized_objects import DagSerialization
 
@@ -138,7 +189,7 @@ def describe_dag(dag):
         out["serialization_error"] = traceback.format_exc()
     for task in dag.tasks:
         out["tasks"][task.task_id] = describe_task(dag, task)
-        if stored is not None and out["tasks"][task.task_id]["mapped"]:
+        if stored is not None and out["tasks"][task.task_id]["mapped"] and "mapped_over" not in out["tasks"][task.task_id]:
             # What the scheduler, which reads the stored DAG, expands the task to.
             count = stored.get_task(task.task_id).get_parse_time_mapped_ti_count()
             out["tasks"][task.task_id]["scheduled_map_count"] = count
@@ -156,11 +207,26 @@ def describe_task(dag, task):
         "teardown": task.is_teardown,
         "upstream": sorted(task.upstream_task_ids),
         "downstream": sorted(task.downstream_task_ids),
+        "trigger_rule": getattr(task.trigger_rule, "value", task.trigger_rule),
         "instances": [],
     }
-    if mapped:
-        count = len(task.expand_input.value["env_vars"])
-        indexes = range(count)
+    if out["operator"] == "PythonOperator":
+        # A gate of a dynamic flow: it runs no pod.
+        out["python_callable"] = task.python_callable.__name__
+        if task.dag_id in XCOMS:
+            out["gate"] = run_gate(task)
+        return out
+    over = task.expand_input.value["env_vars"] if mapped else None
+    if mapped and not isinstance(over, list):
+        # Mapped over an XCom: how many instances, and their pods, are known
+        # only in a run (simulated when DAGCHECK_XCOM gives the XComs).
+        out["mapped_over"] = repr(over)
+        items = XCOMS.get(task.dag_id, {}).get(over.arg.operator.task_id)
+        if items is None:
+            return out
+        indexes = range(len(items))
+    elif mapped:
+        indexes = range(len(over))
     else:
         indexes = [None]
     for index in indexes:
@@ -320,6 +386,8 @@ def pods_from_json(path):
         KubernetesPodOperator, KubernetesJobOperator, KubernetesCreateResourceOperator, KubernetesDeleteResourceOperator)}
     out = {}
     for task in spec["tasks"]:
+        if "gate" in task or "expand_from" in task:
+            continue  # known only in a run
         cls = classes.get(task["operator"])
         if cls is None:
             raise ValueError("task %s: unknown operator %s" % (task["task_id"], task["operator"]))

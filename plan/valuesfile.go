@@ -1,0 +1,10 @@
+package plan
+
+// EnvValuesFile names a file to which a Run step, once its body has
+// succeeded, writes one JSON object of every value it published in
+// EnvValues: for each value's name, {"json": its JSON text, "canonical": its
+// JSON as decoded and encoded again (what sdk.When compares), "items": the
+// text of each element (sdk.ItemText) when it is a list}. An engine that
+// reads one file of a step's pod gets every value from it: the airflow
+// target points it at the file KubernetesPodOperator's XCom sidecar reads.
+const EnvValuesFile = "MANIFOLD_VALUES_FILE"
