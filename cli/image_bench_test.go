@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -28,22 +27,15 @@ func BenchmarkImageBuild(b *testing.B) {
 	if err := os.MkdirAll(flow, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	goMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	goVersion := regexp.MustCompile(`(?m)^go (\S+)$`).FindSubmatch(goMod)
-	if goVersion == nil {
-		b.Fatal("no go directive in go.mod")
-	}
+	goVersion := exampletest.GoVersion(b)
 	main, err := os.ReadFile(filepath.Join(root, "examples", "hello", "main.go"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	files := map[string]string{
-		filepath.Join(flow, "go.mod"):  fmt.Sprintf("module example.com/flow\n\ngo %s\n", goVersion[1]),
+		filepath.Join(flow, "go.mod"):  fmt.Sprintf("module example.com/flow\n\ngo %s\n", goVersion),
 		filepath.Join(flow, "main.go"): string(main),
-		filepath.Join(work, "go.work"): fmt.Sprintf("go %s\n\nuse (\n\t%s\n\t./flow\n)\n", goVersion[1], root),
+		filepath.Join(work, "go.work"): fmt.Sprintf("go %s\n\nuse (\n\t%s\n\t./flow\n)\n", goVersion, root),
 	}
 	for path, content := range files {
 		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,19 +82,12 @@ func buildValuesFlow(t *testing.T, c *simcluster.Cluster) (string, built.Record)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	goMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	goVersion := regexp.MustCompile(`(?m)^go (\S+)$`).FindSubmatch(goMod)
-	if goVersion == nil {
-		t.Fatal("no go directive in go.mod")
-	}
+	goVersion := exampletest.GoVersion(t)
 	for path, content := range map[string]string{
-		filepath.Join(dir, "go.mod"):           fmt.Sprintf("module example.com/values\n\ngo %s\n", goVersion[1]),
+		filepath.Join(dir, "go.mod"):           fmt.Sprintf("module example.com/values\n\ngo %s\n", goVersion),
 		filepath.Join(dir, "main.go"):          valuesFlowSource,
 		filepath.Join(dir, compile.ConfigFile): realNodeConfig,
-		filepath.Join(work, "go.work"):         fmt.Sprintf("go %s\n\nuse (\n\t%s\n\t./flow\n)\n", goVersion[1], root),
+		filepath.Join(work, "go.work"):         fmt.Sprintf("go %s\n\nuse (\n\t%s\n\t./flow\n)\n", goVersion, root),
 	} {
 		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 			t.Fatal(err)

@@ -88,6 +88,21 @@ func Cleanup() {
 	}
 }
 
+// GoVersion returns the go directive of the module's go.mod, for the go.mod
+// and go.work of a flow built outside it.
+func GoVersion(t testing.TB) string {
+	t.Helper()
+	goMod, err := os.ReadFile(filepath.Join(Root(), "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := regexp.MustCompile(`(?m)^go (\S+)$`).FindSubmatch(goMod)
+	if v == nil {
+		t.Fatal("no go directive in go.mod")
+	}
+	return string(v[1])
+}
+
 // Workspace returns a directory outside the module where the go command finds
 // the module through a workspace (go.work), as in a checkout of a flow that uses
 // Manifold, and the environment that selects it. Programs that build their own
@@ -96,15 +111,7 @@ func Workspace(t testing.TB) (string, []string) {
 	t.Helper()
 	root := Root()
 	work := t.TempDir()
-	goMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	goVersion := regexp.MustCompile(`(?m)^go (\S+)$`).FindSubmatch(goMod)
-	if goVersion == nil {
-		t.Fatal("no go directive in go.mod")
-	}
-	if err := os.WriteFile(filepath.Join(work, "go.work"), []byte("go "+string(goVersion[1])+"\n\nuse "+root+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(work, "go.work"), []byte("go "+GoVersion(t)+"\n\nuse "+root+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var env []string
