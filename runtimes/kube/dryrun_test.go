@@ -415,8 +415,9 @@ func BenchmarkDryRun(b *testing.B) {
 }
 
 // TestDryRunWithoutPods: a user whom RBAC lets create Jobs but not pods (the Job
-// controller makes them) cannot dry-run the steps' pods: the run says so, dry-runs
-// its Jobs, and runs.
+// controller makes them) cannot dry-run the steps' pods, nor delete them at its
+// end: the run says so, dry-runs its Jobs, runs, and leaves its pods to the
+// garbage collector.
 func TestDryRunWithoutPods(t *testing.T) {
 	c := simcluster.Shared(t)
 	ns := c.Namespace(t)
@@ -455,5 +456,14 @@ func TestDryRunWithoutPods(t *testing.T) {
 	want := "this user may not create pods in namespace " + ns + " (to dry-run each step's pod (dryRun=All; nothing is created)): the steps' pods are not dry-run"
 	if got := strings.Count(r.out.String(), want); got != 1 {
 		t.Errorf("the run says %d times %q; want once", got, want)
+	}
+	// Nor may it delete pods itself: the cleanup leaves them to the garbage
+	// collector, says so once at the start, and waits for them.
+	want = "this user may not deletecollection pods in namespace " + ns + " (to delete the run's pods at once when it ends, after their Jobs): the run's end waits for the garbage collector"
+	if got := strings.Count(r.out.String(), want); got != 1 || strings.Contains(r.out.String(), "deleting the run's pods") {
+		t.Errorf("the run says %d times %q (want once), or that deleting its pods failed", got, want)
+	}
+	if len(r.res.Left) > 0 {
+		t.Errorf("left on the cluster: %v", r.res.Left)
 	}
 }

@@ -50,6 +50,11 @@ func TestRequestsPerStep(t *testing.T) {
 			t.Errorf("%s: %d requests, want %d (one per step)", want.req, got, want.n)
 		}
 	}
+	// The pods go with one request of the runner's, not one each by the
+	// garbage collector.
+	if got := counts[kube.Request{Verb: "deletecollection", Resource: "pods"}]; got != 1 {
+		t.Errorf("deletecollection pods: %d requests, want 1", got)
+	}
 	// What does not grow with the steps: a few of each, whatever the run's size.
 	// The informers list and watch Jobs, pods and Services once each (a watch
 	// that the API server ends is started again: a handful more).

@@ -67,6 +67,13 @@ func (n Need) cluster(what string) Need { n.Cluster, n.Without = true, what; ret
 var podDryRun = need("", "pods", []string{"create"}, "dry-run each step's pod (dryRun=All; nothing is created)").
 	without("the steps' pods are not dry-run, so Pod Security, LimitRanges and webhooks on pods answer only once the Jobs make them")
 
+// podCleanup is the need of the cleanup's deleting the run's pods itself
+// (cleanup.go cleanup), after their Jobs: one request that the API server
+// carries out at once, where the garbage collector deletes pods one request
+// at a time, at the controller manager's client limit (20 a second, stock).
+var podCleanup = need("", "pods", []string{"deletecollection"}, "delete the run's pods at once when it ends, after their Jobs").
+	without("the run's end waits for the garbage collector to delete its pods, one at a time")
+
 // runShape is what of a run decides what it needs of RBAC.
 type runShape struct {
 	// kinds are the resources the run creates (createdKinds).
@@ -133,6 +140,7 @@ func needs(sh runShape) []Need {
 		// loop.go warning.
 		need("", "events", []string{"list"}, "say why a step's "+kindOf(as)+" makes no pods (a quota, a webhook)"),
 		podDryRun,
+		podCleanup,
 		// dryrun.go limitRangeNames.
 		need("", "limitranges", []string{"list"}, "name the LimitRange that refuses a step's pod").
 			without("a step a LimitRange refuses is told \"a LimitRange\" without its name"),
