@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -73,9 +74,7 @@ func (r *runner) cleanup(ctx context.Context, succeeded bool) []string {
 		// more: one request deletes them all, where the garbage collector
 		// would take one a request (10,000 pods, 8 minutes at its stock
 		// limit). A user who may not (podCleanup) was told at the start.
-		err := r.c.Retry(ctx, func(ctx context.Context) error {
-			return r.c.Client.CoreV1().Pods(ns).DeleteCollection(ctx, background, metav1.ListOptions{LabelSelector: sel})
-		})
+		err := r.c.Retry(ctx, func(ctx context.Context) error { return r.deletePods(ctx, ns, sel) })
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
 			r.Disp.Note("deleting the run's pods in %s: %v", ns, err)
 		}
@@ -92,6 +91,20 @@ func (r *runner) cleanup(ctx context.Context, succeeded bool) []string {
 		}
 	}
 	return nil
+}
+
+// deletePods deletes the pods in namespace ns that sel picks, in one
+// deletecollection. The API server answers with every pod it deleted, whole (10,000
+// pods are some 80 MB): the answer is read and dropped as it comes, not held.
+func (r *runner) deletePods(ctx context.Context, ns, sel string) error {
+	body, err := r.c.Client.RESTClient().Delete().Namespace(ns).Resource("pods").
+		Param("labelSelector", sel).Body(&background).Stream(ctx)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	_, err = io.Copy(io.Discard, body)
+	return err
 }
 
 // Bounds of the cleanup's requests: how many deletecollections of one kind are
