@@ -14,11 +14,7 @@ test asks it to fail:
   line and exits 3 instead of running its command (on a real node; its image
   must have sh);
 - the DAG that MANIFOLD_REJECT_DAG names is refused (a cluster policy
-  violation), which Airflow reports as an import error of its file;
-- while the file MANIFOLD_EXIT_ONCE_FILE names exists, holding "STEP INDEX", the
-  next pod of item INDEX (its MANIFOLD_INDEX) of step STEP runs its program
-  (the flow's) as `step no-such-step`, which fails, and the file is removed:
-  the item fails once.
+  violation), which Airflow reports as an import error of its file.
 """
 
 import os
@@ -78,29 +74,3 @@ def pod_mutation_hook(pod):
             if c.name == STEP_CONTAINER:
                 c.command = EXIT_COMMAND
                 c.args = None
-    if step and exit_once(pod, step):
-        for c in pod.spec.containers:
-            if c.name == STEP_CONTAINER:
-                # The flow's own program, asked for a step it does not have:
-                # it fails, in any image.
-                c.command = [c.command[0], "step", "no-such-step"]
-                c.args = None
-
-
-def exit_once(pod, step):
-    path = os.environ.get("MANIFOLD_EXIT_ONCE_FILE")
-    if not path:
-        return False
-    try:
-        with open(path) as f:
-            want = f.read().split()
-    except FileNotFoundError:
-        return False
-    index = None
-    for c in pod.spec.containers:
-        if c.name == STEP_CONTAINER:
-            index = next((e.value for e in c.env or [] if e.name == "MANIFOLD_INDEX"), None)
-    if want != [step, index]:
-        return False
-    os.remove(path)
-    return True
