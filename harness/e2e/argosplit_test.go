@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/argo"
+	"github.com/manifoldflow/manifold/harness/benchenv"
 	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/harness/testflows"
 	"github.com/manifoldflow/manifold/plan"
@@ -196,22 +195,8 @@ func (r *splitRun) sizes(t testing.TB) (largest int, perNode float64) {
 //
 //	go test -run '^$' -bench ArgoSplitRun -benchtime 1x -timeout 90m ./harness/e2e
 func BenchmarkArgoSplitRun(b *testing.B) {
-	steps := 5000
-	if s := os.Getenv("MANIFOLD_BENCH_STEPS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			b.Fatalf("MANIFOLD_BENCH_STEPS=%q: want a count of steps", s)
-		}
-		steps = n
-	}
-	requeue := simcluster.ArgoDeployedRequeue
-	if s := os.Getenv("MANIFOLD_BENCH_ARGO_REQUEUE"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
-			b.Fatalf("MANIFOLD_BENCH_ARGO_REQUEUE=%q: want a duration such as 10s", s)
-		}
-		requeue = d
-	}
+	steps := benchenv.Int(b, "MANIFOLD_BENCH_STEPS", 5000, 1)
+	requeue := benchenv.Duration(b, "MANIFOLD_BENCH_ARGO_REQUEUE", simcluster.ArgoDeployedRequeue)
 	c := simcluster.Dedicated(b, simcluster.Options{ArgoRequeue: requeue, ArgoMinimalCRDs: true})
 	p := testflows.Compile(b, testflows.FanOut(steps))
 	for range b.N {

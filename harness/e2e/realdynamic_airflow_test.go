@@ -18,6 +18,7 @@ import (
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/harness/airflowtest"
+	"github.com/manifoldflow/manifold/harness/benchenv"
 	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/record"
 	"github.com/manifoldflow/manifold/sdk"
@@ -198,14 +199,7 @@ const envBenchItems = "MANIFOLD_BENCH_AIRFLOW_ITEMS"
 // `trigger --wait`: it reports the time from the trigger to the run's
 // success, and items per second.
 func BenchmarkAirflowDynamicFanOut(b *testing.B) {
-	items := 1000
-	if v := os.Getenv(envBenchItems); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			b.Fatalf("%s=%q: want a count", envBenchItems, v)
-		}
-		items = n
-	}
+	items := benchenv.Int(b, envBenchItems, 1000, 0)
 	d := newDynamicSetup(b)
 	a := d.startAirflow(b, "dynamic-bench", false)
 	a.timeout = 3 * time.Hour

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	eargo "github.com/manifoldflow/manifold/emit/argo"
+	"github.com/manifoldflow/manifold/harness/benchenv"
 	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/runtimes/argo"
 	"github.com/manifoldflow/manifold/runtimes/record"
@@ -183,7 +184,7 @@ func readOut(t *testing.T, dir, name string) string {
 //
 //	MANIFOLD_BENCH_ITEMS=1000 go test -run '^$' -bench DynamicFanOut -benchtime 1x -timeout 30m ./runtimes/argo
 func BenchmarkDynamicFanOut(b *testing.B) {
-	items := envInt(b, "MANIFOLD_BENCH_ITEMS", 1000)
+	items := benchenv.Int(b, "MANIFOLD_BENCH_ITEMS", 1000, 0)
 	real := []sdk.StepOption{sdk.Image("busybox:1.37"), sdk.HostNetwork(true), sdk.Memory("64Mi"), sdk.CPU("100m"),
 		sdk.NodeSelector(simcluster.LabelRealNode, "true"), sdk.Toleration(simcluster.LabelRealNode, "", "NoSchedule")}
 	f := sdk.NewFlow("fan-bench", sdk.Image("example.com/flow:v1"), sdk.CPU("1m"), sdk.Memory("1Mi"), sdk.ArtifactVolume("art"),

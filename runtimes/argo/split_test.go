@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	eargo "github.com/manifoldflow/manifold/emit/argo"
+	"github.com/manifoldflow/manifold/harness/benchenv"
 	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/harness/testflows"
 	"github.com/manifoldflow/manifold/plan"
@@ -232,7 +232,7 @@ func partWorkflows(t *testing.T, f flowCLI, name string) []string {
 //
 //	MANIFOLD_BENCH_STEPS=300 go test -run '^$' -bench SplitTriggerWait -benchtime 1x -timeout 30m ./runtimes/argo
 func BenchmarkSplitTriggerWait(b *testing.B) {
-	steps, maxBytes := envInt(b, "MANIFOLD_BENCH_STEPS", 300), envInt(b, "MANIFOLD_BENCH_ARGO_MAX_BYTES", 60000)
+	steps, maxBytes := benchenv.Int(b, "MANIFOLD_BENCH_STEPS", 300, 1), benchenv.Int(b, "MANIFOLD_BENCH_ARGO_MAX_BYTES", 60000, 1)
 	f := sdk.NewFlow("split-bench", sdk.Image("example.com/flow:v1"), sdk.CPU("1m"), sdk.Memory("1Mi"))
 	f.Step("root", sdk.Command("true"))
 	for i := 1; i < steps; i++ {
@@ -245,11 +245,7 @@ func BenchmarkSplitTriggerWait(b *testing.B) {
 	p := compileFlow(b, f)
 	p.ArgoMaxBytes = maxBytes
 	var c *simcluster.Cluster
-	if s := os.Getenv("MANIFOLD_BENCH_ARGO_REQUEUE"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
-			b.Fatalf("MANIFOLD_BENCH_ARGO_REQUEUE=%q: want a duration such as 10s", s)
-		}
+	if d := benchenv.Duration(b, "MANIFOLD_BENCH_ARGO_REQUEUE", 0); d != 0 {
 		c = simcluster.Dedicated(b, simcluster.Options{ArgoRequeue: d})
 	} else {
 		c = simcluster.Shared(b)
@@ -325,16 +321,4 @@ func firstPods(b *testing.B, c *simcluster.Cluster, ns string) (at [2]time.Time)
 		}
 	}
 	return at
-}
-
-func envInt(b *testing.B, name string, def int) int {
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		b.Fatalf("%s=%q: %v", name, s, err)
-	}
-	return n
 }

@@ -3,7 +3,6 @@ package kube_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/manifoldflow/manifold/compile"
+	"github.com/manifoldflow/manifold/harness/benchenv"
 	"github.com/manifoldflow/manifold/harness/s3test"
 	"github.com/manifoldflow/manifold/harness/simcluster"
 	"github.com/manifoldflow/manifold/plan"
@@ -175,14 +175,7 @@ func TestDynamicRunNeedsS3(t *testing.T) {
 //
 //	MANIFOLD_BENCH_ITEMS=1000 go test -run '^$' -bench DynamicFanOut -benchtime 1x -timeout 30m ./runtimes/kube
 func BenchmarkDynamicFanOut(b *testing.B) {
-	items := 1000
-	if v := os.Getenv("MANIFOLD_BENCH_ITEMS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			b.Fatalf("MANIFOLD_BENCH_ITEMS=%q: want a count", v)
-		}
-		items = n
-	}
+	items := benchenv.Int(b, "MANIFOLD_BENCH_ITEMS", 1000, 0)
 	c := simcluster.Shared(b)
 	srv := s3test.Start(b)
 	srv.SetEnv(b)
