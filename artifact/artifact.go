@@ -64,6 +64,18 @@ func Key(step string, index int, name string) string {
 	return path.Join(StepKey(step, index), name+".json")
 }
 
+// SplitKey returns the step and the artifact name of key, the key of an
+// artifact of a step without Foreach (<step>/<name>.json, as Key writes it);
+// ok is false for any other key, such as an item's.
+func SplitKey(key string) (step, name string, ok bool) {
+	step, file, found := strings.Cut(key, "/")
+	name, isJSON := strings.CutSuffix(file, ".json")
+	if !found || !isJSON || step == "" || name == "" || strings.Contains(name, "/") {
+		return "", "", false
+	}
+	return step, name, true
+}
+
 // StepKey returns the key under which step (item index of a foreach step, or
 // -1) keeps its artifacts: <step>[/<index>].
 func StepKey(step string, index int) string {

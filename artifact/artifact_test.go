@@ -27,6 +27,25 @@ func TestKey(t *testing.T) {
 	}
 }
 
+func TestSplitKey(t *testing.T) {
+	for _, tc := range []struct {
+		key, step, name string
+		ok              bool
+	}{
+		{artifact.Key("prepare", -1, "shards"), "prepare", "shards", true},
+		{artifact.Key("process", 2, "result"), "", "", false},
+		{"prepare/shards", "", "", false},
+		{"prepare/.json", "", "", false},
+		{"/shards.json", "", "", false},
+		{"shards.json", "", "", false},
+	} {
+		step, name, ok := artifact.SplitKey(tc.key)
+		if step != tc.step || name != tc.name || ok != tc.ok {
+			t.Errorf("SplitKey(%q) = %q, %q, %v; want %q, %q, %v", tc.key, step, name, ok, tc.step, tc.name, tc.ok)
+		}
+	}
+}
+
 func TestDir(t *testing.T) {
 	dir := artifact.Dir(t.TempDir())
 	ctx := context.Background()

@@ -12,14 +12,6 @@ import (
 	"github.com/manifoldflow/manifold/sdk"
 )
 
-// publishedValue is one value of the object writeValuesFile writes
-// (plan.EnvValuesFile).
-type publishedValue struct {
-	JSON      string   `json:"json"`
-	Canonical string   `json:"canonical"`
-	Items     []string `json:"items"`
-}
-
 // writeValuesFile writes to file, when it is set, one JSON object of every
 // value published in dir (each <name>.json, plan.EnvValues), as
 // plan.EnvValuesFile says: an engine that reads one file of the pod, once the
@@ -35,7 +27,7 @@ func writeValuesFile(dir, file string) error {
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	values := map[string]publishedValue{}
+	values := map[string]plan.PublishedValue{}
 	for _, e := range entries {
 		name, ok := strings.CutSuffix(e.Name(), ".json")
 		if !ok || strings.HasPrefix(name, ".") || e.IsDir() {
@@ -64,16 +56,16 @@ func writeValuesFile(dir, file string) error {
 // publish returns the JSON text data as the values file holds it: its text,
 // its canonical form, and, for a list (or null, a list of none), each
 // element's text; items is null for any other value.
-func publish(data []byte) (publishedValue, error) {
+func publish(data []byte) (plan.PublishedValue, error) {
 	var decoded any
 	if err := json.Unmarshal(data, &decoded); err != nil {
-		return publishedValue{}, fmt.Errorf("not JSON: %w", err)
+		return plan.PublishedValue{}, fmt.Errorf("not JSON: %w", err)
 	}
 	canonical, err := json.Marshal(decoded)
 	if err != nil {
-		return publishedValue{}, err
+		return plan.PublishedValue{}, err
 	}
-	v := publishedValue{JSON: string(data), Canonical: string(canonical)}
+	v := plan.PublishedValue{JSON: string(data), Canonical: string(canonical)}
 	var list []json.RawMessage
 	if _, isList := decoded.([]any); (isList || decoded == nil) && json.Unmarshal(data, &list) == nil {
 		// null is a list of no items, as a fan-out reads it.

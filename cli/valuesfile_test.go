@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/manifoldflow/manifold/plan"
 )
 
 // TestWriteValuesFile: the values file holds, for each value published in
@@ -40,11 +41,11 @@ func TestWriteValuesFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got map[string]publishedValue
+	var got map[string]plan.PublishedValue
 	if err := json.Unmarshal(data, &got); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]publishedValue{
+	want := map[string]plan.PublishedValue{
 		"shards": {JSON: values["shards"], Canonical: `["a",{"k":"{{ v }}","n":1.5},3]`, Items: []string{"a", `{"k":"{{ v }}","n":1.50}`, "3"}},
 		"size":   {JSON: values["size"], Canonical: `"large"`},
 		"none":   {JSON: values["none"], Canonical: "null", Items: []string{}},

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/manifoldflow/manifold/artifact"
+	"github.com/manifoldflow/manifold/internal/atomicfile"
 )
 
 // Context is what a Run body receives: the standard context (cancelled when the step
@@ -168,26 +169,13 @@ func (c *Context) Put(name string, v any) error {
 }
 
 // publish writes data to the file path through a rename, so that a reader
-// (the engine, or a store kept in the same directory) sees all of it or none.
+// (the engine, or a store kept in the same directory) sees all of it or none;
+// the file is readable by all, as a sidecar of another user reads it.
 func publish(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".publish-*")
-	if err != nil {
+	if err := atomicfile.Write(path, data); err != nil {
 		return err
 	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	return os.Chmod(path, 0o644)
 }
 
 // Get decodes the artifact name of step into v.

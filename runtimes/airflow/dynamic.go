@@ -11,7 +11,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/manifoldflow/manifold/artifact"
 	emitairflow "github.com/manifoldflow/manifold/emit/airflow"
+	"github.com/manifoldflow/manifold/plan"
 	"github.com/manifoldflow/manifold/runtimes/dag"
 )
 
@@ -51,19 +53,13 @@ type valuesStore struct {
 	c            *Client
 	dagID, runID string
 	mu           sync.Mutex
-	steps        map[string]map[string]publishedValue
-}
-
-// publishedValue is one value of a step's values file (plan.EnvValuesFile).
-type publishedValue struct {
-	JSON string `json:"json"`
+	steps        map[string]map[string]plan.PublishedValue
 }
 
 // Get returns the value key names (artifact.Key of a step and a name).
 func (s *valuesStore) Get(ctx context.Context, key string) ([]byte, error) {
-	step, file, ok := strings.Cut(key, "/")
-	name, isJSON := strings.CutSuffix(file, ".json")
-	if !ok || !isJSON || strings.Contains(name, "/") {
+	step, name, ok := artifact.SplitKey(key)
+	if !ok {
 		return nil, fmt.Errorf("%s: not a value a step published: %w", key, fs.ErrNotExist)
 	}
 	values, err := s.values(ctx, step)
@@ -78,7 +74,7 @@ func (s *valuesStore) Get(ctx context.Context, key string) ([]byte, error) {
 }
 
 // values reads the values step published, once.
-func (s *valuesStore) values(ctx context.Context, step string) (map[string]publishedValue, error) {
+func (s *valuesStore) values(ctx context.Context, step string) (map[string]plan.PublishedValue, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if v, ok := s.steps[step]; ok {
@@ -88,12 +84,12 @@ func (s *valuesStore) values(ctx context.Context, step string) (map[string]publi
 	if err != nil {
 		return nil, err
 	}
-	var values map[string]publishedValue
+	var values map[string]plan.PublishedValue
 	if err := json.Unmarshal(data, &values); err != nil {
 		return nil, fmt.Errorf("the XCom of task %s is not the object of values a step publishes: %w", step, err)
 	}
 	if s.steps == nil {
-		s.steps = map[string]map[string]publishedValue{}
+		s.steps = map[string]map[string]plan.PublishedValue{}
 	}
 	s.steps[step] = values
 	return values, nil

@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path"
-	"strings"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 
+	"github.com/manifoldflow/manifold/artifact"
 	eargo "github.com/manifoldflow/manifold/emit/argo"
 	"github.com/manifoldflow/manifold/runtimes/dag"
 	"github.com/manifoldflow/manifold/runtimes/record"
@@ -48,9 +47,8 @@ type valueStore struct{ f *follower }
 // Get returns the value <step>/<name>.json: the output parameter name of the
 // node that ran step and succeeded.
 func (v *valueStore) Get(_ context.Context, key string) ([]byte, error) {
-	step, file := path.Split(key)
-	step, name := strings.TrimSuffix(step, "/"), strings.TrimSuffix(file, ".json")
-	if w := v.f.latest; w != nil {
+	step, name, ok := artifact.SplitKey(key)
+	if w := v.f.latest; w != nil && ok {
 		for _, n := range w.Status.Nodes {
 			if n.Type != wfv1.NodeTypePod || n.TemplateName != step || n.Phase != wfv1.NodeSucceeded || n.Outputs == nil {
 				continue
@@ -72,6 +70,9 @@ func (v *valueStore) Put(_ context.Context, key string, _ []byte) error {
 
 // Location says where key is read: the output parameter of its step's node.
 func (v *valueStore) Location(key string) string {
-	step, file := path.Split(key)
-	return fmt.Sprintf("output parameter %s of step %s of Workflow %s", strings.TrimSuffix(file, ".json"), strings.TrimSuffix(step, "/"), v.f.name)
+	step, name, ok := artifact.SplitKey(key)
+	if !ok {
+		return fmt.Sprintf("%s, not a value a step published, of Workflow %s", key, v.f.name)
+	}
+	return fmt.Sprintf("output parameter %s of step %s of Workflow %s", name, step, v.f.name)
 }

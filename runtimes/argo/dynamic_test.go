@@ -171,7 +171,7 @@ func readOut(t *testing.T, dir, name string) string {
 		t.Error(err)
 		return "<none>"
 	}
-	return strings.TrimSuffix(string(data), "")
+	return string(data)
 }
 
 // BenchmarkDynamicFanOut runs a fan-out over a list found at run time
