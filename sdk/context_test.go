@@ -130,8 +130,10 @@ func TestPutPublishes(t *testing.T) {
 	if entries, _ := os.ReadDir(values); len(entries) != 1 {
 		t.Errorf("values directory holds %v, want only shards.json", entries)
 	}
-	if fi, err := os.Stat(filepath.Join(values, "shards.json")); err != nil || fi.Mode().Perm() != 0o644 {
-		t.Errorf("the published file's mode is %v (%v), want 0644: a sidecar of another user reads it", fi.Mode().Perm(), err)
+	if fi, err := os.Stat(filepath.Join(values, "shards.json")); err != nil {
+		t.Error(err)
+	} else if fi.Mode().Perm() != 0o644 {
+		t.Errorf("the published file's mode is %v, want 0644: a sidecar of another user reads it", fi.Mode().Perm())
 	}
 	other := t.TempDir()
 	c = sdk.NewContext(context.Background(), sdk.ContextConfig{Step: "list", Index: -1, RunDir: other})
