@@ -326,6 +326,11 @@ func (r *runner) evaluate(ctx context.Context, units []*unit) {
 		}
 		ob := r.look(u)
 		r.act(ctx, u, ob, now)
+		if r.Final(u.Unit) {
+			// Nothing looks at its pods again: what it remembered of them
+			// goes, as a fan-out of 10,000 items would keep 10,000 pods.
+			u.last = nil
+		}
 	}
 }
 

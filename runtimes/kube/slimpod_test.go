@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"reflect"
 	"testing"
 	"unsafe"
 
@@ -50,7 +51,8 @@ func TestSlimPod(t *testing.T) {
 			},
 		}
 	}
-	got := slimPod(full("3"))
+	sl := newSlimmer()
+	got := sl.slimPod(full("3"))
 	want := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "f-each-3-x", Namespace: "ns", UID: "uid-p3", ResourceVersion: "7", CreationTimestamp: now, DeletionTimestamp: &now,
@@ -77,20 +79,52 @@ func TestSlimPod(t *testing.T) {
 	for _, key := range []string{jobsetv1.JobSetNameKey, jobsetv1.JobSetUIDKey, jobsetv1.ReplicatedJobNameKey, jobsetv1.JobIndexKey, jobsetconst.RestartsKey} {
 		delete(item.Labels, key)
 	}
-	if job, index, ok := podIndex(slimPod(item)); !ok || job != "f-each" || index != "5" {
+	if job, index, ok := podIndex(sl.slimPod(item)); !ok || job != "f-each" || index != "5" {
 		t.Errorf("podIndex of the slim pod: %q, %q, %v; want f-each, 3", job, index, ok)
 	}
-	// Two pods of one Job share their labels' strings.
-	other := slimPod(full("4"))
-	a, b := got.Labels[batchv1.ControllerUidLabel], other.Labels[batchv1.ControllerUidLabel]
+	// Two pods of one Job share their labels and their containers.
+	other := sl.slimPod(full("4"))
+	if reflect.ValueOf(got.Labels).UnsafePointer() != reflect.ValueOf(other.Labels).UnsafePointer() {
+		t.Errorf("the pods of one Job hold two maps of their labels")
+	}
+	if &got.Spec.Containers[0] != &other.Spec.Containers[0] {
+		t.Errorf("the pods of one Job hold two copies of their containers")
+	}
+	a, b := got.Status.ContainerStatuses[0].Name, other.Status.ContainerStatuses[0].Name
 	if unsafeData(a) != unsafeData(b) {
-		t.Errorf("the pods of one Job hold two copies of their controller-uid label")
+		t.Errorf("the pods of one Job hold two copies of their container's name")
+	}
+	// A pod of another Job has its own labels.
+	third := full("5")
+	third.Labels[batchv1.ControllerUidLabel] = "job-uid-2"
+	if l := sl.slimPod(third).Labels; l[batchv1.ControllerUidLabel] != "job-uid-2" || got.Labels[batchv1.ControllerUidLabel] != "job-uid" {
+		t.Errorf("pods of two Jobs: labels %v and %v", got.Labels, l)
+	}
+	// A pod that succeeded keeps of its status only its phase and how its
+	// containers ended.
+	done := full("6")
+	done.Status.Phase, done.Status.Reason, done.Status.Message = corev1.PodSucceeded, "", "done"
+	done.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+		ExitCode: 0, Reason: "Completed", Message: "all well", StartedAt: now, FinishedAt: now, ContainerID: "containerd://1",
+	}}
+	wantStatus := corev1.PodStatus{
+		Phase: corev1.PodSucceeded,
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 0, Reason: "Completed", StartedAt: now, FinishedAt: now,
+		}}}},
+	}
+	slimDone := sl.slimPod(done)
+	if diff := cmp.Diff(wantStatus, slimDone.Status); diff != "" {
+		t.Errorf("status of a slim pod that succeeded (-want +got):\n%s", diff)
+	}
+	if !exitedZero(slimDone) || firstStart(slimDone).IsZero() {
+		t.Errorf("a slim pod that succeeded: exited zero %v, started %v; want both", exitedZero(slimDone), firstStart(slimDone))
 	}
 	// Any other object only loses its managed fields.
 	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Labels: map[string]string{"a": "b"}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}}}
-	out, err := dropManagedFields(j)
+	out, err := sl.transform(j)
 	if err != nil || out.(*batchv1.Job).ManagedFields != nil || out.(*batchv1.Job).Labels["a"] != "b" {
-		t.Errorf("dropManagedFields of a Job: %+v, %v; want its labels kept, its managed fields dropped", out, err)
+		t.Errorf("the transform of a Job: %+v, %v; want its labels kept, its managed fields dropped", out, err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -234,6 +235,7 @@ func (w *watcher) informers(ctx context.Context, abort <-chan struct{}, setup fu
 	fail := func(err error) (map[string]*nsWatch, error) { return nil, err }
 	var synced []cache.InformerSynced
 	nss := map[string]*nsWatch{}
+	slim := newSlimmer()
 	for _, ns := range w.namespaces {
 		nw := &nsWatch{}
 		podInformer := kubeclient.Informer(c.Client.CoreV1().Pods(ns), &corev1.Pod{}, tweak)
@@ -258,7 +260,7 @@ func (w *watcher) informers(ctx context.Context, abort <-chan struct{}, setup fu
 			nw.jobSets = cache.NewGenericLister(inf.GetIndexer(), jobSetGVR.GroupResource())
 		}
 		for _, inf := range infs {
-			if err := inf.SetTransform(dropManagedFields); err != nil {
+			if err := inf.SetTransform(slim.transform); err != nil {
 				return fail(err)
 			}
 			if err := setup(inf, handler); err != nil {
@@ -302,18 +304,78 @@ func (w *watcher) informers(ctx context.Context, abort <-chan struct{}, setup fu
 	return nss, nil
 }
 
-// dropManagedFields takes the server-side apply bookkeeping (metadata.
-// managedFields), which the runner never reads, off each object before the
-// informers cache it: a good part of a cached pod or Job's memory. A pod it
-// slims further (slimPod): a fan-out of 10,000 items caches 10,000 pods.
-func dropManagedFields(obj any) (any, error) {
+// slimmer is the transform of one set of the watcher's informers: it takes
+// the server-side apply bookkeeping (metadata.managedFields), which the runner
+// never reads, off each object before the informers cache it, a good part of
+// a cached pod or Job's memory, and slims a pod further (slimPod), since a
+// fan-out of 10,000 items caches 10,000 pods. The pods of one Job share one
+// copy of what they have alike: their labels and their containers.
+type slimmer struct {
+	mu         sync.Mutex
+	labels     map[string]map[string]string
+	containers map[string][]corev1.Container
+}
+
+func newSlimmer() *slimmer {
+	return &slimmer{labels: map[string]map[string]string{}, containers: map[string][]corev1.Container{}}
+}
+
+// transform is the informers' transform (cache.TransformFunc).
+func (s *slimmer) transform(obj any) (any, error) {
 	if p, ok := obj.(*corev1.Pod); ok {
-		return slimPod(p), nil
+		return s.slimPod(p), nil
 	}
 	if m, err := meta.Accessor(obj); err == nil {
 		m.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+// sharedLabels returns p's labels that the runner reads (podLabelsRead) as a
+// map that every pod with the same ones shares; nil when it has none.
+func (s *slimmer) sharedLabels(p *corev1.Pod) map[string]string {
+	var key strings.Builder
+	for _, k := range podLabelsRead {
+		if v, ok := p.Labels[k]; ok {
+			key.WriteString(k + "=" + v + "\x00")
+		}
+	}
+	if key.Len() == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m, ok := s.labels[key.String()]; ok {
+		return m
+	}
+	m := map[string]string{}
+	for _, k := range podLabelsRead {
+		if v, ok := p.Labels[k]; ok {
+			m[k] = v
+		}
+	}
+	s.labels[key.String()] = m
+	return m
+}
+
+// sharedContainers returns p's containers' names and images as a slice that
+// every pod with the same ones shares.
+func (s *slimmer) sharedContainers(p *corev1.Pod) []corev1.Container {
+	var key strings.Builder
+	for _, c := range p.Spec.Containers {
+		key.WriteString(c.Name + "\x00" + c.Image + "\x00")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cs, ok := s.containers[key.String()]; ok {
+		return cs
+	}
+	cs := make([]corev1.Container, len(p.Spec.Containers))
+	for i, c := range p.Spec.Containers {
+		cs[i] = corev1.Container{Name: c.Name, Image: c.Image}
+	}
+	s.containers[key.String()] = cs
+	return cs
 }
 
 // podLabelsRead are the only labels of a pod the runner reads: those that
@@ -329,41 +391,43 @@ var podLabelsRead = []string{
 // policy and its containers' names and images; of its status its phase,
 // reason, message, conditions and its containers' names and states. That is
 // all the runner reads of a pod (its variables, volumes, placement, the
-// labels the run put on it, its addresses are most of it). The strings that
-// every pod of a Job shares (its labels, its namespace) are interned, so
-// 10,000 pods of one Indexed Job hold one copy of each.
-func slimPod(p *corev1.Pod) *corev1.Pod {
+// labels the run put on it, its addresses are most of it). Of a pod that
+// succeeded it keeps less again: of its status only its phase and how each
+// container ended (exit code, reason, start and end), which is all the
+// runner reads of it once it has ended well. The labels and containers are
+// shared by the pods that have the same (sharedLabels, sharedContainers),
+// and the strings every pod of a Job has alike (its node, its namespace, its
+// containers' names) are interned, so 10,000 pods of one Indexed Job hold one
+// copy of each.
+func (s *slimmer) slimPod(p *corev1.Pod) *corev1.Pod {
 	intern := func(s string) string { return unique.Make(s).Value() }
 	out := &corev1.Pod{
 		TypeMeta: p.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
 			Name: p.Name, Namespace: intern(p.Namespace), UID: p.UID, ResourceVersion: p.ResourceVersion,
 			CreationTimestamp: p.CreationTimestamp, DeletionTimestamp: p.DeletionTimestamp,
+			Labels: s.sharedLabels(p),
 		},
-		Spec: corev1.PodSpec{NodeName: intern(p.Spec.NodeName), RestartPolicy: p.Spec.RestartPolicy},
-		Status: corev1.PodStatus{
-			Phase: p.Status.Phase, Reason: p.Status.Reason, Message: p.Status.Message, Conditions: p.Status.Conditions,
-		},
-	}
-	for _, key := range podLabelsRead {
-		if v, ok := p.Labels[key]; ok {
-			if out.Labels == nil {
-				out.Labels = map[string]string{}
-			}
-			out.Labels[intern(key)] = intern(v)
-		}
+		Spec:   corev1.PodSpec{NodeName: intern(p.Spec.NodeName), RestartPolicy: p.Spec.RestartPolicy, Containers: s.sharedContainers(p)},
+		Status: corev1.PodStatus{Phase: p.Status.Phase},
 	}
 	if v, ok := p.Annotations[batchv1.JobCompletionIndexAnnotation]; ok {
 		out.Annotations = map[string]string{batchv1.JobCompletionIndexAnnotation: intern(v)}
 	}
-	out.Spec.Containers = make([]corev1.Container, len(p.Spec.Containers))
-	for i, c := range p.Spec.Containers {
-		out.Spec.Containers[i] = corev1.Container{Name: intern(c.Name), Image: intern(c.Image)}
+	succeeded := p.Status.Phase == corev1.PodSucceeded
+	if !succeeded {
+		out.Status.Reason, out.Status.Message, out.Status.Conditions = p.Status.Reason, p.Status.Message, p.Status.Conditions
 	}
 	if len(p.Status.ContainerStatuses) > 0 {
 		out.Status.ContainerStatuses = make([]corev1.ContainerStatus, len(p.Status.ContainerStatuses))
 		for i, cs := range p.Status.ContainerStatuses {
-			out.Status.ContainerStatuses[i] = corev1.ContainerStatus{Name: intern(cs.Name), State: cs.State}
+			state := cs.State
+			if t := state.Terminated; succeeded && t != nil {
+				state = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+					ExitCode: t.ExitCode, Reason: intern(t.Reason), StartedAt: t.StartedAt, FinishedAt: t.FinishedAt,
+				}}
+			}
+			out.Status.ContainerStatuses[i] = corev1.ContainerStatus{Name: intern(cs.Name), State: state}
 		}
 	}
 	return out
