@@ -58,8 +58,12 @@ type Unit struct {
 	// it is not run again.
 	Earlier bool
 
-	// rec is guarded by Run.mu.
-	rec record.Task
+	// rec is guarded by Run.mu, and added, set once the unit is one of the
+	// run's (Add): a unit the runtime resumes before (Resume, as it does the
+	// units a fan-out makes at run time) is counted when it is added, in the
+	// state it resumed in.
+	rec   record.Task
+	added bool
 }
 
 // NewUnit returns the pending unit of step s, or of its item index (-1 for the
@@ -165,6 +169,7 @@ func (r *Run) Add(us ...*Unit) {
 	for _, u := range us {
 		r.units = append(r.units, u)
 		r.steps[u.Step.Name] = append(r.steps[u.Step.Name], u)
+		u.added = true
 		r.count(u, u.rec.State, 1)
 	}
 }
@@ -189,7 +194,7 @@ func (r *Run) count(u *Unit, st record.State, n int) {
 func (r *Run) change(u *Unit, change func(*record.Task)) {
 	old := u.rec.State
 	change(&u.rec)
-	if u.rec.State != old {
+	if u.rec.State != old && u.added {
 		r.count(u, old, -1)
 		r.count(u, u.rec.State, 1)
 	}

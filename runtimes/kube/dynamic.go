@@ -63,10 +63,12 @@ func dynamicStore(ctx context.Context, f *plan.Flow, id string) (artifact.Store,
 // or the one unit of such a step that ended without items
 // (dag.Dynamic.Made), and adds them to the run with their objects: one Indexed
 // Job and the ConfigMap of the items, or a Job per item where job.NotIndexed
-// says why. The items of a resumed run that succeeded before are not run
-// again; the rest are then Jobs of their own, as they are when the earlier
-// runner's Job of them ended.
-func (r *runner) made(us []*dag.Unit) error {
+// says why. A resumed run matches its fan-out with what the cluster holds, as
+// it does a static one (adoptFanOut): the items that succeeded before are not
+// run again, a Job still running is followed where it is, and one that ended
+// or failed an index is deleted, the items yet to succeed running again (each
+// as a Job of its own when some succeeded).
+func (r *runner) made(ctx context.Context, us []*dag.Unit) error {
 	if len(us) == 0 {
 		return nil
 	}
@@ -96,35 +98,29 @@ func (r *runner) made(us []*dag.Unit) error {
 	if len(errs) > 0 {
 		return errs.ToAggregate()
 	}
-	var rest []*unit
-	for _, u := range units {
-		if r.resumed {
+	if r.resumed {
+		for _, u := range units {
 			if err := r.Resume(u.Unit); err != nil {
 				return err
 			}
 		}
-		if u.Earlier {
-			u.created, u.seen = true, true
-		} else {
-			rest = append(rest, u)
+		if fo := units[0].fan; fo != nil {
+			stale, err := r.adoptFanOut(fo)
+			if err != nil {
+				return err
+			}
+			if err := r.deleteStale(ctx, stale); err != nil {
+				return err
+			}
 		}
 	}
-	if len(rest) > 0 && rest[0].fan != nil && (len(rest) < len(units) || r.resumed && r.ended(rest[0].fan)) {
-		if err := r.split(rest); err != nil {
-			return err
+	for _, u := range units {
+		if u.Earlier {
+			u.created, u.seen = true, true
 		}
 	}
 	r.add(units, true)
 	return nil
-}
-
-// ended reports whether the cluster holds fan-out fo's Job, made by an
-// earlier runner of the run, ended or with an index failed: its items yet to
-// succeed then run again as Jobs of their own. One still running is followed
-// where it is.
-func (r *runner) ended(fo *fanOut) bool {
-	j := r.w.job(fo.ns, fo.name)
-	return j != nil && (jobEnded(j) || ptrString(j.Status.FailedIndexes) != "")
 }
 
 // namespaceOf is the namespace of step s's objects.

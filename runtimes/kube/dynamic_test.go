@@ -137,6 +137,92 @@ func TestDynamicRun(t *testing.T) {
 	}
 }
 
+// TestDynamicResumeAfterFailedItem: a dynamic fan-out whose item 1 fails for
+// good (kwok fails the pod of completion index 1, and the step has no retry)
+// fails the run, which leaves its one Indexed Job with that index failed.
+// Resumed, the run deletes that Job and its ConfigMap, does not run items 0
+// and 2 again, runs item 1 as a Job of its own (whose pod has no completion
+// index, and succeeds), then the join, and succeeds.
+func TestDynamicResumeAfterFailedItem(t *testing.T) {
+	c := simcluster.Shared(t)
+	srv := s3test.Start(t)
+	srv.SetEnv(t)
+	ns := c.Namespace(t)
+	const bucket, id = "dyn-resume", "dyn-resume"
+	srv.Bucket(t, bucket)
+	f := sdk.NewFlow("dyn", sdk.Image("example.com/flow:v1")).
+		Step("list", sdk.Command("list")).
+		Step("process", sdk.Command("process"), sdk.ForeachOf("list", "shards"), sdk.Label(simcluster.LabelFailIndexOne, "true")).
+		Step("report", sdk.Command("report"), sdk.After("process"))
+	p, errs := compile.Compile(f, compile.Options{Artifacts: "s3://" + bucket + "/flows", ArtifactsEndpoint: srv.Endpoint})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	ctx := context.Background()
+	if _, err := srv.Client().PutObject(ctx, &s3.PutObjectInput{
+		Bucket: aws.String(bucket), Key: aws.String("flows/dyn/" + id + "/list/shards.json"), Body: strings.NewReader(`["a", "b", "c"]`),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	o := options(c, ns, t.TempDir())
+	o.RunID = id
+	r := runFlow(t, ctx, p, o)
+	if r.err == nil || r.res == nil || r.res.State != record.Failed {
+		t.Fatalf("run: %v, result %+v; want it failed", r.err, r.res)
+	}
+	for label, want := range map[string]record.State{"process[0]": record.Succeeded, "process[1]": record.Failed, "process[2]": record.Succeeded} {
+		if task := r.tasks[label]; task.State != want {
+			t.Errorf("%s: %s (%s); want %s", label, task.State, task.Error, want)
+		}
+	}
+	sel := metav1.ListOptions{LabelSelector: plan.LabelRun + "=" + id + "," + plan.LabelStep + "=process"}
+	jobs, err := c.Client.BatchV1().Jobs(ns).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs.Items) != 1 || ptrValue(jobs.Items[0].Status.FailedIndexes) != "1" {
+		t.Fatalf("the failed run left %d Jobs of process (%+v); want its one Indexed Job, index 1 failed", len(jobs.Items), jobs.Items)
+	}
+	fanOut := jobs.Items[0].UID
+
+	o.Keep = true
+	r = runFlow(t, ctx, p, o)
+	if r.err != nil {
+		t.Fatalf("resumed run: %v", r.err)
+	}
+	for _, l := range []string{"list", "process[0]", "process[1]", "process[2]", "report"} {
+		if task := r.tasks[l]; task.State != record.Succeeded {
+			t.Errorf("%s: %s (%s); want succeeded", l, task.State, task.Error)
+		}
+	}
+	for _, l := range []string{"process[0]", "process[2]"} {
+		if !strings.Contains(r.out.String(), l+": succeeded in an earlier attempt of this run: not run again") {
+			t.Errorf("the resumed run does not say that %s is not run again", l)
+		}
+	}
+	jobs, err = c.Client.BatchV1().Jobs(ns).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs.Items) != 1 || jobs.Items[0].UID == fanOut || jobs.Items[0].Spec.Completions == nil || *jobs.Items[0].Spec.Completions != 1 {
+		t.Fatalf("after the resumed run, process has %d Jobs; want item 1's own Job of one completion, not the fan-out's", len(jobs.Items))
+	}
+	pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + jobs.Items[0].Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 1 || !slices.ContainsFunc(pods.Items[0].Spec.Containers[0].Env, func(e corev1.EnvVar) bool { return e.Name == plan.EnvItem && e.Value == "b" }) {
+		t.Errorf("item 1's Job has %d pods; want one, told its item b", len(pods.Items))
+	}
+	cms, err := c.Client.CoreV1().ConfigMaps(ns).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cms.Items) != 0 {
+		t.Errorf("the fan-out's ConfigMap is left after the resumed run: %d", len(cms.Items))
+	}
+}
+
 // TestDynamicRunNeedsS3: a dynamic flow without a store, with a volume
 // store, or run as JobSets is refused before anything is made, naming the
 // step and what to do.

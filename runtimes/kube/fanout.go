@@ -280,9 +280,13 @@ func jobEnded(j *batchv1.Job) bool {
 // some of a fan-out's items again.
 func (r *runner) split(units []*unit) error {
 	for _, u := range units {
-		item := emit.ItemAt(u.Step, u.Index)
+		var item *emit.Item
 		if u.Step.ForeachOf != nil {
+			// A dynamic step's items are the unit's, found at run time: the
+			// step holds none.
 			item = &emit.Item{Value: u.Item, Index: strconv.Itoa(u.Index), Count: strconv.Itoa(r.Count(u.Unit))}
+		} else {
+			item = emit.ItemAt(u.Step, u.Index)
 		}
 		j, err := toUnstructured(job.New(r.Flow, u.Step, job.JobName(r.Flow, u.Step, u.Index), emit.PodOptions{Item: item}), u.ns)
 		if err != nil {

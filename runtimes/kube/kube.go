@@ -281,7 +281,7 @@ func Run(ctx context.Context, f *plan.Flow, o Options) (*Result, error) {
 		return nil, err
 	}
 	r.resumed = resumed
-	r.Dynamic = dag.Dynamic{Store: store, Made: r.made}
+	r.Dynamic = dag.Dynamic{Store: store, Made: func(us []*dag.Unit) error { return r.made(ctx, us) }}
 	if changed != "" {
 		p.notes = append(p.notes, changed)
 	}

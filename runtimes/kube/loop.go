@@ -58,6 +58,13 @@ func (r *runner) adopt(ctx context.Context, resumed bool) error {
 			r.Update(u.Unit, func(t *record.Task) { adopted(t, ob, time.Now()) })
 		}
 	}
+	return r.deleteStale(ctx, stale)
+}
+
+// deleteStale deletes the objects of stale, units of a resumed run that must
+// go before it goes on (failed, or of steps changed since), and waits until
+// the caches hold none of them, for at most CleanupTimeout.
+func (r *runner) deleteStale(ctx context.Context, stale []*unit) error {
 	if len(stale) == 0 {
 		return nil
 	}
