@@ -356,3 +356,42 @@ func TestSeen(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeBeforeAdd: a unit resumed before it is added to the run, as a
+// runtime resumes the items a fan-out makes at run time, counts once, in the
+// state it resumed in: with a succeeded before, the resumed run has b alone
+// unfinished, and releases it.
+func TestResumeBeforeAdd(t *testing.T) {
+	f := &plan.Flow{Name: "f", Steps: []plan.Step{{Name: "a"}, {Name: "b", After: []string{"a"}}}}
+	dir, lk, err := record.Open(t.TempDir(), "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Close()
+	first := dag.New(f, "r1", dir)
+	first.Disp = display.New(display.Options{Stdout: &bytes.Buffer{}})
+	a, b := dag.NewUnit(&f.Steps[0], -1), dag.NewUnit(&f.Steps[1], -1)
+	first.Add(a, b)
+	first.Release()
+	first.Start(a)
+	first.Succeed(a, nil)
+
+	again := dag.New(f, "r1", dir)
+	again.Disp = display.New(display.Options{Stdout: &bytes.Buffer{}})
+	a, b = dag.NewUnit(&f.Steps[0], -1), dag.NewUnit(&f.Steps[1], -1)
+	for _, u := range []*dag.Unit{a, b} {
+		if err := again.Resume(u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again.Add(a, b)
+	if !a.Earlier || again.Task(a).State != record.Succeeded {
+		t.Fatalf("a resumed: earlier %v, %s; want earlier, succeeded", a.Earlier, again.Task(a).State)
+	}
+	if n := again.Unfinished(); n != 1 {
+		t.Errorf("Unfinished = %d with b alone to run, want 1", n)
+	}
+	if got := labels(again.Release()); got != "b" {
+		t.Errorf("release of the resumed run: %q, want b", got)
+	}
+}
