@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/manifoldflow/manifold/compile"
 	"github.com/manifoldflow/manifold/harness/benchenv"
@@ -180,7 +181,7 @@ func TestDynamicResumeAfterFailedItem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(jobs.Items) != 1 || ptrValue(jobs.Items[0].Status.FailedIndexes) != "1" {
+	if len(jobs.Items) != 1 || ptr.Deref(jobs.Items[0].Status.FailedIndexes, "") != "1" {
 		t.Fatalf("the failed run left %d Jobs of process (%+v); want its one Indexed Job, index 1 failed", len(jobs.Items), jobs.Items)
 	}
 	fanOut := jobs.Items[0].UID

@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 
 	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/emit/job"
@@ -60,7 +61,7 @@ func (fo *fanOut) changes(w *watcher) []*unit {
 	first := fo.rv == ""
 	fo.rv = j.ResourceVersion
 	n := len(fo.units)
-	completed, failed := parseIndexes(j.Status.CompletedIndexes, n), parseIndexes(ptrString(j.Status.FailedIndexes), n)
+	completed, failed := parseIndexes(j.Status.CompletedIndexes, n), parseIndexes(ptr.Deref(j.Status.FailedIndexes, ""), n)
 	sig := fmt.Sprint(j.Spec.Suspend != nil && *j.Spec.Suspend, jobFailure(j) != nil)
 	all := first || sig != fo.sig || len(fo.completed) != n
 	var out []*unit
@@ -105,13 +106,6 @@ func parseIndexes(s string, n int) []bool {
 		}
 	}
 	return out
-}
-
-func ptrString(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 // indexedWorkload is the workload of an item of a fan-out: its index of the

@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/manifoldflow/manifold/emit"
 	"github.com/manifoldflow/manifold/harness/simcluster"
@@ -75,7 +76,7 @@ func TestFanOutIsOneJob(t *testing.T) {
 	if want := map[string]string{"0": "a", "1": "b", "2": "c"}; !maps.Equal(cm.Data, want) {
 		t.Errorf("ConfigMap %s holds %v; want %v", cm.Name, cm.Data, want)
 	}
-	if got := ptrValue(j.Status.FailedIndexes); got != "1" || j.Status.CompletedIndexes != "0,2" {
+	if got := ptr.Deref(j.Status.FailedIndexes, ""); got != "1" || j.Status.CompletedIndexes != "0,2" {
 		t.Errorf("the Job says indexes %q failed and %q completed; want 1 and 0,2", got, j.Status.CompletedIndexes)
 	}
 	pods, err := c.Client.CoreV1().Pods(ns).List(ctx, sel)
@@ -108,11 +109,4 @@ func TestFanOutIsOneJob(t *testing.T) {
 	}) {
 		t.Errorf("the pods do not mount ConfigMap %s: %+v", cm.Name, tmpl.Volumes)
 	}
-}
-
-func ptrValue(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
