@@ -260,13 +260,18 @@ func (r *runner) adoptFanOut(fo *fanOut) ([]*unit, error) {
 }
 
 // jobEnded reports whether Job j has ended: Complete, or Failed.
-func jobEnded(j *batchv1.Job) bool {
-	for _, c := range j.Status.Conditions {
+func jobEnded(j *batchv1.Job) bool { return jobEnd(j) != nil }
+
+// jobEnd returns the condition that ended Job j, Complete or Failed (the
+// last, should it have both); nil while it runs.
+func jobEnd(j *batchv1.Job) *batchv1.JobCondition {
+	var end *batchv1.JobCondition
+	for i, c := range j.Status.Conditions {
 		if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) {
-			return true
+			end = &j.Status.Conditions[i]
 		}
 	}
-	return false
+	return end
 }
 
 // split makes each of units, items of a fan-out, a Job of its own

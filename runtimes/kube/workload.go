@@ -2,7 +2,6 @@ package kube
 
 import (
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,10 +38,8 @@ func (jobWorkload) read(w *watcher, u *unit, ob *observed) bool {
 		return false
 	}
 	ob.exists, ob.created = true, j.CreationTimestamp.Time
-	for _, c := range j.Status.Conditions {
-		if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) {
-			ob.end(c.LastTransitionTime.Time, c.Type == batchv1.JobComplete, c.Reason, c.Message)
-		}
+	if c := jobEnd(j); c != nil {
+		ob.end(c.LastTransitionTime.Time, c.Type == batchv1.JobComplete, c.Reason, c.Message)
 	}
 	ob.attempt = min(int(j.Status.Failed)+1, u.Step.Retry+1)
 	if ob.failed {
