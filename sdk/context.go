@@ -157,15 +157,24 @@ func (c *Context) Put(name string, v any) error {
 	if err != nil {
 		return fmt.Errorf("artifact %q: %w", name, err)
 	}
-	if err := c.store.Put(c, artifact.Key(c.step, c.index, name), append(data, '\n')); err != nil {
+	key := artifact.Key(c.step, c.index, name)
+	if err := c.store.Put(c, key, append(data, '\n')); err != nil {
 		return fmt.Errorf("putting artifact %q of %s: %w", name, describe(c.step, c.index), err)
 	}
-	if c.values != "" {
-		if err := publish(filepath.Join(c.values, name+".json"), append(data, '\n')); err != nil {
+	// The local runner points the values at the step's own directory of the
+	// store: what was put there is published already.
+	if dst := filepath.Join(c.values, name+".json"); c.values != "" && !sameFile(c.store, key, dst) {
+		if err := publish(dst, append(data, '\n')); err != nil {
 			return fmt.Errorf("publishing artifact %q of %s: %w", name, describe(c.step, c.index), err)
 		}
 	}
 	return nil
+}
+
+// sameFile reports whether store keeps key in the file path.
+func sameFile(store artifact.Store, key, path string) bool {
+	d, ok := store.(artifact.Dir)
+	return ok && filepath.Clean(d.Location(key)) == filepath.Clean(path)
 }
 
 // publish writes data to the file path through a rename, so that a reader
