@@ -222,7 +222,7 @@ func (r *runner) adoptFanOut(fo *fanOut) ([]*unit, error) {
 	fo.changes(r.w)
 	j := r.w.job(fo.ns, fo.name)
 	rerun := r.Rerun[fo.units[0].Step.Name]
-	gone := j != nil && (rerun || jobEnded(j) || slices.Contains(fo.failed, true))
+	gone := j != nil && (rerun || jobEnd(j) != nil || slices.Contains(fo.failed, true))
 	var rest []*unit
 	for _, u := range fo.units {
 		ob := r.observe(u)
@@ -258,9 +258,6 @@ func (r *runner) adoptFanOut(fo *fanOut) ([]*unit, error) {
 	}
 	return stale, nil
 }
-
-// jobEnded reports whether Job j has ended: Complete, or Failed.
-func jobEnded(j *batchv1.Job) bool { return jobEnd(j) != nil }
 
 // jobEnd returns the condition that ended Job j, Complete or Failed (the
 // last, should it have both); nil while it runs.
