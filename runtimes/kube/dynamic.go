@@ -112,11 +112,12 @@ func (r *runner) made(ctx context.Context, us []*dag.Unit) error {
 			if err := r.deleteStale(ctx, stale); err != nil {
 				return err
 			}
-		}
-	}
-	for _, u := range units {
-		if u.Earlier {
-			u.created, u.seen = true, true
+		} else {
+			for _, u := range units {
+				if u.Earlier {
+					u.created, u.seen = true, true
+				}
+			}
 		}
 	}
 	r.add(units, true)
